@@ -1,0 +1,1 @@
+libvigil_a_SOURCES +=

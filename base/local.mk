@@ -1,0 +1,4 @@
+libvigil_a_SOURCES += \
+	base/arena.c base/arena.h \
+	base/buf.c base/buf.h \
+	base/hash.h

@@ -1,0 +1,3 @@
+vigil_SOURCES += \
+	cli/main.c cli/commands.h \
+	cli/cmd_check.c cli/cmd_fmt.c cli/cmd_run.c cli/cmd_test.c cli/cmd_explain.c cli/cmd_ctl.c

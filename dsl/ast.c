@@ -1,0 +1,1 @@
+/* dsl/ast.c — placeholder; see its header. */

@@ -1,0 +1,1 @@
+/* dsl/check.c — placeholder; see its header. */

@@ -1,0 +1,21 @@
+/* dsl/check.h — semantic checks and name resolution (LANGUAGE.md section 7).
+ *
+ * Resolves every path (field / step / key), function, output reference and skip
+ * step in place, and reports whatever would fail at run time: duplicate names,
+ * unknown steps / outputs / functions (with "did you mean"), wrong arity,
+ * aggregates over missing steps, patterns not starting with `begin`, `not_` steps
+ * in first place, a trailing `not_followed_by` without `within`, `until` on a
+ * closed loop, `times 0`, N..M with M < N, invalid regexes (PCRE2's message, offset
+ * mapped into the rule file), `on timeout` without any `within`, more than one
+ * `time` declaration. Warns about loops and `followed_by_any` with neither `within`
+ * nor `until` (state that can grow without bound). */
+#ifndef VIGIL_DSL_CHECK_H
+#define VIGIL_DSL_CHECK_H
+
+#include "dsl/ast.h"
+#include "dsl/diag.h"
+
+/* Returns the number of errors reported. */
+int dsl_check(RuleSet *rs, Diags *diags);
+
+#endif

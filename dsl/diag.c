@@ -1,0 +1,1 @@
+/* dsl/diag.c — placeholder; see its header. */

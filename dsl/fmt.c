@@ -1,0 +1,1 @@
+/* dsl/fmt.c — placeholder; see its header. */

@@ -1,0 +1,1 @@
+/* dsl/load.c — placeholder; see its header. */

@@ -1,0 +1,11 @@
+libvigil_a_SOURCES += \
+	dsl/source.c dsl/source.h \
+	dsl/diag.c dsl/diag.h \
+	dsl/ast.c dsl/ast.h \
+	dsl/lexer.l \
+	dsl/parser.y \
+	dsl/parse.c dsl/parse.h \
+	dsl/check.c dsl/check.h \
+	dsl/load.c dsl/load.h \
+	dsl/fmt.c dsl/fmt.h
+BUILT_SOURCES += dsl/parser.h

@@ -1,0 +1,1 @@
+/* dsl/parse.c — placeholder; see its header. */

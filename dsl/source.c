@@ -1,0 +1,1 @@
+/* dsl/source.c — placeholder; see its header. */

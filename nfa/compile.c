@@ -1,0 +1,1 @@
+/* nfa/compile.c — placeholder; see its header. */

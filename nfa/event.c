@@ -1,0 +1,1 @@
+/* nfa/event.c — placeholder; see its header. */

@@ -1,0 +1,83 @@
+/* nfa/event.h — decoded events, the field table, and match chains.
+ *
+ * FieldTable: every field path the loaded rules read, interned to a slot number at
+ * compile time. The decoder (runtime/) fills one Value per slot, once per event, so
+ * evaluation never looks a name up.
+ *
+ * Event: one input line, decoded. Reference-counted: the input owns the first
+ * reference and every MatchNode holding the event owns one more; the event is freed
+ * when the last reference goes. Its line text, slots and decoded strings live in the
+ * same allocation.
+ *
+ * MatchNode: one (step, event) element of a partial match, linked to its
+ * predecessor. Partial matches that share a prefix share nodes (the shared-buffer
+ * idea of Flink/SASE+): memory grows with the events retained, not with the number
+ * of partial matches times their length. Nodes are reference-counted too. */
+#ifndef VIGIL_NFA_EVENT_H
+#define VIGIL_NFA_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsl/ast.h"
+#include "nfa/value.h"
+
+/* ---- field table ---------------------------------------------------------- */
+
+typedef struct FieldPath {
+    PathSeg *segs;        /* heap copies (names heap strings), owned by the table */
+    size_t n_segs;
+    char *text;           /* "payload.card.bin", "items[0].sku"; heap, owned */
+} FieldPath;
+
+typedef struct FieldTable {
+    FieldPath *paths;     /* slot i reads paths[i]; heap, owned */
+    size_t n, cap;
+} FieldTable;
+
+void field_table_init(FieldTable *ft);
+void field_table_free(FieldTable *ft);
+/* Slot for a path, adding it if new; -1 on allocation failure. */
+int field_table_intern(FieldTable *ft, const PathSeg *segs, size_t n_segs);
+
+/* ---- events --------------------------------------------------------------- */
+
+typedef struct Event {
+    uint64_t id;          /* identity: position in the input (sequence number); also the
+                             handle a later changelog input uses to retract the event */
+    int64_t time_ms;      /* event time (or arrival time on processing time) */
+    uint32_t refs;
+    uint32_t n_slots;
+    const char *line;     /* the JSON object text, verbatim, NUL-terminated; in this allocation */
+    size_t line_len;
+    const char *origin;   /* input name for messages ("-", a path, a client address); borrowed
+                             from the input, which outlives its events */
+    uint64_t origin_line; /* line number within that input */
+    Value *slots;         /* n_slots values; in this allocation */
+    char *strbuf;         /* room for decoded strings (line_len bytes); in this allocation */
+} Event;
+
+/* One allocation holding the struct, the slots (all V_MISSING), a copy of the line
+ * and line_len bytes of string room. refs = 1. NULL on allocation failure. */
+Event *event_new(const char *line, size_t line_len, size_t n_slots);
+static inline void event_retain(Event *ev) { ev->refs++; }
+void event_release(Event *ev);
+
+/* ---- match chains --------------------------------------------------------- */
+
+typedef struct MatchNode {
+    struct MatchNode *prev;   /* earlier element of the partial match, or NULL; one reference */
+    Event *event;             /* one reference */
+    uint32_t refs;
+    uint16_t step;            /* pattern step index (Rule.steps) this event was taken for */
+} MatchNode;
+
+/* A node for (step, event) after prev; takes new references on prev and event.
+ * NULL on allocation failure. refs = 1. */
+MatchNode *match_node_new(MatchNode *prev, Event *event, uint16_t step);
+static inline void match_node_retain(MatchNode *n) { n->refs++; }
+/* Drops one reference; frees the node (and releases its event and prev) at zero. */
+void match_node_release(MatchNode *n);
+
+#endif

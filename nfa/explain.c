@@ -1,0 +1,1 @@
+/* nfa/explain.c — placeholder; see its header. */

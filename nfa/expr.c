@@ -1,0 +1,1 @@
+/* nfa/expr.c — placeholder; see its header. */

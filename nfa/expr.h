@@ -1,0 +1,57 @@
+/* nfa/expr.h — compiled expressions: conditions, keys, alert fields and templates.
+ *
+ * expr_compile turns a resolved AST expression (dsl_check has run) into a compact
+ * program: field paths become slots of the FieldTable, constants are folded, regexes
+ * are compiled once with PCRE2 (JIT where available) with match and depth limits.
+ * Evaluation does no name lookup and no malloc: produced strings go to the caller's
+ * EvalScratch, which also holds the PCRE2 match data (one per thread).
+ *
+ * Iterative conditions (`STEP.field`, aggregates, `time(STEP)`) read the partial
+ * match given in EvalCtx.match: its chain of (step, event) nodes, newest first. */
+#ifndef VIGIL_NFA_EXPR_H
+#define VIGIL_NFA_EXPR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "dsl/ast.h"
+#include "nfa/event.h"
+#include "nfa/value.h"
+
+typedef struct CExpr CExpr;           /* compiled expression; immutable after compile */
+
+/* Per-thread evaluation scratch. Strings produced during an evaluation stay valid
+ * until the caller calls expr_scratch_reset. */
+typedef struct EvalScratch EvalScratch;
+EvalScratch *expr_scratch_new(void);
+void expr_scratch_reset(EvalScratch *s);
+void expr_scratch_free(EvalScratch *s);
+/* Regex matches that hit PCRE2's match or depth limit (counted, then treated as no match). */
+uint64_t expr_scratch_regex_limit_hits(const EvalScratch *s);
+
+typedef struct EvalCtx {
+    const Event *event;        /* the current event; NULL in actions, where bare fields read
+                                  the last event of `match` */
+    const MatchNode *match;    /* partial match so far (newest first), or NULL */
+    const Value *key;          /* key values of the partition (actions: key.NAME), or NULL */
+    size_t n_key;
+    int64_t time_ms;           /* time(): the current event's time (actions: the alert's time) */
+} EvalCtx;
+
+typedef struct ExprEnv {
+    FieldTable *fields;        /* slots are interned here */
+    const Rule *rule;          /* for step and key names; NULL for rule-less expressions */
+} ExprEnv;
+
+/* Compiles `e`. On failure returns NULL and sets *err to a heap message (caller frees). */
+CExpr *expr_compile(const Expr *e, const ExprEnv *env, char **err);
+void expr_free(CExpr *ce);
+
+Value expr_eval(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
+/* A condition holds only if it evaluates to boolean true. */
+bool expr_test(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
+/* True if the expression reads the partial match (STEP.x, aggregates, time(STEP)). */
+bool expr_is_iterative(const CExpr *ce);
+
+#endif

@@ -1,0 +1,1 @@
+/* nfa/match.c — placeholder; see its header. */

@@ -1,0 +1,81 @@
+/* nfa/nfa.h — a rule's pattern compiled to an NFA, and the per-key matcher.
+ *
+ * The compiler builds states with take / ignore / proceed edges in the manner of
+ * Flink's NFACompiler, for every step kind and quantifier, rule and step `within`,
+ * and the five after-match skip strategies. The matcher runs one NfaKey per
+ * partition key. Semantics are Flink CEP's Pattern API (see nfa/SEMANTICS.md).
+ *
+ * The matcher is driven by two calls, independent of I/O:
+ *     nfa_key_advance(nfa, &key, T, ...)  time moves to T: partial matches whose
+ *                                         within elapsed (t - t_first >= within) die and
+ *                                         yield timeouts (or matches, for a trailing
+ *                                         not_followed_by);
+ *     nfa_key_event(nfa, &key, ev, ...)   process one event at ev->time_ms (it calls
+ *                                         advance(ev->time_ms) first).
+ * Results go to a sink in release order. An NfaKey with no partial matches and no
+ * pending result is freed and set to NULL: an idle key holds no memory. */
+#ifndef VIGIL_NFA_NFA_H
+#define VIGIL_NFA_NFA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dsl/ast.h"
+#include "nfa/event.h"
+#include "nfa/expr.h"
+
+typedef struct Nfa Nfa;          /* immutable after compile; shared by all keys and threads */
+typedef struct NfaKey NfaKey;    /* one key's partial matches; owned by the caller's partition */
+
+/* Compiles the pattern of `rule` (filter and keys are not part of it). Conditions are
+ * compiled with expr_compile against env->fields. NULL with *err (heap) on failure. */
+Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err);
+void nfa_free(Nfa *nfa);
+/* Human-readable states and edges, or Graphviz when dot is true. */
+void nfa_explain(const Nfa *nfa, FILE *out, bool dot);
+
+typedef enum { NFA_MATCH, NFA_TIMEOUT } NfaResultKind;
+
+typedef struct NfaResult {
+    NfaResultKind kind;
+    int64_t time_ms;          /* a match's last event time; a timeout's expiry time; for a
+                                 trailing not_followed_by, the expiry time */
+    const MatchNode *last;    /* the events matched (so far), newest first; valid during emit */
+} NfaResult;
+
+typedef struct NfaSink {
+    void (*emit)(void *user, const NfaResult *r);
+    void *user;
+} NfaSink;
+
+typedef struct NfaLimits {
+    size_t max_partials;      /* per key; when hit, the oldest partial match is dropped */
+} NfaLimits;
+
+typedef struct NfaCounters {
+    uint64_t partials_dropped;  /* by the cap */
+    uint64_t partials_live;     /* current, summed over keys (maintained by the matcher) */
+} NfaCounters;
+
+typedef struct NfaRunCtx {
+    EvalScratch *scratch;
+    const NfaLimits *limits;
+    NfaCounters *counters;
+    NfaSink sink;
+} NfaRunCtx;
+
+void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);
+void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *ctx);
+/* Earliest time at which advance would produce something or prune state; INT64_MAX if none. */
+int64_t nfa_key_deadline(const NfaKey *key);
+/* Frees a key's state without emitting anything (shutdown, removed rules). */
+void nfa_key_free(NfaKey *key, NfaCounters *counters);
+/* Number of live partial matches of one key. */
+size_t nfa_key_partials(const NfaKey *key);
+
+/* Step metadata, for alerts: names in pattern order. */
+size_t nfa_step_count(const Nfa *nfa);
+const char *nfa_step_name(const Nfa *nfa, size_t step);
+
+#endif

@@ -1,0 +1,1 @@
+/* nfa/value.c — placeholder; see its header. */

@@ -1,0 +1,65 @@
+/* nfa/value.h — runtime values of the rule language: JSON's types plus time and duration.
+ *
+ * A Value never owns memory: strings point into an event (decoded bytes and the
+ * original JSON text) or into evaluation scratch. Numbers compare as doubles, but a
+ * value read from an event keeps its original JSON text in `raw`, so keys and echoed
+ * fields never lose digits (a 19-digit id stays exact).
+ *
+ * Comparisons involving null/missing or mismatched types are false (LANGUAGE.md 5). */
+#ifndef VIGIL_NFA_VALUE_H
+#define VIGIL_NFA_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    V_MISSING = 0,   /* field absent from the event: behaves as null, but exists() is false */
+    V_NULL,
+    V_BOOL,
+    V_NUM,
+    V_STR,           /* s/len: decoded UTF-8 bytes (may contain NUL) */
+    V_OBJ,           /* raw/raw_len: the object's JSON text */
+    V_ARR,           /* raw/raw_len: the array's JSON text */
+    V_TIME,          /* ms since the epoch, in i */
+    V_DUR,           /* milliseconds, in i */
+} ValueType;
+
+typedef struct Value {
+    ValueType type;
+    bool b;
+    double num;
+    int64_t i;
+    const char *s;       /* V_STR */
+    size_t len;
+    const char *raw;     /* original JSON text when read from an event, else NULL */
+    size_t raw_len;
+} Value;
+
+static inline Value value_missing(void) { Value v = {0}; return v; }
+static inline Value value_null(void) { Value v = {0}; v.type = V_NULL; return v; }
+static inline Value value_bool(bool b) { Value v = {0}; v.type = V_BOOL; v.b = b; return v; }
+static inline Value value_num(double d) { Value v = {0}; v.type = V_NUM; v.num = d; return v; }
+static inline Value value_str(const char *s, size_t len)
+{ Value v = {0}; v.type = V_STR; v.s = s; v.len = len; return v; }
+static inline Value value_time(int64_t ms) { Value v = {0}; v.type = V_TIME; v.i = ms; return v; }
+static inline Value value_dur(int64_t ms) { Value v = {0}; v.type = V_DUR; v.i = ms; return v; }
+static inline bool value_is_null(const Value *v) { return v->type == V_MISSING || v->type == V_NULL; }
+
+/* `==` of the language: same type and equal (numbers as doubles, strings bytewise,
+ * objects/arrays by JSON text). Null equals null; missing equals null. */
+bool value_equal(const Value *a, const Value *b);
+/* Ordering for < <= > >=: returns -1/0/1, or 2 when not comparable (then false). */
+int value_compare(const Value *a, const Value *b);
+/* Appends the value as JSON to a Buf (numbers from events keep their raw text; times
+ * as ISO-8601 UTC strings with milliseconds; durations as numbers of ms). */
+struct Buf;
+void value_to_json(const Value *v, struct Buf *out);
+/* Appends the value as template text: strings without quotes, numbers shortest,
+ * times ISO-8601, null as "null". */
+void value_to_text(const Value *v, struct Buf *out);
+
+/* Formats ms since the epoch as "2026-01-01T00:09:00.000Z" (24 chars + NUL). */
+void time_format_iso(int64_t ms, char out[32]);
+
+#endif

@@ -1,0 +1,2 @@
+libvigil_a_SOURCES += \
+	rules/ruleset.c rules/ruleset.h

@@ -1,0 +1,1 @@
+/* rules/ruleset.c — placeholder; see its header. */

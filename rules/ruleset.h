@@ -1,0 +1,79 @@
+/* rules/ruleset.h — a loaded rule set, compiled and ready to run.
+ *
+ * Owns: the AST (RuleSet), the field table, and per rule its compiled filter, key
+ * expressions, NFA and actions. Immutable once built, so workers share it without
+ * locks; hot reload builds a new one and swaps it between two events.
+ * Rules are matched with their predecessors across reloads by fingerprint
+ * (dsl_rule_fingerprint: the canonical text of filter, key, steps, within, skip). */
+#ifndef VIGIL_RULES_RULESET_H
+#define VIGIL_RULES_RULESET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsl/ast.h"
+#include "dsl/diag.h"
+#include "nfa/event.h"
+#include "nfa/expr.h"
+#include "nfa/nfa.h"
+
+typedef struct CompiledTemplatePart {
+    const char *text;          /* literal bytes (borrowed from the AST), or NULL */
+    size_t len;
+    CExpr *expr;               /* owned, or NULL */
+} CompiledTemplatePart;
+
+typedef struct CompiledTemplate {
+    CompiledTemplatePart *parts;   /* heap, owned */
+    size_t n_parts;
+} CompiledTemplate;
+
+typedef struct CompiledAction {
+    const Action *ast;
+    Severity severity;
+    CompiledTemplate message;
+    size_t n_fields;
+    const char **field_names;  /* heap array of names borrowed from the AST */
+    CExpr **field_values;      /* heap array, each owned */
+    size_t n_to;
+    int *to;                   /* output indices (-1: stdout); heap, owned; n_to == 0 means stdout */
+} CompiledAction;
+
+typedef struct CompiledRule {
+    const Rule *ast;
+    const char *name;
+    uint64_t fingerprint;
+    CExpr *filter;             /* owned; NULL: every event */
+    size_t n_keys;
+    const char **key_names;    /* heap array of names borrowed from the AST */
+    CExpr **keys;              /* heap array, each owned */
+    Nfa *nfa;                  /* owned */
+    CompiledAction *on_match;  /* heap array, owned */
+    size_t n_on_match;
+    CompiledAction *on_timeout;
+    size_t n_on_timeout;
+    int64_t suppress_ms;       /* DURATION_NONE if none */
+} CompiledRule;
+
+typedef struct CompiledRuleSet {
+    RuleSet *ast;              /* owned */
+    FieldTable fields;         /* every field any rule reads; owned */
+    CompiledRule *rules;       /* heap array, owned */
+    size_t n_rules;
+    bool event_time;           /* a `time` declaration exists */
+    int time_slot;             /* slot of the time field, or -1 on processing time */
+    TimeFormat time_format;
+    int64_t lateness_ms;
+} CompiledRuleSet;
+
+/* Loads, checks and compiles FILE|DIR arguments. Returns NULL if any error was
+ * reported to diags (or on allocation failure, also reported). */
+CompiledRuleSet *ruleset_load(const char *const *paths, size_t n_paths, Diags *diags);
+/* Compiles an already checked AST; takes ownership of `ast` in every case. */
+CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags);
+void ruleset_free(CompiledRuleSet *rs);
+/* Index of the rule with this name, or -1. */
+int ruleset_find(const CompiledRuleSet *rs, const char *name);
+
+#endif

@@ -1,0 +1,1 @@
+/* runtime/decode.c — placeholder; see its header. */

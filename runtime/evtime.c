@@ -1,0 +1,1 @@
+/* runtime/evtime.c — placeholder; see its header. */

@@ -1,0 +1,1 @@
+# tests of alerts/ (see tests/local.mk)

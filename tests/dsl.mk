@@ -1,0 +1,1 @@
+# tests of dsl/ (see tests/local.mk)

@@ -1,0 +1,1 @@
+# tests of nfa/ (see tests/local.mk)

@@ -1,0 +1,1 @@
+# tests of runtime/ (see tests/local.mk)
