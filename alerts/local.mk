@@ -1,1 +1,2 @@
-libvigil_a_SOURCES +=
+libvigil_a_SOURCES += \
+	alerts/alerts.h

@@ -1,1 +1,1 @@
-# tests of alerts/ (see tests/local.mk)
+# tests: alerts (see tests/local.mk)

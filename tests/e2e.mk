@@ -1,1 +1,1 @@
-# tests of e2e/ (see tests/local.mk)
+# tests: e2e (see tests/local.mk)

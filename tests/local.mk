@@ -1,9 +1,15 @@
-# Each area keeps its tests in its own fragment.
+# Each area keeps its tests in its own fragment, so that people working on
+# different areas never edit the same build file.
 TEST_LIBS = $(LDADD_VIGIL) $(CHECK_LIBS)
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)'; export top_srcdir top_builddir;
-include tests/dsl.mk
+# Tests find the shared conformance cases through VIGIL_SHARED (set by .ci/run), else beside the tree.
+AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)'; \
+	VIGIL_SHARED="$${VIGIL_SHARED:-$(abs_top_srcdir)/../shared}"; \
+	export top_srcdir top_builddir VIGIL_SHARED;
+include tests/parser.mk
+include tests/check.mk
+include tests/expr.mk
 include tests/nfa.mk
-include tests/runtime.mk
+include tests/decode.mk
 include tests/alerts.mk
 include tests/e2e.mk

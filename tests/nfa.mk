@@ -1,1 +1,1 @@
-# tests of nfa/ (see tests/local.mk)
+# tests: nfa (see tests/local.mk)

@@ -1,0 +1,1 @@
+/* runtime/input.c — placeholder; see its header. */

@@ -1,0 +1,48 @@
+/* runtime/input.h — line-framed event sources: stdin, files, and tcp/unix listeners.
+ *
+ * Owns: open descriptors, listening sockets, per-connection partial-line buffers.
+ * One poll loop serves every source; each connection is framed into lines on its own
+ * (partial lines across reads are joined). Over-long lines and the unterminated
+ * fragment of a client that disconnects are rejected with a reason, never passed on.
+ * TCP binds only the address it is given; Unix sockets are created mode 0600.
+ * Reading can be paused (backpressure): paused sockets are simply not read, so TCP
+ * flow control pushes back on the senders. */
+#ifndef VIGIL_RUNTIME_INPUT_H
+#define VIGIL_RUNTIME_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct InputLine {
+    const char *text;      /* without the newline (a trailing \r is kept); valid during the callback */
+    size_t len;
+    const char *origin;    /* "-", a file path, or "tcp://1.2.3.4:5678" / "unix:PATH#3" per client */
+    uint64_t line_no;      /* 1-based line number within that origin */
+    uint64_t offset;       /* byte offset of the line within its origin */
+} InputLine;
+
+typedef struct InputHandler {
+    void (*line)(void *user, const InputLine *line);
+    void (*reject)(void *user, const InputLine *line, const char *reason);
+    void *user;
+} InputHandler;
+
+typedef struct InputSet InputSet;
+
+InputSet *input_set_new(size_t max_line);
+void input_set_free(InputSet *in);
+/* Adds "-", a file path, "tcp://HOST:PORT" or "unix:PATH". -1 with *err (heap) on failure. */
+int input_add(InputSet *in, const char *spec, char **err);
+/* Waits at most timeout_ms (-1: forever) for input and delivers every complete line
+ * read. Returns 1 while any source may still produce lines, 0 once all are finished
+ * (files and stdin at EOF; listeners never finish until input_close_listeners), -1 on
+ * a fatal error (reported on stderr). */
+int input_poll(InputSet *in, int timeout_ms, const InputHandler *h);
+void input_pause(InputSet *in, bool paused);
+/* Stops accepting; open connections are read to their end. */
+void input_close_listeners(InputSet *in);
+/* Total bytes and size of the regular-file inputs, for a progress line. */
+void input_progress(const InputSet *in, uint64_t *done, uint64_t *total);
+
+#endif

@@ -1,0 +1,1 @@
+# tests: check (see tests/local.mk)

@@ -1,0 +1,1 @@
+# tests: decode (see tests/local.mk)

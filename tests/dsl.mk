@@ -1,1 +1,0 @@
-# tests of dsl/ (see tests/local.mk)

@@ -1,0 +1,1 @@
+# tests: expr (see tests/local.mk)

@@ -1,0 +1,1 @@
+# tests: parser (see tests/local.mk)

@@ -1,1 +1,0 @@
-# tests of runtime/ (see tests/local.mk)
