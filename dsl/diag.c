@@ -1,1 +1,267 @@
-/* dsl/diag.c — placeholder; see its header. */
+/* dsl/diag.c — compile diagnostics: collection, gcc-style printing, did-you-mean.
+ *
+ * Owns: the Diags list (heap array of Diagnostic, each with heap message and
+ * file name). Errors past DIAG_MAX_PER_FILE for one file are only counted. */
+#include "dsl/diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void diags_init(Diags *d)
+{
+    memset(d, 0, sizeof *d);
+}
+
+void diags_free(Diags *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->items[i].message);
+        free(d->items[i].file);
+    }
+    free(d->items);
+    memset(d, 0, sizeof *d);
+}
+
+static char *dup_string(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *copy = malloc(n);
+    if (copy)
+        memcpy(copy, s, n);
+    return copy;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static size_t errors_kept_for(const Diags *d, const char *file)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->n; i++)
+        if (d->items[i].level == DIAG_ERROR && same_file(d->items[i].file, file))
+            kept++;
+    return kept;
+}
+
+static bool grow(Diags *d)
+{
+    if (d->n < d->cap)
+        return true;
+    size_t cap = d->cap ? d->cap * 2 : 16;
+    Diagnostic *items = realloc(d->items, cap * sizeof *items);
+    if (items == NULL)
+        return false;
+    d->items = items;
+    d->cap = cap;
+    return true;
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+/* Stores one diagnostic; takes ownership of `message`. */
+static void store(Diags *d, DiagLevel level, Span span, const char *file, char *message)
+{
+    if (level == DIAG_ERROR) {
+        d->errors++;
+        if (errors_kept_for(d, file) >= DIAG_MAX_PER_FILE) {
+            d->dropped++;
+            free(message);
+            return;
+        }
+    } else if (level == DIAG_WARNING) {
+        d->warnings++;
+    }
+    char *file_copy = file ? dup_string(file) : NULL;
+    if (message == NULL || (file && file_copy == NULL) || !grow(d)) {
+        d->oom = true;
+        free(message);
+        free(file_copy);
+        return;
+    }
+    d->items[d->n++] = (Diagnostic){level, span, message, file_copy};
+}
+
+void diag_vreport(Diags *d, DiagLevel level, Span span, const char *fmt, va_list ap)
+{
+    const char *file = span.src ? span.src->path : NULL;
+    store(d, level, span, file, vformat(fmt, ap));
+}
+
+void diag_report(Diags *d, DiagLevel level, Span span, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    diag_vreport(d, level, span, fmt, ap);
+    va_end(ap);
+}
+
+void diag_report_file(Diags *d, DiagLevel level, const char *file, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *message = vformat(fmt, ap);
+    va_end(ap);
+    Span none = {0};
+    store(d, level, none, file, message);
+}
+
+static const char *level_name(DiagLevel level)
+{
+    switch (level) {
+    case DIAG_ERROR: return "error";
+    case DIAG_WARNING: return "warning";
+    case DIAG_NOTE: return "note";
+    }
+    return "error";
+}
+
+/* Writes the indentation of the caret line: a tab where the source has a tab,
+ * so the caret lands under the right character whatever the tab width. */
+static void print_caret_line(FILE *out, const char *line, size_t len, const Span *sp)
+{
+    size_t start = sp->col > 0 ? (size_t)sp->col - 1 : 0;
+    if (start > len)
+        start = len;
+    size_t end = start + 1;
+    if (sp->end_line == sp->line && sp->end_col > sp->col)
+        end = (size_t)sp->end_col - 1;
+    else if (sp->end_line > sp->line)
+        end = len > start ? len : start + 1;
+    if (end <= start)
+        end = start + 1;
+    for (size_t i = 0; i < start; i++)
+        fputc(line[i] == '\t' ? '\t' : ' ', out);
+    fputc('^', out);
+    for (size_t i = start + 1; i < end; i++)
+        fputc('~', out);
+    fputc('\n', out);
+}
+
+static void print_quote(FILE *out, const Span *sp)
+{
+    if (sp->src == NULL || sp->line <= 0 || (size_t)sp->line > sp->src->n_lines)
+        return;
+    size_t len = 0;
+    const char *line = source_line(sp->src, sp->line, &len);
+    if (line == NULL)
+        return;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    fwrite(line, 1, len, out);
+    fputc('\n', out);
+    print_caret_line(out, line, len, sp);
+}
+
+static bool is_first_of_file(const Diags *d, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (same_file(d->items[j].file, d->items[i].file))
+            return false;
+    return true;
+}
+
+static void print_one(const Diagnostic *g, FILE *out)
+{
+    const char *file = g->file ? g->file : "<input>";
+    if (g->span.src && g->span.line > 0)
+        fprintf(out, "%s:%d:%d: %s: %s\n", file, g->span.line, g->span.col,
+                level_name(g->level), g->message);
+    else
+        fprintf(out, "%s: %s: %s\n", file, level_name(g->level), g->message);
+    print_quote(out, &g->span);
+}
+
+/* Only the total of dropped errors is kept, so with several capped files the
+ * count is shared; with one (the usual case) it is exact. */
+static void print_dropped_summary(const Diags *d, FILE *out)
+{
+    if (d->dropped == 0)
+        return;
+    size_t capped = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < d->n; i++) {
+            const char *file = d->items[i].file;
+            if (!is_first_of_file(d, i) || errors_kept_for(d, file) < DIAG_MAX_PER_FILE)
+                continue;
+            if (pass == 0)
+                capped++;
+            else
+                fprintf(out, "%s: too many errors, %zu more not shown%s\n",
+                        file ? file : "<input>", d->dropped,
+                        capped > 1 ? " (in all files)" : "");
+        }
+    }
+}
+
+void diags_print(const Diags *d, FILE *out)
+{
+    for (size_t i = 0; i < d->n; i++)
+        print_one(&d->items[i], out);
+    print_dropped_summary(d, out);
+    if (d->oom)
+        fprintf(out, "vigil: out of memory while recording diagnostics\n");
+}
+
+static size_t min3(size_t a, size_t b, size_t c)
+{
+    size_t m = a < b ? a : b;
+    return m < c ? m : c;
+}
+
+/* Levenshtein distance with one row of scratch; SIZE_MAX on allocation failure. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = malloc((lb + 1) * sizeof *row);
+    if (row == NULL)
+        return (size_t)-1;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t above = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = min3(above + 1, row[j - 1] + 1, diag + cost);
+            diag = above;
+        }
+    }
+    size_t dist = row[lb];
+    free(row);
+    return dist;
+}
+
+const char *diag_nearest(const char *name, const char *const *candidates, size_t n)
+{
+    size_t len = strlen(name);
+    size_t limit = len / 3 > 1 ? len / 3 : 1;
+    const char *best = NULL;
+    size_t best_dist = limit + 1;
+    for (size_t i = 0; i < n; i++) {
+        if (candidates[i] == NULL || strcmp(candidates[i], name) == 0)
+            continue;
+        size_t dist = edit_distance(name, candidates[i]);
+        if (dist < best_dist) {
+            best = candidates[i];
+            best_dist = dist;
+        }
+    }
+    return best;
+}
