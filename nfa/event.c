@@ -1,1 +1,184 @@
-/* nfa/event.c — placeholder; see its header. */
+/* nfa/event.c — the field table, reference-counted events and match-chain nodes;
+ * see event.h. */
+#include "nfa/event.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+
+/* ---- field table ---------------------------------------------------------- */
+
+void field_table_init(FieldTable *ft)
+{
+    ft->paths = NULL;
+    ft->n = 0;
+    ft->cap = 0;
+}
+
+static void field_path_free(FieldPath *p)
+{
+    for (size_t i = 0; i < p->n_segs; i++)
+        free((char *)p->segs[i].name);
+    free(p->segs);
+    free(p->text);
+}
+
+void field_table_free(FieldTable *ft)
+{
+    for (size_t i = 0; i < ft->n; i++)
+        field_path_free(&ft->paths[i]);
+    free(ft->paths);
+    field_table_init(ft);
+}
+
+static bool seg_equal(const PathSeg *a, const PathSeg *b)
+{
+    if (!a->name || !b->name)
+        return !a->name && !b->name && a->index == b->index;
+    return strcmp(a->name, b->name) == 0;
+}
+
+static bool path_equal(const FieldPath *p, const PathSeg *segs, size_t n_segs)
+{
+    if (p->n_segs != n_segs)
+        return false;
+    for (size_t i = 0; i < n_segs; i++)
+        if (!seg_equal(&p->segs[i], &segs[i]))
+            return false;
+    return true;
+}
+
+/* "payload.card.bin", "items[0].sku"; NULL on allocation failure. */
+static char *path_text(const PathSeg *segs, size_t n_segs)
+{
+    Buf b = BUF_INIT;
+    for (size_t i = 0; i < n_segs; i++) {
+        if (segs[i].name) {
+            if (i > 0)
+                buf_putc(&b, '.');
+            buf_puts(&b, segs[i].name);
+        } else {
+            buf_printf(&b, "[%ld]", segs[i].index);
+        }
+    }
+    if (b.failed) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+/* Heap copy of a path (names duplicated); false on allocation failure. */
+static bool field_path_copy(FieldPath *dst, const PathSeg *segs, size_t n_segs)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->segs = calloc(n_segs ? n_segs : 1, sizeof *dst->segs);
+    dst->text = path_text(segs, n_segs);
+    if (!dst->segs || !dst->text) {
+        field_path_free(dst);
+        return false;
+    }
+    for (size_t i = 0; i < n_segs; i++) {
+        dst->segs[i] = segs[i];
+        dst->segs[i].name = NULL;
+        dst->n_segs = i + 1;
+        if (segs[i].name && !(dst->segs[i].name = strdup(segs[i].name))) {
+            field_path_free(dst);
+            return false;
+        }
+    }
+    return true;
+}
+
+int field_table_intern(FieldTable *ft, const PathSeg *segs, size_t n_segs)
+{
+    for (size_t i = 0; i < ft->n; i++)
+        if (path_equal(&ft->paths[i], segs, n_segs))
+            return (int)i;
+    if (ft->n >= (size_t)INT32_MAX)
+        return -1;
+    if (ft->n == ft->cap) {
+        size_t cap = ft->cap ? ft->cap * 2 : 16;
+        FieldPath *paths = realloc(ft->paths, cap * sizeof *paths);
+        if (!paths)
+            return -1;
+        ft->paths = paths;
+        ft->cap = cap;
+    }
+    if (!field_path_copy(&ft->paths[ft->n], segs, n_segs))
+        return -1;
+    return (int)ft->n++;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+Event *event_new(const char *line, size_t line_len, size_t n_slots)
+{
+    /* Layout: Event | slots | line + NUL | string room. */
+    size_t slots_off = align_up(sizeof(Event), alignof(Value));
+    if (n_slots > UINT32_MAX || n_slots > (SIZE_MAX - slots_off) / sizeof(Value))
+        return NULL;
+    size_t line_off = slots_off + n_slots * sizeof(Value);
+    if (line_len > (SIZE_MAX - line_off - 1) / 2)
+        return NULL;
+    size_t strbuf_off = line_off + line_len + 1;
+    size_t total = strbuf_off + line_len;
+
+    unsigned char *mem = malloc(total);
+    if (!mem)
+        return NULL;
+    Event *ev = (Event *)mem;
+    memset(ev, 0, sizeof *ev);
+    ev->refs = 1;
+    ev->n_slots = (uint32_t)n_slots;
+    ev->slots = (Value *)(mem + slots_off);
+    for (size_t i = 0; i < n_slots; i++)
+        ev->slots[i] = value_missing();
+    char *text = (char *)(mem + line_off);
+    if (line_len)
+        memcpy(text, line, line_len);
+    text[line_len] = '\0';
+    ev->line = text;
+    ev->line_len = line_len;
+    ev->strbuf = (char *)(mem + strbuf_off);
+    return ev;
+}
+
+void event_release(Event *ev)
+{
+    if (ev && --ev->refs == 0)
+        free(ev);
+}
+
+/* ---- match chains --------------------------------------------------------- */
+
+MatchNode *match_node_new(MatchNode *prev, Event *event, uint16_t step)
+{
+    MatchNode *n = malloc(sizeof *n);
+    if (!n)
+        return NULL;
+    n->prev = prev;
+    n->event = event;
+    n->refs = 1;
+    n->step = step;
+    if (prev)
+        match_node_retain(prev);
+    if (event)
+        event_retain(event);
+    return n;
+}
+
+void match_node_release(MatchNode *n)
+{
+    /* A loop, not recursion: one release can free a chain of any length. */
+    while (n && --n->refs == 0) {
+        MatchNode *prev = n->prev;
+        event_release(n->event);
+        free(n);
+        n = prev;
+    }
+}

@@ -59,6 +59,11 @@ void value_to_json(const Value *v, struct Buf *out);
  * times ISO-8601, null as "null". */
 void value_to_text(const Value *v, struct Buf *out);
 
+/* Writes a number the way value_to_json prints one without raw text: integers
+ * without a fraction, others in the shortest form that reads back exactly; NaN and
+ * infinities as "null". Returns the length (at most 24). */
+size_t value_format_num(double d, char out[32]);
+
 /* Formats ms since the epoch as "2026-01-01T00:09:00.000Z" (24 chars + NUL). */
 void time_format_iso(int64_t ms, char out[32]);
 

@@ -1,1 +1,6 @@
-# tests: expr (see tests/local.mk)
+# tests: values, events and compiled expressions (see tests/local.mk)
+check_PROGRAMS += tests/test_value
+TESTS += tests/test_value
+tests_test_value_SOURCES = tests/test_value.c
+tests_test_value_CFLAGS = $(TEST_CFLAGS)
+tests_test_value_LDADD = $(TEST_LIBS)
