@@ -1,1 +1,927 @@
-/* dsl/check.c — placeholder; see its header. */
+/* dsl/check.c — semantic checks and name resolution over a parsed RuleSet.
+ *
+ * Owns nothing: it writes the "resolved" fields of the AST in place (path kinds,
+ * step and key indexes, function ids, output indexes, skip steps) and reports
+ * every problem it finds to the caller's Diags. Regexes are compiled here only to
+ * validate them; the expression compiler compiles them again for running. */
+#include "dsl/check.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where an expression sits decides what it may read. */
+typedef enum {
+    CTX_FILTER,     /* rule filter: the current event only */
+    CTX_KEY,        /* key expressions: the current event only */
+    CTX_WHERE,      /* step where / until: the event and the match so far */
+    CTX_ACTION,     /* actions: the match, its last event, and key.NAME */
+} ExprContext;
+
+typedef struct Checker {
+    RuleSet *rs;
+    Diags *diags;
+    Rule *rule;         /* the rule being checked */
+    ExprContext ctx;
+} Checker;
+
+#define ERR(ck, span, ...) diag_report((ck)->diags, DIAG_ERROR, (span), __VA_ARGS__)
+#define WARN(ck, span, ...) diag_report((ck)->diags, DIAG_WARNING, (span), __VA_ARGS__)
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static Span span_prefix(Span s, size_t len)
+{
+    s.end_line = s.line;
+    s.end_col = s.col + (int)len;
+    return s;
+}
+
+static const char *span_file(Span s)
+{
+    return s.src && s.src->path ? s.src->path : "<input>";
+}
+
+/* " (did you mean 'x'?)" or "" — `out` must hold 160 bytes. */
+static const char *suggestion(char out[160], const char *name, const char *const *cands, size_t n)
+{
+    const char *best = diag_nearest(name, cands, n);
+    if (best == NULL)
+        return "";
+    snprintf(out, 160, " (did you mean '%s'?)", best);
+    return out;
+}
+
+static const char *step_kind_word(StepKind k)
+{
+    switch (k) {
+    case STEP_BEGIN: return "begin";
+    case STEP_NEXT: return "next";
+    case STEP_FOLLOWED_BY: return "followed_by";
+    case STEP_FOLLOWED_BY_ANY: return "followed_by_any";
+    case STEP_NOT_NEXT: return "not_next";
+    case STEP_NOT_FOLLOWED_BY: return "not_followed_by";
+    }
+    return "step";
+}
+
+static bool is_not_step(const Step *s)
+{
+    return s->kind == STEP_NOT_NEXT || s->kind == STEP_NOT_FOLLOWED_BY;
+}
+
+static bool is_open_loop(const Quantifier *q)
+{
+    return q->looping && q->max == QUANT_UNBOUNDED;
+}
+
+static const char **step_names(const Rule *r)
+{
+    const char **names = malloc((r->n_steps + 1) * sizeof *names);
+    if (names)
+        for (size_t i = 0; i < r->n_steps; i++)
+            names[i] = r->steps[i].name;
+    return names;
+}
+
+static int key_index(const Rule *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_keys; i++)
+        if (r->keys[i].name && strcmp(r->keys[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Reports `unknown step 'x'` with the nearest step of the current rule. */
+static void report_unknown_step(Checker *ck, const char *name, Span span, const char *where)
+{
+    char hint[160];
+    const char **names = step_names(ck->rule);
+    const char *sugg = names ? suggestion(hint, name, names, ck->rule->n_steps) : "";
+    ERR(ck, span, "unknown step '%s'%s%s", name, where, sugg);
+    free(names);
+}
+
+/* ---- regexes ---------------------------------------------------------------- */
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static size_t utf8_length(unsigned long cp)
+{
+    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+/* Decoded bytes produced by the escape at `p` (just after the backslash) and the
+ * source bytes it takes (written to *used). */
+static size_t escape_width(const char *p, const char *end, size_t *used)
+{
+    if (p < end && *p == 'u' && end - p >= 5) {
+        unsigned long cp = 0;
+        for (int i = 1; i <= 4; i++) {
+            int h = hex_value(p[i]);
+            if (h < 0) {
+                *used = 1;
+                return 1;
+            }
+            cp = cp * 16 + (unsigned long)h;
+        }
+        *used = 5;
+        return utf8_length(cp);
+    }
+    *used = 1;
+    return 1;
+}
+
+/* Maps a byte offset in a string literal's decoded value to the source column
+ * of the character that produced it. The literal's span starts at its quote. */
+static Span literal_offset_span(const Expr *lit, size_t offset)
+{
+    Span s = lit->span;
+    size_t len = 0;
+    const char *line = s.src ? source_line(s.src, s.line, &len) : NULL;
+    if (line == NULL || s.col < 1 || (size_t)s.col > len)
+        return s;
+    const char *start = line + s.col - 1;
+    const char *end = line + len;
+    char quote = *start;
+    const char *p = start + 1;
+    size_t decoded = 0;
+    while (p < end && decoded < offset) {
+        if (lit->u.string.raw) {
+            if (*p == quote && p + 1 < end && p[1] == quote)
+                p++;
+            else if (*p == quote)
+                break;
+            p++;
+            decoded++;
+        } else if (*p == '\\' && p + 1 < end) {
+            size_t used;
+            decoded += escape_width(p + 1, end, &used);
+            p += 1 + used;
+        } else if (*p == quote) {
+            break;
+        } else {
+            p++;
+            decoded++;
+        }
+    }
+    int col = (int)(p - line) + 1;
+    Span at = {s.src, s.line, col, s.line, col + 1};
+    return at;
+}
+
+static void check_regex(Checker *ck, const Expr *lit)
+{
+    int code;
+    PCRE2_SIZE offset;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)lit->u.string.bytes, lit->u.string.len,
+                                   PCRE2_UTF, &code, &offset, NULL);
+    if (re != NULL) {
+        pcre2_code_free(re);
+        return;
+    }
+    PCRE2_UCHAR message[256];
+    if (pcre2_get_error_message(code, message, sizeof message) < 0)
+        strcpy((char *)message, "unknown PCRE2 error");
+    ERR(ck, literal_offset_span(lit, offset), "invalid regex: %s", (const char *)message);
+}
+
+/* ---- expressions -------------------------------------------------------------- */
+
+static void check_expr(Checker *ck, Expr *e);
+
+static bool ctx_has_match(const Checker *ck)
+{
+    return ck->ctx == CTX_WHERE || ck->ctx == CTX_ACTION;
+}
+
+static const char *ctx_name(const Checker *ck)
+{
+    return ck->ctx == CTX_FILTER ? "a filter" : ck->ctx == CTX_KEY ? "a key" : "here";
+}
+
+/* The step a path starts with, or -1 (segs[0] may be an index segment). */
+static int path_step(const Checker *ck, const Expr *e)
+{
+    const char *first = e->u.path.segs[0].name;
+    return first ? ast_step_index(ck->rule, first) : -1;
+}
+
+static void resolve_key_path(Checker *ck, Expr *e)
+{
+    PathSeg *name = &e->u.path.segs[1];
+    if (ck->ctx != CTX_ACTION) {
+        ERR(ck, e->span, "'key.%s' can only be used in actions", name->name ? name->name : "?");
+        return;
+    }
+    if (name->name == NULL || e->u.path.n_segs != 2) {
+        ERR(ck, e->span, "'key.NAME' must name one key of the rule");
+        return;
+    }
+    int k = key_index(ck->rule, name->name);
+    if (k < 0) {
+        if (ck->rule->n_keys == 0) {
+            ERR(ck, name->span, "unknown key '%s': rule '%s' has no key", name->name,
+                ck->rule->name);
+            return;
+        }
+        const char **names = malloc(ck->rule->n_keys * sizeof *names);
+        char hint[160];
+        const char *sugg = "";
+        if (names) {
+            for (size_t i = 0; i < ck->rule->n_keys; i++)
+                names[i] = ck->rule->keys[i].name;
+            sugg = suggestion(hint, name->name, names, ck->rule->n_keys);
+        }
+        ERR(ck, name->span, "unknown key '%s'%s", name->name, sugg);
+        free(names);
+        return;
+    }
+    e->u.path.kind = PATH_KEY;
+    e->u.path.key = k;
+}
+
+/* Resolves a path used as a value (not as an aggregate's argument). */
+static void check_path(Checker *ck, Expr *e)
+{
+    PathSeg *segs = e->u.path.segs;
+    size_t n = e->u.path.n_segs;
+    e->u.path.step = -1;
+    e->u.path.key = -1;
+    if (n == 0)
+        return;
+    int step = path_step(ck, e);
+    if (step >= 0) {
+        if (!ctx_has_match(ck)) {
+            ERR(ck, e->span, "'%s' reads step '%s', but %s sees no match; use a field of the event",
+                segs[0].name, segs[0].name, ctx_name(ck));
+            return;
+        }
+        if (n == 1) {
+            ERR(ck, e->span, "step '%s' is not a value; read a field like '%s.FIELD'", segs[0].name,
+                segs[0].name);
+            return;
+        }
+        e->u.path.kind = PATH_STEP;
+        e->u.path.step = step;
+        return;
+    }
+    if (n >= 2 && segs[0].name && strcmp(segs[0].name, "key") == 0) {
+        resolve_key_path(ck, e);
+        return;
+    }
+    if (n >= 2 && segs[0].name && ctx_has_match(ck)) {
+        const char **names = step_names(ck->rule);
+        const char *near = names ? diag_nearest(segs[0].name, names, ck->rule->n_steps) : NULL;
+        free(names);
+        if (near) {
+            report_unknown_step(ck, segs[0].name, segs[0].span, "");
+            return;
+        }
+    }
+    e->u.path.kind = PATH_FIELD;
+}
+
+typedef enum { ARG_ANY, ARG_STEP, ARG_STEP_FIELD } AggArg;
+
+typedef struct FuncInfo {
+    const char *name;
+    FuncId fn;
+    int min_args, max_args;   /* max -1: no upper bound */
+    AggArg agg;               /* argument shape of an aggregate */
+} FuncInfo;
+
+/* min, max, contains and time are handled by name before this table is used. */
+static const FuncInfo FUNCS[] = {
+    {"lower", FN_LOWER, 1, 1, ARG_ANY},
+    {"upper", FN_UPPER, 1, 1, ARG_ANY},
+    {"len", FN_LEN, 1, 1, ARG_ANY},
+    {"abs", FN_ABS, 1, 1, ARG_ANY},
+    {"round", FN_ROUND, 1, 1, ARG_ANY},
+    {"floor", FN_FLOOR, 1, 1, ARG_ANY},
+    {"ceil", FN_CEIL, 1, 1, ARG_ANY},
+    {"str", FN_STR, 1, 1, ARG_ANY},
+    {"num", FN_NUM, 1, 1, ARG_ANY},
+    {"exists", FN_EXISTS, 1, 1, ARG_ANY},
+    {"starts_with", FN_STARTS_WITH, 2, 2, ARG_ANY},
+    {"ends_with", FN_ENDS_WITH, 2, 2, ARG_ANY},
+    {"regex_extract", FN_REGEX_EXTRACT, 2, 3, ARG_ANY},
+    {"coalesce", FN_COALESCE, 1, -1, ARG_ANY},
+    {"min", FN_MIN2, 1, 2, ARG_ANY},
+    {"max", FN_MAX2, 1, 2, ARG_ANY},
+    {"contains", FN_CONTAINS_STR, 2, 2, ARG_ANY},
+    {"time", FN_TIME, 0, 1, ARG_ANY},
+    {"count", FN_COUNT, 1, 1, ARG_STEP},
+    {"sum", FN_SUM, 1, 1, ARG_STEP_FIELD},
+    {"avg", FN_AVG, 1, 1, ARG_STEP_FIELD},
+    {"count_distinct", FN_COUNT_DISTINCT, 1, 1, ARG_STEP_FIELD},
+    {"first", FN_FIRST, 1, 1, ARG_STEP_FIELD},
+    {"last", FN_LAST, 1, 1, ARG_STEP_FIELD},
+};
+#define N_FUNCS (sizeof FUNCS / sizeof FUNCS[0])
+
+static const FuncInfo *find_func(const char *name)
+{
+    for (size_t i = 0; i < N_FUNCS; i++)
+        if (strcmp(FUNCS[i].name, name) == 0)
+            return &FUNCS[i];
+    return NULL;
+}
+
+static bool arity_ok(const FuncInfo *f, size_t n)
+{
+    return (int)n >= f->min_args && (f->max_args < 0 || (int)n <= f->max_args);
+}
+
+static void report_arity(Checker *ck, const Expr *e, const FuncInfo *f)
+{
+    size_t got = e->u.call.n_args;
+    const char *name = f->name;
+    if (f->max_args < 0)
+        ERR(ck, e->span, "'%s' takes at least %d argument%s, got %zu", name, f->min_args,
+            f->min_args == 1 ? "" : "s", got);
+    else if (f->min_args == f->max_args)
+        ERR(ck, e->span, "'%s' takes %d argument%s, got %zu", name, f->min_args,
+            f->min_args == 1 ? "" : "s", got);
+    else
+        ERR(ck, e->span, "'%s' takes %d or %d arguments, got %zu", name, f->min_args,
+            f->max_args, got);
+}
+
+/* Checks an aggregate's step argument and resolves it; false if reported. */
+static bool check_step_arg(Checker *ck, Expr *call, AggArg shape)
+{
+    const char *fname = call->u.call.name;
+    Expr *arg = call->u.call.args[0];
+    const char *example = shape == ARG_STEP ? "STEP" : "STEP.field";
+    if (arg->kind != EX_PATH || arg->u.path.n_segs == 0 || arg->u.path.segs[0].name == NULL) {
+        ERR(ck, arg->span, "'%s' needs a step path like %s(%s)", fname, fname, example);
+        return false;
+    }
+    PathSeg *first = &arg->u.path.segs[0];
+    int step = ast_step_index(ck->rule, first->name);
+    if (step < 0) {
+        report_unknown_step(ck, first->name, first->span, "");
+        return false;
+    }
+    size_t n = arg->u.path.n_segs;
+    if (shape == ARG_STEP && n != 1) {
+        ERR(ck, arg->span, "'%s' counts a step's events: write %s(%s)", fname, fname, first->name);
+        return false;
+    }
+    if (shape == ARG_STEP_FIELD && n < 2) {
+        ERR(ck, arg->span, "'%s' needs a field of step '%s', like %s(%s.field)", fname,
+            first->name, fname, first->name);
+        return false;
+    }
+    arg->u.path.kind = PATH_STEP;
+    arg->u.path.step = step;
+    arg->u.path.key = -1;
+    return true;
+}
+
+static bool is_step_path(const Checker *ck, const Expr *e)
+{
+    return e->kind == EX_PATH && e->u.path.n_segs >= 1 && path_step(ck, e) >= 0;
+}
+
+static void check_args_from(Checker *ck, Expr *call, size_t from)
+{
+    for (size_t i = from; i < call->u.call.n_args; i++)
+        check_expr(ck, call->u.call.args[i]);
+}
+
+static void report_aggregate_context(Checker *ck, const Expr *call)
+{
+    ERR(ck, call->span, "'%s' reads a match, but %s sees no match", call->u.call.name,
+        ctx_name(ck));
+}
+
+static void check_aggregate(Checker *ck, Expr *call, FuncId fn, AggArg shape)
+{
+    if (!ctx_has_match(ck)) {
+        report_aggregate_context(ck, call);
+        return;
+    }
+    if (check_step_arg(ck, call, shape))
+        call->u.call.fn = fn;
+    check_args_from(ck, call, 1);
+}
+
+static void check_regex_extract(Checker *ck, Expr *call)
+{
+    check_expr(ck, call->u.call.args[0]);
+    Expr *pattern = call->u.call.args[1];
+    if (pattern->kind != EX_STRING)
+        ERR(ck, pattern->span, "the pattern of 'regex_extract' must be a string literal");
+    else
+        check_regex(ck, pattern);
+    if (call->u.call.n_args == 3) {
+        Expr *group = call->u.call.args[2];
+        if (group->kind == EX_NUMBER &&
+            (group->u.number.value < 0 || group->u.number.value != (long)group->u.number.value))
+            ERR(ck, group->span, "the group of 'regex_extract' must be a whole number >= 0");
+        check_expr(ck, group);
+    }
+    call->u.call.fn = FN_REGEX_EXTRACT;
+}
+
+static void check_time_call(Checker *ck, Expr *call)
+{
+    call->u.call.fn = FN_TIME;
+    if (call->u.call.n_args == 0)
+        return;
+    if (!ctx_has_match(ck)) {
+        ERR(ck, call->span, "'time(STEP)' reads a match, but %s sees no match; use time()",
+            ctx_name(ck));
+        return;
+    }
+    if (!check_step_arg(ck, call, ARG_STEP))
+        call->u.call.fn = FN_UNRESOLVED;
+}
+
+static void check_call(Checker *ck, Expr *e)
+{
+    const char *name = e->u.call.name;
+    const FuncInfo *f = find_func(name);
+    if (f == NULL) {
+        const char *names[N_FUNCS];
+        for (size_t i = 0; i < N_FUNCS; i++)
+            names[i] = FUNCS[i].name;
+        char hint[160];
+        ERR(ck, e->u.call.name_span, "unknown function '%s'%s", name,
+            suggestion(hint, name, names, N_FUNCS));
+        check_args_from(ck, e, 0);
+        return;
+    }
+    size_t n = e->u.call.n_args;
+    if (!arity_ok(f, n)) {
+        report_arity(ck, e, f);
+        return;
+    }
+    bool is_min_max = f->fn == FN_MIN2 || f->fn == FN_MAX2;
+    if (is_min_max && n == 1) {
+        check_aggregate(ck, e, f->fn == FN_MIN2 ? FN_MIN : FN_MAX, ARG_STEP_FIELD);
+        return;
+    }
+    if (f->fn == FN_CONTAINS_STR && is_step_path(ck, e->u.call.args[0])) {
+        check_aggregate(ck, e, FN_CONTAINS_AGG, ARG_STEP_FIELD);
+        return;
+    }
+    if (f->agg != ARG_ANY) {
+        check_aggregate(ck, e, f->fn, f->agg);
+        return;
+    }
+    if (f->fn == FN_TIME) {
+        check_time_call(ck, e);
+        return;
+    }
+    if (f->fn == FN_REGEX_EXTRACT) {
+        check_regex_extract(ck, e);
+        return;
+    }
+    e->u.call.fn = f->fn;
+    check_args_from(ck, e, 0);
+}
+
+static void check_binary(Checker *ck, Expr *e)
+{
+    Expr *rhs = e->u.binary.rhs;
+    check_expr(ck, e->u.binary.lhs);
+    switch (e->u.binary.op) {
+    case BIN_MATCH:
+    case BIN_NMATCH:
+        if (rhs->kind != EX_STRING)
+            ERR(ck, rhs->span, "the right side of '%s' must be a string literal (a regex)",
+                e->u.binary.op == BIN_MATCH ? "=~" : "!~");
+        else
+            check_regex(ck, rhs);
+        return;
+    case BIN_IN:
+        if (rhs->kind != EX_LIST) {
+            ERR(ck, rhs->span, "the right side of 'in' must be a list like [1, 2]");
+            check_expr(ck, rhs);
+            return;
+        }
+        for (size_t i = 0; i < rhs->u.list.n; i++)
+            check_expr(ck, rhs->u.list.items[i]);
+        return;
+    default:
+        check_expr(ck, rhs);
+        return;
+    }
+}
+
+static void check_expr(Checker *ck, Expr *e)
+{
+    if (e == NULL)
+        return;
+    switch (e->kind) {
+    case EX_NULL: case EX_BOOL: case EX_NUMBER: case EX_STRING: case EX_DURATION:
+        return;
+    case EX_PATH:
+        check_path(ck, e);
+        return;
+    case EX_LIST:
+        ERR(ck, e->span, "a list is only allowed on the right side of 'in'");
+        return;
+    case EX_UNARY:
+        check_expr(ck, e->u.unary.operand);
+        return;
+    case EX_BINARY:
+        check_binary(ck, e);
+        return;
+    case EX_CALL:
+        check_call(ck, e);
+        return;
+    }
+}
+
+static void check_expr_in(Checker *ck, Expr *e, ExprContext ctx)
+{
+    ck->ctx = ctx;
+    check_expr(ck, e);
+}
+
+static void check_template(Checker *ck, Template *t, ExprContext ctx)
+{
+    for (size_t i = 0; i < t->n_parts; i++)
+        if (t->parts[i].expr)
+            check_expr_in(ck, t->parts[i].expr, ctx);
+}
+
+/* ---- durations ------------------------------------------------------------------ */
+
+static void check_positive(Checker *ck, int64_t ms, Span span, const char *what)
+{
+    if (ms != DURATION_NONE && ms <= 0)
+        ERR(ck, span, "invalid duration: '%s' must be greater than 0", what);
+}
+
+/* ---- steps ---------------------------------------------------------------------- */
+
+/* True if the `times` text is written as N..M (times 0 and times 0..0 parse alike). */
+static bool span_has_range(Span s)
+{
+    size_t len = 0;
+    const char *line = s.src ? source_line(s.src, s.line, &len) : NULL;
+    if (line == NULL || s.col < 1 || (size_t)s.col > len)
+        return false;
+    size_t end = s.end_line == s.line && s.end_col > s.col ? (size_t)s.end_col - 1 : len;
+    if (end > len)
+        end = len;
+    for (size_t i = (size_t)s.col - 1; i + 1 < end; i++)
+        if (line[i] == '.' && line[i + 1] == '.')
+            return true;
+    return false;
+}
+
+static void check_times(Checker *ck, const Quantifier *q)
+{
+    if (!q->looping || q->times_span.line == 0)
+        return;
+    if (q->max != QUANT_UNBOUNDED && q->max < q->min) {
+        ERR(ck, q->times_span, "'times %d..%d': the upper bound must be >= the lower bound",
+            q->min, q->max);
+    } else if (q->max == 0) {
+        if (q->min == 0 && !span_has_range(q->times_span))
+            ERR(ck, q->times_span, "'times 0' matches nothing; the count must be at least 1");
+        else
+            ERR(ck, q->times_span, "'times %d..0': the upper bound must be at least 1", q->min);
+    } else if (q->min == 0 && q->max == QUANT_UNBOUNDED) {
+        ERR(ck, q->times_span, "'times 0+' is not allowed; write 'one_or_more optional'");
+    } else if (q->min < 0) {
+        ERR(ck, q->times_span, "the count of 'times' must not be negative");
+    }
+}
+
+static void check_loop_options(Checker *ck, const Step *s)
+{
+    const Quantifier *q = &s->quant;
+    if (!q->looping) {
+        if (q->consecutive)
+            ERR(ck, q->consecutive_span, "'consecutive' needs a loop (times or one_or_more)");
+        if (q->allow_combinations)
+            ERR(ck, q->combinations_span,
+                "'allow_combinations' needs a loop (times or one_or_more)");
+        if (q->greedy)
+            ERR(ck, q->greedy_span, "'greedy' needs a loop (times or one_or_more)");
+    } else if (q->consecutive && q->allow_combinations) {
+        ERR(ck, q->combinations_span, "'consecutive' and 'allow_combinations' exclude each other");
+    }
+    if (q->until && !is_open_loop(q))
+        ERR(ck, q->until_span, "'until' needs an open loop (one_or_more or times N+)");
+}
+
+static void check_not_step(Checker *ck, const Step *s)
+{
+    const Quantifier *q = &s->quant;
+    const char *word = step_kind_word(s->kind);
+    if (q->looping)
+        ERR(ck, q->times_span, "a '%s' step cannot repeat", word);
+    if (q->optional)
+        ERR(ck, q->optional_span, "a '%s' step cannot be optional", word);
+}
+
+static bool rule_has_within(const Rule *r)
+{
+    if (r->within_ms != DURATION_NONE)
+        return true;
+    for (size_t i = 0; i < r->n_steps; i++)
+        if (r->steps[i].within_ms != DURATION_NONE)
+            return true;
+    return false;
+}
+
+static void warn_unbounded(Checker *ck, const Step *s)
+{
+    if (ck->rule->within_ms != DURATION_NONE || s->within_ms != DURATION_NONE)
+        return;
+    const Quantifier *q = &s->quant;
+    if (is_open_loop(q) && q->until == NULL)
+        WARN(ck, s->name_span,
+             "state can grow without bound: loop '%s' has neither 'within' nor 'until'", s->name);
+    else if (s->kind == STEP_FOLLOWED_BY_ANY)
+        WARN(ck, s->name_span,
+             "state can grow without bound: 'followed_by_any' step '%s' has no 'within'", s->name);
+}
+
+static void check_step_order(Checker *ck, size_t i)
+{
+    Step *s = &ck->rule->steps[i];
+    Span keyword = span_prefix(s->span, strlen(step_kind_word(s->kind)));
+    if (i == 0 && s->kind != STEP_BEGIN) {
+        ERR(ck, keyword, "pattern must start with 'begin', not '%s'", step_kind_word(s->kind));
+    } else if (i > 0 && s->kind == STEP_BEGIN) {
+        ERR(ck, keyword, "'begin' must be the first step only; use next or followed_by");
+    }
+    bool last = i + 1 == ck->rule->n_steps;
+    if (last && s->kind == STEP_NOT_FOLLOWED_BY && ck->rule->within_ms == DURATION_NONE &&
+        s->within_ms == DURATION_NONE)
+        ERR(ck, keyword, "'not_followed_by' as the last step needs 'within'");
+}
+
+static void check_duplicate_step(Checker *ck, size_t i)
+{
+    Step *s = &ck->rule->steps[i];
+    for (size_t j = 0; j < i; j++) {
+        Step *prev = &ck->rule->steps[j];
+        if (s->name && prev->name && strcmp(s->name, prev->name) == 0) {
+            ERR(ck, s->name_span, "duplicate step '%s' (first defined at %s:%d:%d)", s->name,
+                span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
+            return;
+        }
+    }
+}
+
+static void check_step(Checker *ck, size_t i)
+{
+    Step *s = &ck->rule->steps[i];
+    check_duplicate_step(ck, i);
+    check_step_order(ck, i);
+    check_positive(ck, s->within_ms, s->within_span, "within");
+    check_times(ck, &s->quant);
+    check_loop_options(ck, s);
+    if (is_not_step(s))
+        check_not_step(ck, s);
+    warn_unbounded(ck, s);
+    check_expr_in(ck, s->where, CTX_WHERE);
+    check_expr_in(ck, s->quant.until, CTX_WHERE);
+}
+
+/* ---- rule parts ------------------------------------------------------------------- */
+
+static void check_keys(Checker *ck)
+{
+    Rule *r = ck->rule;
+    for (size_t i = 0; i < r->n_keys; i++) {
+        KeyDecl *k = &r->keys[i];
+        for (size_t j = 0; j < i; j++) {
+            if (k->name && r->keys[j].name && strcmp(k->name, r->keys[j].name) == 0) {
+                ERR(ck, k->span, "duplicate key '%s' (first defined at %s:%d:%d)", k->name,
+                    span_file(r->keys[j].span), r->keys[j].span.line, r->keys[j].span.col);
+                break;
+            }
+        }
+        check_expr_in(ck, k->expr, CTX_KEY);
+    }
+}
+
+static void check_skip(Checker *ck)
+{
+    SkipDecl *sk = &ck->rule->skip;
+    sk->step_index = -1;
+    if (sk->kind != SKIP_TO_FIRST && sk->kind != SKIP_TO_LAST)
+        return;
+    if (sk->step == NULL)
+        return;
+    int idx = ast_step_index(ck->rule, sk->step);
+    if (idx < 0)
+        report_unknown_step(ck, sk->step, sk->step_span, " in 'skip'");
+    sk->step_index = idx;
+}
+
+static void resolve_output_ref(Checker *ck, OutputRef *ref)
+{
+    ref->output = -1;
+    if (strcmp(ref->name, "stdout") == 0)
+        return;
+    RuleSet *rs = ck->rs;
+    for (size_t i = 0; i < rs->n_outputs; i++) {
+        if (rs->outputs[i].name && strcmp(rs->outputs[i].name, ref->name) == 0) {
+            ref->output = (int)i;
+            return;
+        }
+    }
+    const char **names = malloc((rs->n_outputs + 1) * sizeof *names);
+    char hint[160];
+    const char *sugg = "";
+    if (names) {
+        names[0] = "stdout";
+        for (size_t i = 0; i < rs->n_outputs; i++)
+            names[i + 1] = rs->outputs[i].name;
+        sugg = suggestion(hint, ref->name, names, rs->n_outputs + 1);
+    }
+    ERR(ck, ref->span, "unknown output '%s'%s", ref->name, sugg);
+    free(names);
+}
+
+static void check_action(Checker *ck, Action *a)
+{
+    check_template(ck, &a->message, CTX_ACTION);
+    for (size_t i = 0; i < a->n_fields; i++) {
+        AlertField *f = &a->fields[i];
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(f->name, a->fields[j].name) == 0) {
+                ERR(ck, f->name_span, "duplicate field '%s' in 'fields'", f->name);
+                break;
+            }
+        }
+        check_expr_in(ck, f->value, CTX_ACTION);
+    }
+    for (size_t i = 0; i < a->n_to; i++) {
+        resolve_output_ref(ck, &a->to[i]);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(a->to[i].name, a->to[j].name) == 0) {
+                ERR(ck, a->to[i].span, "output '%s' is listed twice", a->to[i].name);
+                break;
+            }
+        }
+    }
+}
+
+static void check_on(Checker *ck)
+{
+    Rule *r = ck->rule;
+    for (size_t i = 0; i < r->n_on; i++) {
+        OnClause *on = &r->on[i];
+        if (on->trigger == ON_TIMEOUT && !rule_has_within(r))
+            ERR(ck, on->trigger_span.line ? on->trigger_span : on->span,
+                "'on timeout' needs a 'within' (the rule's or a step's)");
+        for (size_t j = 0; j < on->n_actions; j++)
+            check_action(ck, &on->actions[j]);
+    }
+}
+
+static void check_rule_names(Checker *ck, size_t index)
+{
+    Rule *r = &ck->rs->rules[index];
+    for (size_t j = 0; j < index; j++) {
+        Rule *prev = &ck->rs->rules[j];
+        if (r->name && prev->name && strcmp(r->name, prev->name) == 0) {
+            ERR(ck, r->name_span, "duplicate rule '%s' (first defined at %s:%d:%d)", r->name,
+                span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
+            return;
+        }
+    }
+}
+
+static void check_rule(Checker *ck, size_t index)
+{
+    Rule *r = &ck->rs->rules[index];
+    ck->rule = r;
+    check_rule_names(ck, index);
+    if (r->n_steps == 0)
+        ERR(ck, r->name_span, "rule '%s' has no pattern: it needs a 'begin' step", r->name);
+    check_expr_in(ck, r->filter, CTX_FILTER);
+    check_keys(ck);
+    for (size_t i = 0; i < r->n_steps; i++)
+        check_step(ck, i);
+    check_positive(ck, r->within_ms, r->within_span, "within");
+    check_positive(ck, r->suppress_ms, r->suppress_span, "suppress");
+    check_skip(ck);
+    check_on(ck);
+    ck->rule = NULL;
+}
+
+/* ---- file-level declarations ---------------------------------------------------------- */
+
+static const char *const OUTPUT_TEMPLATE_NAMES[] = {"date", "hour", "rule", "severity", "kind"};
+#define N_OUTPUT_TEMPLATE_NAMES (sizeof OUTPUT_TEMPLATE_NAMES / sizeof OUTPUT_TEMPLATE_NAMES[0])
+
+static bool is_output_template_name(const Expr *e)
+{
+    if (e->kind != EX_PATH || e->u.path.n_segs == 0 || e->u.path.segs[0].name == NULL)
+        return false;
+    const char *first = e->u.path.segs[0].name;
+    size_t n = e->u.path.n_segs;
+    if (strcmp(first, "key") == 0)
+        return n == 2 && e->u.path.segs[1].name != NULL;
+    if (n != 1)
+        return false;
+    for (size_t i = 0; i < N_OUTPUT_TEMPLATE_NAMES; i++)
+        if (strcmp(first, OUTPUT_TEMPLATE_NAMES[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Output templates are filled per alert by the output itself, so their names
+ * stay unresolved; only the known ones are accepted. */
+static void check_output_template(Checker *ck, const Template *t)
+{
+    for (size_t i = 0; i < t->n_parts; i++) {
+        const Expr *e = t->parts[i].expr;
+        if (e == NULL || is_output_template_name(e))
+            continue;
+        char hint[160] = "";
+        const char *sugg = "";
+        if (e->kind == EX_PATH && e->u.path.n_segs == 1 && e->u.path.segs[0].name)
+            sugg = suggestion(hint, e->u.path.segs[0].name, OUTPUT_TEMPLATE_NAMES,
+                              N_OUTPUT_TEMPLATE_NAMES);
+        ERR(ck, e->span,
+            "output templates may only use {date}, {hour}, {rule}, {severity}, {kind} and "
+            "{key.NAME}%s", sugg);
+    }
+}
+
+static void check_output(Checker *ck, size_t index)
+{
+    OutputDecl *o = &ck->rs->outputs[index];
+    if (o->name && strcmp(o->name, "stdout") == 0)
+        ERR(ck, o->name_span, "output 'stdout' is predefined and cannot be redeclared");
+    for (size_t j = 0; j < index; j++) {
+        OutputDecl *prev = &ck->rs->outputs[j];
+        if (o->name && prev->name && strcmp(o->name, prev->name) == 0) {
+            ERR(ck, o->name_span, "duplicate output '%s' (first defined at %s:%d:%d)", o->name,
+                span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
+            break;
+        }
+    }
+    if (o->kind == OUT_EXEC) {
+        if (o->n_argv == 0)
+            ERR(ck, o->span, "exec output '%s' needs a program: [\"PROGRAM\", ...]", o->name);
+        for (size_t i = 0; i < o->n_argv; i++)
+            check_output_template(ck, &o->argv[i]);
+    } else {
+        check_output_template(ck, &o->path);
+    }
+    check_positive(ck, o->rotate_ms, o->span, "rotate");
+    check_positive(ck, o->timeout_ms, o->span, "timeout");
+}
+
+static void check_time_decls(Checker *ck)
+{
+    RuleSet *rs = ck->rs;
+    const Decl *first = NULL;
+    const TimeDecl *first_time = NULL;
+    for (size_t f = 0; f < rs->n_files; f++) {
+        RuleFile *file = &rs->files[f];
+        for (size_t i = 0; i < file->n_decls; i++) {
+            const Decl *d = &file->decls[i];
+            if (d->kind != DECL_TIME)
+                continue;
+            if (first == NULL) {
+                first = d;
+                first_time = file->time;
+                continue;
+            }
+            ERR(ck, span_prefix(d->span, strlen("time")),
+                "more than one 'time' declaration (first at %s:%d:%d)", span_file(first->span),
+                first->span.line, first->span.col);
+        }
+        if (first_time == NULL && file->time)
+            first_time = file->time;
+    }
+    if (rs->time == NULL)
+        rs->time = first_time;
+}
+
+int dsl_check(RuleSet *rs, Diags *diags)
+{
+    size_t errors_before = diags->errors;
+    Checker ck = {rs, diags, NULL, CTX_FILTER};
+    check_time_decls(&ck);
+    for (size_t i = 0; i < rs->n_outputs; i++)
+        check_output(&ck, i);
+    for (size_t i = 0; i < rs->n_rules; i++)
+        check_rule(&ck, i);
+    return (int)(diags->errors - errors_before);
+}
