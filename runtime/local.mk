@@ -2,3 +2,9 @@ libvigil_a_SOURCES += \
 	runtime/decode.c runtime/decode.h \
 	runtime/evtime.c runtime/evtime.h \
 	runtime/input.c runtime/input.h
+# engine (runtime/engine, reorder, partition, deadline)
+libvigil_a_SOURCES += \
+	runtime/engine.c runtime/engine.h \
+	runtime/reorder.c runtime/reorder.h \
+	runtime/partition.c runtime/partition.h \
+	runtime/deadline.c runtime/deadline.h

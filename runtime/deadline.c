@@ -1,0 +1,97 @@
+/* runtime/deadline.c — indexed min-heap of partition entries by deadline. */
+#include "runtime/deadline.h"
+
+#include <stdlib.h>
+
+void deadline_init(DeadlineHeap *d)
+{
+    d->h = NULL;
+    d->n = d->cap = 0;
+}
+
+void deadline_free(DeadlineHeap *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        d->h[i]->heap_pos = SIZE_MAX;
+    free(d->h);
+    deadline_init(d);
+}
+
+static void place(DeadlineHeap *d, size_t i, PartEntry *e)
+{
+    d->h[i] = e;
+    e->heap_pos = i;
+}
+
+static void sift_up(DeadlineHeap *d, size_t i)
+{
+    PartEntry *e = d->h[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (d->h[parent]->deadline <= e->deadline)
+            break;
+        place(d, i, d->h[parent]);
+        i = parent;
+    }
+    place(d, i, e);
+}
+
+static void sift_down(DeadlineHeap *d, size_t i)
+{
+    PartEntry *e = d->h[i];
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= d->n)
+            break;
+        if (child + 1 < d->n && d->h[child + 1]->deadline < d->h[child]->deadline)
+            child++;
+        if (d->h[child]->deadline >= e->deadline)
+            break;
+        place(d, i, d->h[child]);
+        i = child;
+    }
+    place(d, i, e);
+}
+
+static void heap_delete(DeadlineHeap *d, PartEntry *e)
+{
+    size_t i = e->heap_pos;
+    e->heap_pos = SIZE_MAX;
+    e->deadline = INT64_MAX;
+    PartEntry *last = d->h[--d->n];
+    if (i == d->n)
+        return;
+    place(d, i, last);
+    sift_up(d, i);
+    sift_down(d, last->heap_pos);
+}
+
+int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+{
+    if (deadline == INT64_MAX) {
+        if (e->heap_pos != SIZE_MAX)
+            heap_delete(d, e);
+        return 0;
+    }
+    if (e->heap_pos == SIZE_MAX) {
+        if (d->n == d->cap) {
+            size_t cap = d->cap ? d->cap * 2 : 64;
+            PartEntry **h = realloc(d->h, cap * sizeof *h);
+            if (!h)
+                return -1;
+            d->h = h;
+            d->cap = cap;
+        }
+        e->deadline = deadline;
+        place(d, d->n++, e);
+        sift_up(d, e->heap_pos);
+        return 0;
+    }
+    int64_t old = e->deadline;
+    e->deadline = deadline;
+    if (deadline < old)
+        sift_up(d, e->heap_pos);
+    else if (deadline > old)
+        sift_down(d, e->heap_pos);
+    return 0;
+}

@@ -1,0 +1,89 @@
+/* runtime/engine.h — the event loop core: lines in, NFA results out.
+ *
+ * Owns: the decoder, the reorder buffer, and per rule the partition table, the
+ * deadline heap, counters and suppression state. Borrows the CompiledRuleSet, which
+ * must outlive the engine. One pass per event whatever the number of rules: decode
+ * once, read the time, reorder (event time), then before each released time t fire
+ * every deadline <= t of every key of every rule, then per rule filter -> key ->
+ * partition -> NFA. Results that make alerts (after `suppress`) go to the sink; the
+ * engine never renders alerts itself (runtime/ is upstream of alerts/).
+ * Single-threaded: every sink call happens on the caller's thread. */
+#ifndef VIGIL_RUNTIME_ENGINE_H
+#define VIGIL_RUNTIME_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "nfa/event.h"
+#include "nfa/expr.h"
+#include "nfa/nfa.h"
+#include "rules/ruleset.h"
+
+#define ENGINE_DEFAULT_MAX_PARTIALS 10000
+
+typedef struct EngineSink {
+    /* A result of rule `rule` that makes alerts. key/r/scratch are valid during the call. */
+    void (*alert)(void *user, size_t rule, const Value *key, size_t n_key,
+                  const NfaResult *r, EvalScratch *scratch);
+    /* A rejected input line (dead letter): reason is readable text. */
+    void (*dead_letter)(void *user, const char *origin, uint64_t line_no,
+                        const char *reason, const char *text, size_t len);
+    /* An event older than the watermark (event time only). */
+    void (*late)(void *user, const Event *ev, int64_t watermark_ms);
+    void *user;
+} EngineSink;
+
+typedef struct EngineOptions {
+    size_t max_partials;       /* per key; 0 means ENGINE_DEFAULT_MAX_PARTIALS */
+} EngineOptions;
+
+typedef struct EngineRuleStats {
+    uint64_t matches, timeouts;   /* every result the NFA produced */
+    uint64_t alerts;              /* results delivered to the sink */
+    uint64_t suppressed;          /* results dropped by `suppress` */
+    uint64_t missing_key;         /* events that passed the filter without a key */
+    uint64_t keys_live;
+    uint64_t partials_live, partials_dropped;
+} EngineRuleStats;
+
+typedef struct EngineStats {
+    uint64_t lines;               /* every line seen, good or bad */
+    uint64_t events;              /* lines accepted as events */
+    uint64_t malformed;           /* dead letters */
+    uint64_t late;
+    uint64_t buffered;            /* events waiting in the reorder buffer */
+    uint64_t pending_at_stop;     /* partial matches not fired because of a stop signal */
+} EngineStats;
+
+typedef struct Engine Engine;
+
+/* NULL with *err (heap) on failure. */
+Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
+                   const EngineSink *sink, char **err);
+/* Frees all state without firing anything. */
+void engine_free(Engine *e);
+/* One input line from `origin` (borrowed; must outlive the engine). now_ms is the
+ * arrival wall-clock time, used on processing time. -1 on a fatal (allocation) error. */
+int engine_line(Engine *e, const char *text, size_t len, const char *origin,
+                uint64_t line_no, int64_t now_ms);
+/* A line the input layer refused (over-long, unterminated): a dead letter. */
+void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
+                   uint64_t line_no, const char *reason);
+/* Processing time: fires every deadline <= now_ms. */
+int engine_tick(Engine *e, int64_t now_ms);
+/* Earliest pending deadline (processing time timers); INT64_MAX if none. */
+int64_t engine_next_deadline(const Engine *e);
+/* End of input: time moves to +infinity; every buffered event is processed and
+ * every pending `within` fires. */
+int engine_finish(Engine *e);
+/* Stop signal: processes every buffered event in time order but fires no pending
+ * timeout; the partial matches left are counted in pending_at_stop. */
+int engine_stop(Engine *e);
+
+void engine_stats(const Engine *e, EngineStats *out);
+void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);
+/* Appends {"lines":..,...,"rules":{"NAME":{...}}} to out. */
+void engine_stats_json(const Engine *e, Buf *out);
+
+#endif

@@ -1,0 +1,57 @@
+/* runtime/partition.h — per-rule partition table: key -> that key's matcher state.
+ *
+ * Owns: the hash table and its entries. An entry is one allocation holding the key
+ * bytes (the canonical JSON text of the key values, the hash-table key) and private
+ * copies of the key Values, so the key outlives the event that created it. The
+ * entry's NfaKey is owned by the entry but freed by the caller (the table does not
+ * know the NFA): free it with nfa_key_free before part_remove. Entries are removed
+ * when a key goes idle, and the bucket array shrinks with them, so memory follows
+ * the number of live keys. Not thread-safe: one table per rule per worker. */
+#ifndef VIGIL_RUNTIME_PARTITION_H
+#define VIGIL_RUNTIME_PARTITION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "nfa/nfa.h"
+#include "nfa/value.h"
+
+typedef struct PartEntry {
+    struct PartEntry *next;   /* hash chain */
+    uint64_t hash;
+    NfaKey *nfa;              /* this key's partial matches; NULL while idle */
+    int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
+    int64_t deadline;         /* time registered in the deadline heap (runtime/deadline.h) */
+    size_t heap_pos;          /* index in that heap, or SIZE_MAX when not in it */
+    size_t n_key;
+    Value *key;               /* n_key values; strings point into this allocation */
+    const char *kbytes;       /* canonical key bytes; in this allocation */
+    size_t klen;
+} PartEntry;
+
+typedef struct PartTable {
+    PartEntry **buckets;      /* heap, owned; n_buckets is a power of two */
+    size_t n_buckets;
+    size_t count;
+} PartTable;
+
+void part_table_init(PartTable *t);
+/* Appends the canonical bytes of a key (strings re-encoded as JSON, numbers with their
+ * original text) to out. False if a value is missing or null: such an event has no key. */
+bool part_key_bytes(const Value *vals, size_t n, Buf *out);
+uint64_t part_hash(const char *kbytes, size_t klen);
+PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
+/* A new idle entry with copies of the key; NULL on allocation failure. */
+PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t hash,
+                       const Value *key, size_t n_key);
+/* Unlinks and frees an entry (its NfaKey must already be freed or NULL). */
+void part_remove(PartTable *t, PartEntry *e);
+/* Iteration: start with *bucket = 0 and e = NULL; returns the entry after e, or NULL
+ * at the end. The table must not change during an iteration (collect, then remove). */
+PartEntry *part_next(const PartTable *t, size_t *bucket, PartEntry *e);
+/* Frees every entry, calling drop(entry, user) first on each (may be NULL). */
+void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user);
+
+#endif

@@ -1,0 +1,113 @@
+/* runtime/reorder.c — the event-time reorder buffer: a binary min-heap on
+ * (time, arrival sequence), so releases are in time order with stable ties. */
+#include "runtime/reorder.h"
+
+#include <stdlib.h>
+
+void reorder_init(Reorder *r, int64_t lateness_ms)
+{
+    r->heap = NULL;
+    r->n = r->cap = 0;
+    r->lateness_ms = lateness_ms > 0 ? lateness_ms : 0;
+    r->max_seen = INT64_MIN;
+    r->watermark = INT64_MIN;
+    r->next_seq = 0;
+}
+
+static bool item_before(const ReorderItem *a, const ReorderItem *b)
+{
+    return a->time_ms < b->time_ms || (a->time_ms == b->time_ms && a->seq < b->seq);
+}
+
+static void swap_items(ReorderItem *a, ReorderItem *b)
+{
+    ReorderItem t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void sift_up(ReorderItem *h, size_t i)
+{
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!item_before(&h[i], &h[parent]))
+            break;
+        swap_items(&h[i], &h[parent]);
+        i = parent;
+    }
+}
+
+static void sift_down(ReorderItem *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && item_before(&h[l], &h[least]))
+            least = l;
+        if (r < n && item_before(&h[r], &h[least]))
+            least = r;
+        if (least == i)
+            return;
+        swap_items(&h[i], &h[least]);
+        i = least;
+    }
+}
+
+/* The watermark saturates instead of wrapping for times near INT64_MIN. */
+static int64_t watermark_for(int64_t max_seen, int64_t lateness)
+{
+    return max_seen < INT64_MIN + lateness ? INT64_MIN : max_seen - lateness;
+}
+
+ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item)
+{
+    if (time_ms < r->watermark)
+        return REORDER_LATE;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        ReorderItem *h = realloc(r->heap, cap * sizeof *h);
+        if (!h)
+            return REORDER_NOMEM;
+        r->heap = h;
+        r->cap = cap;
+    }
+    r->heap[r->n] = (ReorderItem){time_ms, r->next_seq++, item};
+    sift_up(r->heap, r->n++);
+    if (time_ms > r->max_seen) {
+        r->max_seen = time_ms;
+        if (r->watermark != INT64_MAX)
+            r->watermark = watermark_for(time_ms, r->lateness_ms);
+    }
+    return REORDER_ACCEPTED;
+}
+
+void *reorder_pop_ready(Reorder *r, int64_t *time_ms)
+{
+    if (r->n == 0 || r->heap[0].time_ms > r->watermark)
+        return NULL;
+    ReorderItem top = r->heap[0];
+    r->heap[0] = r->heap[--r->n];
+    sift_down(r->heap, r->n, 0);
+    if (time_ms)
+        *time_ms = top.time_ms;
+    return top.item;
+}
+
+int64_t reorder_peek_time(const Reorder *r)
+{
+    return r->n ? r->heap[0].time_ms : INT64_MAX;
+}
+
+void reorder_flush(Reorder *r)
+{
+    r->watermark = INT64_MAX;
+}
+
+void reorder_free(Reorder *r, void (*drop)(void *item))
+{
+    if (drop)
+        for (size_t i = 0; i < r->n; i++)
+            drop(r->heap[i].item);
+    free(r->heap);
+    r->heap = NULL;
+    r->n = r->cap = 0;
+}

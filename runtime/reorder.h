@@ -1,0 +1,48 @@
+/* runtime/reorder.h — the event-time reorder buffer (RUNTIME.md 3).
+ *
+ * Owns: a min-heap of buffered items ordered by (time, arrival sequence). The
+ * watermark is `max time seen - lateness`; an item is released once its time is
+ * <= the watermark, ties in arrival order. An item older than the watermark is late
+ * and refused. The items themselves are opaque: the buffer holds the pointers the
+ * caller pushed and hands them back on release (the caller owns what they point to;
+ * reorder_free hands remaining ones to a callback). Not thread-safe. */
+#ifndef VIGIL_RUNTIME_REORDER_H
+#define VIGIL_RUNTIME_REORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ReorderItem {
+    int64_t time_ms;
+    uint64_t seq;          /* arrival order: breaks ties */
+    void *item;
+} ReorderItem;
+
+typedef struct Reorder {
+    ReorderItem *heap;     /* heap storage, owned */
+    size_t n, cap;
+    int64_t lateness_ms;
+    int64_t max_seen;      /* INT64_MIN before the first item */
+    int64_t watermark;     /* INT64_MIN before the first item; INT64_MAX after flush */
+    uint64_t next_seq;
+} Reorder;
+
+typedef enum { REORDER_ACCEPTED, REORDER_LATE, REORDER_NOMEM } ReorderStatus;
+
+void reorder_init(Reorder *r, int64_t lateness_ms);
+/* Buffers an item, or refuses it as late (time < watermark) or on allocation
+ * failure; on refusal the caller keeps the item. Advances the watermark. */
+ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item);
+/* The next item whose time is <= the watermark (removed from the buffer), or NULL. */
+void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
+/* Time of the next buffered item (ready or not); INT64_MAX if empty. */
+int64_t reorder_peek_time(const Reorder *r);
+/* End of input: the watermark moves to +infinity, so everything becomes ready. */
+void reorder_flush(Reorder *r);
+static inline int64_t reorder_watermark(const Reorder *r) { return r->watermark; }
+static inline size_t reorder_size(const Reorder *r) { return r->n; }
+/* Frees the buffer; each item still held is passed to drop (may be NULL). */
+void reorder_free(Reorder *r, void (*drop)(void *item));
+
+#endif

@@ -1,0 +1,369 @@
+/* tests/test_engine.c — unit tests of the engine's building blocks: the reorder
+ * buffer, the partition table and the deadline heap. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/deadline.h"
+#include "runtime/partition.h"
+#include "runtime/reorder.h"
+
+/* ---- reorder buffer ------------------------------------------------------- */
+
+static int items[16];
+
+static int *pop(Reorder *r)
+{
+    return reorder_pop_ready(r, NULL);
+}
+
+START_TEST(reorder_in_order_releases_at_once_with_zero_lateness)
+{
+    Reorder r;
+    reorder_init(&r, 0);
+    ck_assert_int_eq(reorder_push(&r, 100, &items[0]), REORDER_ACCEPTED);
+    ck_assert_ptr_eq(pop(&r), &items[0]);
+    ck_assert_ptr_null(pop(&r));
+    ck_assert_int_eq(reorder_push(&r, 200, &items[1]), REORDER_ACCEPTED);
+    ck_assert_ptr_eq(pop(&r), &items[1]);
+    reorder_free(&r, NULL);
+}
+END_TEST
+
+START_TEST(reorder_ties_keep_arrival_order)
+{
+    Reorder r;
+    reorder_init(&r, 50);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(reorder_push(&r, 100, &items[i]), REORDER_ACCEPTED);
+    ck_assert_ptr_null(pop(&r));   /* watermark 50 < 100 */
+    reorder_flush(&r);
+    for (int i = 0; i < 6; i++)
+        ck_assert_ptr_eq(pop(&r), &items[i]);
+    ck_assert_ptr_null(pop(&r));
+    reorder_free(&r, NULL);
+}
+END_TEST
+
+START_TEST(reorder_sorts_within_lateness_and_follows_watermark)
+{
+    Reorder r;
+    reorder_init(&r, 10);
+    ck_assert_int_eq(reorder_push(&r, 105, &items[0]), REORDER_ACCEPTED);
+    ck_assert_int_eq(reorder_push(&r, 100, &items[1]), REORDER_ACCEPTED);
+    ck_assert_int_eq(reorder_watermark(&r), 95);
+    ck_assert_ptr_null(pop(&r));
+    ck_assert_int_eq(reorder_push(&r, 112, &items[2]), REORDER_ACCEPTED);   /* wm 102 */
+    int64_t t = 0;
+    ck_assert_ptr_eq(reorder_pop_ready(&r, &t), &items[1]);
+    ck_assert_int_eq(t, 100);
+    ck_assert_ptr_null(pop(&r));
+    ck_assert_int_eq(reorder_push(&r, 115, &items[3]), REORDER_ACCEPTED);   /* wm 105 */
+    ck_assert_ptr_eq(pop(&r), &items[0]);
+    ck_assert_ptr_null(pop(&r));
+    ck_assert_uint_eq(reorder_size(&r), 2);
+    reorder_free(&r, NULL);
+}
+END_TEST
+
+START_TEST(reorder_refuses_late_but_accepts_at_watermark)
+{
+    Reorder r;
+    reorder_init(&r, 10);
+    ck_assert_int_eq(reorder_push(&r, 200, &items[0]), REORDER_ACCEPTED);
+    ck_assert_int_eq(reorder_push(&r, 189, &items[1]), REORDER_LATE);
+    ck_assert_int_eq(reorder_push(&r, 190, &items[2]), REORDER_ACCEPTED);
+    ck_assert_ptr_eq(pop(&r), &items[2]);
+    ck_assert_ptr_null(pop(&r));
+    /* an old event never moves the watermark back */
+    ck_assert_int_eq(reorder_watermark(&r), 190);
+    reorder_free(&r, NULL);
+}
+END_TEST
+
+static int dropped;
+static void count_drop(void *item)
+{
+    (void)item;
+    dropped++;
+}
+
+START_TEST(reorder_flush_releases_everything_in_time_order)
+{
+    Reorder r;
+    reorder_init(&r, 1000);
+    int64_t times[] = {50, 10, 40, 10, 30, 20};
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(reorder_push(&r, times[i], &items[i]), REORDER_ACCEPTED);
+    ck_assert_ptr_null(pop(&r));
+    reorder_flush(&r);
+    int *want[] = {&items[1], &items[3], &items[5], &items[4], &items[2], &items[0]};
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_eq(pop(&r), want[i]);
+    dropped = 0;
+    reorder_free(&r, count_drop);
+    ck_assert_int_eq(dropped, 3);
+}
+END_TEST
+
+START_TEST(reorder_many_random_items_come_out_sorted)
+{
+    Reorder r;
+    reorder_init(&r, INT64_MAX / 4);
+    static int dummy[5000];
+    srand(7);
+    for (int i = 0; i < 5000; i++)
+        ck_assert_int_eq(reorder_push(&r, rand() % 100, &dummy[i]), REORDER_ACCEPTED);
+    reorder_flush(&r);
+    int64_t prev = INT64_MIN, t;
+    int *prev_item = NULL, *it;
+    int n = 0;
+    while ((it = reorder_pop_ready(&r, &t))) {
+        ck_assert(t >= prev);
+        if (t == prev)
+            ck_assert(it > prev_item);   /* ties: arrival order = array order */
+        prev = t;
+        prev_item = it;
+        n++;
+    }
+    ck_assert_int_eq(n, 5000);
+    reorder_free(&r, NULL);
+}
+END_TEST
+
+/* ---- partition table ------------------------------------------------------ */
+
+static PartEntry *add_key(PartTable *t, const char *s)
+{
+    Value v = value_str(s, strlen(s));
+    Buf kb = BUF_INIT;
+    ck_assert(part_key_bytes(&v, 1, &kb));
+    uint64_t h = part_hash(kb.data, kb.len);
+    PartEntry *e = part_lookup(t, kb.data, kb.len, h);
+    if (!e)
+        e = part_insert(t, kb.data, kb.len, h, &v, 1);
+    buf_free(&kb);
+    return e;
+}
+
+static PartEntry *find_key(PartTable *t, const char *s)
+{
+    Value v = value_str(s, strlen(s));
+    Buf kb = BUF_INIT;
+    part_key_bytes(&v, 1, &kb);
+    PartEntry *e = part_lookup(t, kb.data, kb.len, part_hash(kb.data, kb.len));
+    buf_free(&kb);
+    return e;
+}
+
+START_TEST(partition_key_bytes_are_canonical)
+{
+    Buf a = BUF_INIT, b = BUF_INIT;
+    Value x[2] = {value_str("u7", 2), value_num(1)};
+    x[1].raw = "12345678901234567890";
+    x[1].raw_len = 20;
+    ck_assert(part_key_bytes(x, 2, &a));
+    ck_assert_str_eq(a.data, "\"u7\",12345678901234567890");
+    /* the same string written with escapes is the same key */
+    Value y = value_str("u7", 2);
+    y.raw = "\"\\u0075\\u0037\"";
+    y.raw_len = strlen(y.raw);
+    ck_assert(part_key_bytes(&y, 1, &b));
+    ck_assert_str_eq(b.data, "\"u7\"");
+    buf_clear(&b);
+    /* a string "1" and a number 1 are different keys */
+    Value s1 = value_str("1", 1), n1 = value_num(1);
+    part_key_bytes(&s1, 1, &a);
+    part_key_bytes(&n1, 1, &b);
+    ck_assert_str_ne(b.data, "\"1\"");
+    buf_free(&a);
+    buf_free(&b);
+}
+END_TEST
+
+START_TEST(partition_null_or_missing_key_has_no_bytes)
+{
+    Buf kb = BUF_INIT;
+    Value v[2] = {value_str("a", 1), value_null()};
+    ck_assert(!part_key_bytes(v, 2, &kb));
+    Value m = value_missing();
+    ck_assert(!part_key_bytes(&m, 1, &kb));
+    buf_free(&kb);
+}
+END_TEST
+
+START_TEST(partition_grows_and_finds_every_key)
+{
+    PartTable t;
+    part_table_init(&t);
+    char name[32];
+    for (int i = 0; i < 10000; i++) {
+        snprintf(name, sizeof name, "user-%d", i);
+        ck_assert_ptr_nonnull(add_key(&t, name));
+    }
+    ck_assert_uint_eq(t.count, 10000);
+    ck_assert_uint_ge(t.n_buckets, 8192);
+    for (int i = 0; i < 10000; i++) {
+        snprintf(name, sizeof name, "user-%d", i);
+        PartEntry *e = find_key(&t, name);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_uint_eq(e->n_key, 1);
+        ck_assert_int_eq(e->key[0].type, V_STR);
+        ck_assert_mem_eq(e->key[0].s, name, strlen(name));
+    }
+    ck_assert_ptr_null(find_key(&t, "user-10000"));
+    /* adding an existing key finds the same entry */
+    ck_assert_ptr_eq(add_key(&t, "user-5"), find_key(&t, "user-5"));
+    ck_assert_uint_eq(t.count, 10000);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+START_TEST(partition_entry_owns_copies_of_the_key)
+{
+    PartTable t;
+    part_table_init(&t);
+    char src[] = "abc";
+    Value v = value_str(src, 3);
+    v.raw = "\"abc\"";
+    v.raw_len = 5;
+    Buf kb = BUF_INIT;
+    part_key_bytes(&v, 1, &kb);
+    PartEntry *e = part_insert(&t, kb.data, kb.len, part_hash(kb.data, kb.len), &v, 1);
+    ck_assert_ptr_nonnull(e);
+    src[0] = 'X';
+    ck_assert_mem_eq(e->key[0].s, "abc", 3);
+    ck_assert_ptr_ne(e->key[0].s, src);
+    ck_assert_mem_eq(e->key[0].raw, "\"abc\"", 5);
+    ck_assert_str_eq(e->kbytes, "\"abc\"");
+    buf_free(&kb);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+static int drops_seen;
+static void count_entry(PartEntry *e, void *user)
+{
+    (void)e;
+    (void)user;
+    drops_seen++;
+}
+
+START_TEST(partition_shrinks_to_zero_when_keys_go_idle)
+{
+    PartTable t;
+    part_table_init(&t);
+    char name[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        add_key(&t, name);
+    }
+    size_t big = t.n_buckets;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        PartEntry *e = find_key(&t, name);
+        ck_assert_ptr_nonnull(e);
+        part_remove(&t, e);
+        ck_assert_ptr_null(find_key(&t, name));
+    }
+    ck_assert_uint_eq(t.count, 0);
+    ck_assert_uint_lt(t.n_buckets, big / 64);
+    /* still usable after shrinking */
+    add_key(&t, "again");
+    add_key(&t, "other");
+    ck_assert_ptr_nonnull(find_key(&t, "again"));
+    drops_seen = 0;
+    part_table_free(&t, count_entry, NULL);
+    ck_assert_int_eq(drops_seen, 2);
+}
+END_TEST
+
+START_TEST(partition_iteration_visits_every_entry_once)
+{
+    PartTable t;
+    part_table_init(&t);
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof name, "k%d", i);
+        add_key(&t, name);
+    }
+    size_t bucket = 0, n = 0;
+    for (PartEntry *e = part_next(&t, &bucket, NULL); e; e = part_next(&t, &bucket, e)) {
+        ck_assert_ptr_eq(part_lookup(&t, e->kbytes, e->klen, part_hash(e->kbytes, e->klen)), e);
+        n++;
+    }
+    ck_assert_uint_eq(n, 300);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* ---- deadline heap -------------------------------------------------------- */
+
+START_TEST(deadline_heap_orders_updates_and_removes)
+{
+    PartTable t;
+    part_table_init(&t);
+    DeadlineHeap d;
+    deadline_init(&d);
+    PartEntry *e[5];
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    int64_t due[] = {50, 10, 40, 30, 20};
+    for (int i = 0; i < 5; i++) {
+        e[i] = add_key(&t, names[i]);
+        ck_assert_int_eq(deadline_set(&d, e[i], due[i]), 0);
+    }
+    ck_assert_ptr_eq(deadline_top(&d), e[1]);
+    deadline_set(&d, e[1], 45);            /* later: c(40) ... */
+    ck_assert_ptr_eq(deadline_top(&d), e[4]);
+    deadline_set(&d, e[0], 5);             /* earlier */
+    ck_assert_ptr_eq(deadline_top(&d), e[0]);
+    deadline_remove(&d, e[4]);             /* from the middle */
+    ck_assert_uint_eq(e[4]->heap_pos, SIZE_MAX);
+    int64_t expect[] = {5, 30, 40, 45};
+    for (int i = 0; i < 4; i++) {
+        PartEntry *top = deadline_top(&d);
+        ck_assert_int_eq(top->deadline, expect[i]);
+        deadline_remove(&d, top);
+    }
+    ck_assert_ptr_null(deadline_top(&d));
+    ck_assert_int_eq(deadline_next(&d), INT64_MAX);
+    deadline_free(&d);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tr = tcase_create("reorder");
+    tcase_add_test(tr, reorder_in_order_releases_at_once_with_zero_lateness);
+    tcase_add_test(tr, reorder_ties_keep_arrival_order);
+    tcase_add_test(tr, reorder_sorts_within_lateness_and_follows_watermark);
+    tcase_add_test(tr, reorder_refuses_late_but_accepts_at_watermark);
+    tcase_add_test(tr, reorder_flush_releases_everything_in_time_order);
+    tcase_add_test(tr, reorder_many_random_items_come_out_sorted);
+    suite_add_tcase(s, tr);
+    TCase *tp = tcase_create("partition");
+    tcase_add_test(tp, partition_key_bytes_are_canonical);
+    tcase_add_test(tp, partition_null_or_missing_key_has_no_bytes);
+    tcase_add_test(tp, partition_grows_and_finds_every_key);
+    tcase_add_test(tp, partition_entry_owns_copies_of_the_key);
+    tcase_add_test(tp, partition_shrinks_to_zero_when_keys_go_idle);
+    tcase_add_test(tp, partition_iteration_visits_every_entry_once);
+    suite_add_tcase(s, tp);
+    TCase *td = tcase_create("deadline");
+    tcase_add_test(td, deadline_heap_orders_updates_and_removes);
+    suite_add_tcase(s, td);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(engine_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
