@@ -1,0 +1,187 @@
+/* tests/test_evtime.c — event time parsing: ISO-8601 forms, zone offsets, fractions,
+ * leap years, epoch seconds and milliseconds, and what is rejected. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/evtime.h"
+
+#define T_2024_02_29_123456_789 INT64_C(1709210096789)
+
+static const struct {
+    const char *text;
+    int64_t ms;
+} GOOD_ISO[] = {
+    { "1970-01-01T00:00:00Z", 0 },
+    { "2024-02-29T12:34:56.789Z", T_2024_02_29_123456_789 },
+    { "2024-02-29 12:34:56.789Z", T_2024_02_29_123456_789 },
+    { "2024-02-29t12:34:56.789z", T_2024_02_29_123456_789 },
+    { "2024-02-29T12:34:56,789Z", T_2024_02_29_123456_789 },
+    { "2024-02-29T12:34:56.7899999Z", T_2024_02_29_123456_789 },   /* truncated */
+    { "2024-02-29T12:34:56.78Z", T_2024_02_29_123456_789 - 9 },
+    { "2024-02-29T12:34:56.7Z", T_2024_02_29_123456_789 - 89 },
+    { "2024-02-29T12:34:56Z", T_2024_02_29_123456_789 - 789 },
+    { "2024-02-29T12:34:56", T_2024_02_29_123456_789 - 789 },      /* no zone: UTC */
+    { "2024-02-29T14:34:56.789+02:00", T_2024_02_29_123456_789 },
+    { "2024-02-29T14:34:56.789+0200", T_2024_02_29_123456_789 },
+    { "2024-02-29T14:34:56.789+02", T_2024_02_29_123456_789 },
+    { "2024-02-29T10:04:56.789-02:30", T_2024_02_29_123456_789 },
+    { "2024-02-29T12:34:56.789-00:00", T_2024_02_29_123456_789 },
+    { "2024-03-01T01:34:56.789+13:00", T_2024_02_29_123456_789 },
+    { "2024-02-29T12:34Z", INT64_C(1709210040000) },
+    { "2024-02-29", INT64_C(1709164800000) },                        /* midnight UTC */
+    { "2000-02-29", INT64_C(951782400000) },                          /* 400-year leap */
+    { "1969-12-31T23:59:59.999Z", -1 },
+    { "0001-01-01T00:00:00Z", INT64_C(-62135596800000) },
+    { "1600-03-01", INT64_C(-11670912000000) },
+    { "9999-12-31T23:59:59.999Z", INT64_C(253402300799999) },
+    { "2016-12-31T23:59:60Z", INT64_C(1483228800000) },               /* leap second */
+};
+
+START_TEST(iso_good)
+{
+    int64_t ms = 42;
+    const char *s = GOOD_ISO[_i].text;
+    ck_assert_msg(evtime_parse_iso(s, strlen(s), &ms), "rejected %s", s);
+    ck_assert_msg(ms == GOOD_ISO[_i].ms, "%s: %lld, want %lld", s, (long long)ms,
+                  (long long)GOOD_ISO[_i].ms);
+}
+END_TEST
+
+static const char *const BAD_ISO[] = {
+    "", "2024", "2024-02", "2024-1-01", "24-01-01", "2024/01/01", "abcd-01-01",
+    "2023-02-29", "1900-02-29", "2024-04-31", "2024-13-01", "2024-00-10", "2024-01-00",
+    "2024-01-32", "2024-01-01T", "2024-01-01T12", "2024-01-01T1:00:00Z",
+    "2024-01-01T24:00:00Z", "2024-01-01T12:60:00Z", "2024-01-01T12:00:61Z",
+    "2024-01-01T12:00:00.Z", "2024-01-01T12:00:00+2", "2024-01-01T12:00:00+24:00",
+    "2024-01-01T12:00:00+02:60", "2024-01-01T12:00:00+02:0", "2024-01-01T12:00:00Zjunk",
+    "2024-01-01X12:00:00Z", "2024-01-01T12:00:00 Z", " 2024-01-01", "2024-01-01 ",
+    "2024-01-01T12:00:00Z\n", "+2024-01-01",
+};
+
+START_TEST(iso_bad)
+{
+    int64_t ms = 42;
+    const char *s = BAD_ISO[_i];
+    ck_assert_msg(!evtime_parse_iso(s, strlen(s), &ms), "accepted %s", s);
+}
+END_TEST
+
+START_TEST(iso_respects_length)
+{
+    int64_t ms = 0;
+    const char *s = "2024-02-29T12:34:56.789Zgarbage";
+    ck_assert(evtime_parse_iso(s, 24, &ms));
+    ck_assert(ms == T_2024_02_29_123456_789);
+    ck_assert(evtime_parse_iso(s, 19, &ms));
+    ck_assert(ms == T_2024_02_29_123456_789 - 789);
+    ck_assert(!evtime_parse_iso(s, 25, &ms));
+}
+END_TEST
+
+static Value num_raw(double d, const char *raw)
+{
+    Value v = value_num(d);
+    v.raw = raw;
+    v.raw_len = strlen(raw);
+    return v;
+}
+
+static Value str(const char *s) { return value_str(s, strlen(s)); }
+
+static void expect_ms(Value v, TimeFormat fmt, int64_t want)
+{
+    int64_t ms = 42;
+    ck_assert(evtime_parse(&v, fmt, &ms));
+    ck_assert_msg(ms == want, "got %lld, want %lld", (long long)ms, (long long)want);
+}
+
+static void expect_fail(Value v, TimeFormat fmt)
+{
+    int64_t ms = 42;
+    ck_assert(!evtime_parse(&v, fmt, &ms));
+}
+
+START_TEST(auto_format)
+{
+    expect_ms(str("2024-02-29T12:34:56.789Z"), TIME_AUTO, T_2024_02_29_123456_789);
+    expect_ms(num_raw(1709210096.789, "1709210096.789"), TIME_AUTO, T_2024_02_29_123456_789);
+    expect_ms(num_raw(1709210096, "1709210096"), TIME_AUTO, INT64_C(1709210096000));
+    expect_fail(str("1709210096"), TIME_AUTO);        /* a string is ISO-8601 */
+    expect_fail(value_missing(), TIME_AUTO);
+    expect_fail(value_null(), TIME_AUTO);
+    expect_fail(value_bool(true), TIME_AUTO);
+    expect_ms(value_time(12345), TIME_AUTO, 12345);
+}
+END_TEST
+
+START_TEST(iso_format)
+{
+    expect_ms(str("2024-02-29T12:34:56.789Z"), TIME_ISO8601, T_2024_02_29_123456_789);
+    expect_fail(num_raw(1709210096, "1709210096"), TIME_ISO8601);
+    expect_fail(str("yesterday"), TIME_ISO8601);
+}
+END_TEST
+
+START_TEST(epoch_seconds)
+{
+    expect_ms(num_raw(1.5, "1.5"), TIME_EPOCH_S, 1500);
+    expect_ms(num_raw(-1.5, "-1.5"), TIME_EPOCH_S, -1500);
+    expect_ms(num_raw(1.0005, "1.0005"), TIME_EPOCH_S, 1000);      /* sub-ms floored */
+    expect_ms(num_raw(-0.0005, "-0.0005"), TIME_EPOCH_S, -1);
+    expect_ms(num_raw(0.001, "0.001"), TIME_EPOCH_S, 1);            /* exact, no float error */
+    expect_ms(num_raw(1.001, "1.001"), TIME_EPOCH_S, 1001);
+    expect_ms(num_raw(1e3, "1e3"), TIME_EPOCH_S, 1000000);
+    expect_ms(num_raw(17e-1, "17E-1"), TIME_EPOCH_S, 1700);
+    expect_ms(num_raw(0, "0"), TIME_EPOCH_S, 0);
+    expect_ms(num_raw(0, "-0.0"), TIME_EPOCH_S, 0);
+    expect_ms(value_num(2.25), TIME_EPOCH_S, 2250);                 /* computed, no text */
+    expect_ms(str("1709210096.789"), TIME_EPOCH_S, T_2024_02_29_123456_789);
+    expect_fail(num_raw(1e20, "1e20"), TIME_EPOCH_S);
+    expect_fail(value_num(1e300), TIME_EPOCH_S);
+    expect_fail(str("12abc"), TIME_EPOCH_S);
+    expect_fail(str(""), TIME_EPOCH_S);
+    expect_fail(str("-"), TIME_EPOCH_S);
+    expect_fail(str("1e"), TIME_EPOCH_S);
+    expect_fail(str(" 12"), TIME_EPOCH_S);
+    expect_fail(str("2024-02-29T12:34:56Z"), TIME_EPOCH_S);
+    expect_fail(value_null(), TIME_EPOCH_S);
+}
+END_TEST
+
+START_TEST(epoch_milliseconds)
+{
+    expect_ms(num_raw(1709210096789.0, "1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
+    expect_ms(num_raw(1.9, "1.9"), TIME_EPOCH_MS, 1);
+    expect_ms(num_raw(-1.9, "-1.9"), TIME_EPOCH_MS, -2);
+    expect_ms(num_raw(1.7e12, "1.7e12"), TIME_EPOCH_MS, INT64_C(1700000000000));
+    expect_ms(str("1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
+    expect_ms(value_num(1500), TIME_EPOCH_MS, 1500);
+    expect_fail(num_raw(1e17, "100000000000000000"), TIME_EPOCH_MS);
+    expect_fail(value_bool(false), TIME_EPOCH_MS);
+}
+END_TEST
+
+static Suite *evtime_suite(void)
+{
+    Suite *s = suite_create("evtime");
+    TCase *tc = tcase_create("evtime");
+    tcase_add_loop_test(tc, iso_good, 0, (int)(sizeof GOOD_ISO / sizeof GOOD_ISO[0]));
+    tcase_add_loop_test(tc, iso_bad, 0, (int)(sizeof BAD_ISO / sizeof BAD_ISO[0]));
+    tcase_add_test(tc, iso_respects_length);
+    tcase_add_test(tc, auto_format);
+    tcase_add_test(tc, iso_format);
+    tcase_add_test(tc, epoch_seconds);
+    tcase_add_test(tc, epoch_milliseconds);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(evtime_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
