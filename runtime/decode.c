@@ -1,1 +1,779 @@
-/* runtime/decode.c — placeholder; see its header. */
+/* runtime/decode.c — JSON lines to Events in one pass, without a DOM.
+ *
+ * Owns the field trie (built once from the FieldTable) and the strict RFC 8259 scanner.
+ * The scanner is one goto-driven loop with an explicit container stack; it validates
+ * every byte (structure, numbers, escapes, UTF-8) and, only while it is inside a path
+ * the rules read, looks member names up in the trie and fills the event's slots.
+ * Subtrees nobody reads are validated with no lookups at all.
+ *
+ * Decisions:
+ * - Lone UTF-16 surrogates in \u escapes are rejected (they cannot be turned into
+ *   valid UTF-8); a high surrogate followed by a low one is combined.
+ * - A string without escapes points straight into the event's copy of the line; only
+ *   strings with escapes are decoded into ev->strbuf.
+ * - A duplicated member: the last one wins, also for nested paths: when a member is
+ *   seen again, every slot below it is reset first, so "a.b" cannot survive from a
+ *   first "a" when the last "a" has no "b".
+ * - Leading and trailing JSON blanks (space, tab, CR, LF) around the object are
+ *   accepted and not part of ev->line; a UTF-8 byte order mark is not accepted. */
+#include "runtime/decode.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* json_validate keeps its container stack on the C stack; deeper limits are clamped. */
+#define VALIDATE_STACK_CAP 512
+
+/* ---- field trie ------------------------------------------------------------ */
+
+typedef struct TrieNode TrieNode;
+
+typedef struct NameEdge {
+    const char *name;       /* borrowed from the FieldTable */
+    size_t len;
+    TrieNode *child;        /* owned */
+} NameEdge;
+
+typedef struct IndexEdge {
+    long index;
+    TrieNode *child;        /* owned */
+} IndexEdge;
+
+struct TrieNode {
+    int slot;               /* slot filled by the value at this path, or -1 */
+    NameEdge *names;        /* heap, owned */
+    size_t n_names;
+    IndexEdge *indices;     /* heap, owned */
+    size_t n_indices;
+    int *below;             /* slots of strict descendants, reset on a duplicate; heap, owned */
+    size_t n_below;
+};
+
+typedef struct Frame {
+    const TrieNode *node;   /* trie node of this container, NULL if nobody reads inside it */
+    const char *start;      /* its opening bracket, for the raw text */
+    long index;             /* index of the current element (arrays) */
+    bool is_array;
+} Frame;
+
+struct Decoder {
+    const FieldTable *fields;   /* borrowed */
+    TrieNode *root;             /* owned */
+    Frame *stack;               /* max_depth frames, reused by every line; owned */
+    size_t max_depth;
+};
+
+static void trie_free(TrieNode *n)
+{
+    if (n == NULL)
+        return;
+    for (size_t i = 0; i < n->n_names; i++)
+        trie_free(n->names[i].child);
+    for (size_t i = 0; i < n->n_indices; i++)
+        trie_free(n->indices[i].child);
+    free(n->names);
+    free(n->indices);
+    free(n->below);
+    free(n);
+}
+
+static TrieNode *trie_node_new(void)
+{
+    TrieNode *n = calloc(1, sizeof *n);
+    if (n != NULL)
+        n->slot = -1;
+    return n;
+}
+
+/* The child of n for one path segment, created if absent; NULL on allocation failure. */
+static TrieNode *trie_child(TrieNode *n, const PathSeg *seg)
+{
+    if (seg->name != NULL) {
+        size_t len = strlen(seg->name);
+        for (size_t i = 0; i < n->n_names; i++)
+            if (n->names[i].len == len && memcmp(n->names[i].name, seg->name, len) == 0)
+                return n->names[i].child;
+        NameEdge *grown = realloc(n->names, (n->n_names + 1) * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        n->names = grown;
+        TrieNode *child = trie_node_new();
+        if (child == NULL)
+            return NULL;
+        n->names[n->n_names++] = (NameEdge){ seg->name, len, child };
+        return child;
+    }
+    for (size_t i = 0; i < n->n_indices; i++)
+        if (n->indices[i].index == seg->index)
+            return n->indices[i].child;
+    IndexEdge *grown = realloc(n->indices, (n->n_indices + 1) * sizeof *grown);
+    if (grown == NULL)
+        return NULL;
+    n->indices = grown;
+    TrieNode *child = trie_node_new();
+    if (child == NULL)
+        return NULL;
+    n->indices[n->n_indices++] = (IndexEdge){ seg->index, child };
+    return child;
+}
+
+/* Appends every slot at or below n to *out (heap, grown); false on allocation failure. */
+static bool collect_slots(const TrieNode *n, int **out, size_t *count)
+{
+    if (n->slot >= 0) {
+        int *grown = realloc(*out, (*count + 1) * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        *out = grown;
+        (*out)[(*count)++] = n->slot;
+    }
+    for (size_t i = 0; i < n->n_names; i++)
+        if (!collect_slots(n->names[i].child, out, count))
+            return false;
+    for (size_t i = 0; i < n->n_indices; i++)
+        if (!collect_slots(n->indices[i].child, out, count))
+            return false;
+    return true;
+}
+
+static bool fill_below(TrieNode *n)
+{
+    for (size_t i = 0; i < n->n_names; i++)
+        if (!collect_slots(n->names[i].child, &n->below, &n->n_below)
+            || !fill_below(n->names[i].child))
+            return false;
+    for (size_t i = 0; i < n->n_indices; i++)
+        if (!collect_slots(n->indices[i].child, &n->below, &n->n_below)
+            || !fill_below(n->indices[i].child))
+            return false;
+    return true;
+}
+
+static TrieNode *trie_build(const FieldTable *fields)
+{
+    TrieNode *root = trie_node_new();
+    if (root == NULL)
+        return NULL;
+    for (size_t slot = 0; slot < fields->n; slot++) {
+        const FieldPath *path = &fields->paths[slot];
+        TrieNode *n = root;
+        for (size_t i = 0; i < path->n_segs && n != NULL; i++)
+            n = trie_child(n, &path->segs[i]);
+        if (n == NULL) {
+            trie_free(root);
+            return NULL;
+        }
+        if (path->n_segs > 0)
+            n->slot = (int)slot;
+    }
+    /* The root's own "below" would reset every slot at the start of each line: the
+     * event already starts with all slots missing, so only the inner nodes need it. */
+    for (size_t i = 0; i < root->n_names; i++)
+        if (!fill_below(root->names[i].child)) {
+            trie_free(root);
+            return NULL;
+        }
+    return root;
+}
+
+Decoder *decoder_new(const FieldTable *fields, size_t max_depth)
+{
+    Decoder *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return NULL;
+    if (max_depth == 0)
+        max_depth = DECODE_MAX_DEPTH;
+    d->fields = fields;
+    d->max_depth = max_depth;
+    d->stack = calloc(max_depth, sizeof *d->stack);
+    d->root = trie_build(fields);
+    if (d->stack == NULL || d->root == NULL) {
+        decoder_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void decoder_free(Decoder *d)
+{
+    if (d == NULL)
+        return;
+    trie_free(d->root);
+    free(d->stack);
+    free(d);
+}
+
+static const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len)
+{
+    for (size_t i = 0; i < n->n_names; i++)
+        if (n->names[i].len == len && memcmp(n->names[i].name, name, len) == 0)
+            return n->names[i].child;
+    return NULL;
+}
+
+static const TrieNode *lookup_index(const TrieNode *n, long index)
+{
+    if (n == NULL)
+        return NULL;
+    for (size_t i = 0; i < n->n_indices; i++)
+        if (n->indices[i].index == index)
+            return n->indices[i].child;
+    return NULL;
+}
+
+/* ---- strings --------------------------------------------------------------- */
+
+/* 1 for bytes that end the fast run inside a string: quote, backslash, control
+ * characters (invalid) and the lead of any multi-byte UTF-8 sequence. */
+static const uint8_t STR_STOP[256] = {
+    [0x00] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+    [0x80] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Nonzero if any of the 8 bytes is a STR_STOP byte (may not say which). */
+static inline uint64_t word_has_stop(uint64_t w)
+{
+    uint64_t quote = w ^ (ONES * '"');
+    uint64_t bslash = w ^ (ONES * '\\');
+    uint64_t zero_q = (quote - ONES) & ~quote;
+    uint64_t zero_b = (bslash - ONES) & ~bslash;
+    uint64_t below_space = w - ONES * 0x20;
+    return (zero_q | zero_b | below_space | w) & HIGHS;
+}
+
+static inline int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Four hex digits at p (p + 4 <= end checked by the caller); -1 if not hex. */
+static long read_hex4(const char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hex_value(p[i]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/* Length of the valid UTF-8 sequence starting at p (lead byte >= 0x80), 0 if invalid:
+ * overlong forms, UTF-16 surrogates and code points above U+10FFFF are rejected. */
+static size_t utf8_sequence_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t avail = (size_t)(end - p);
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;              /* below: overlong */
+        else if (c == 0xED)
+            hi = 0x9F;              /* above: surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;              /* below: overlong */
+        else if (c == 0xF4)
+            hi = 0x8F;              /* above: beyond U+10FFFF */
+    } else
+        return 0;
+    if (avail < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+typedef struct ScanError {
+    const char *reason;
+    const char *at;
+} ScanError;
+
+/* Validates a string body starting after its opening quote. Returns the position
+ * after the closing quote, or NULL with *e set. *escaped tells whether decoding is
+ * more than a copy. */
+static const char *scan_string(const char *p, const char *end, bool *escaped, ScanError *e)
+{
+    *escaped = false;
+    for (;;) {
+        while (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (word_has_stop(w))
+                break;
+            p += 8;
+        }
+        while (p < end && !STR_STOP[(unsigned char)*p])
+            p++;
+        if (p == end)
+            goto unterminated;
+        unsigned char c = (unsigned char)*p;
+        if (c == '"')
+            return p + 1;
+        if (c == '\\') {
+            *escaped = true;
+            if (end - p < 2)
+                goto unterminated;
+            switch (p[1]) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                p += 2;
+                continue;
+            case 'u':
+                break;
+            default:
+                e->reason = "invalid escape in string";
+                e->at = p;
+                return NULL;
+            }
+            long cp = end - p >= 6 ? read_hex4(p + 2) : -1;
+            if (cp < 0) {
+                e->reason = "invalid \\u escape in string";
+                e->at = p;
+                return NULL;
+            }
+            if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                e->reason = "lone surrogate in \\u escape";
+                e->at = p;
+                return NULL;
+            }
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                long lo = end - p >= 12 && p[6] == '\\' && p[7] == 'u' ? read_hex4(p + 8) : -1;
+                if (lo < 0xDC00 || lo > 0xDFFF) {
+                    e->reason = "lone surrogate in \\u escape";
+                    e->at = p;
+                    return NULL;
+                }
+                p += 12;
+            } else {
+                p += 6;
+            }
+            continue;
+        }
+        if (c < 0x20) {
+            e->reason = "control character in string";
+            e->at = p;
+            return NULL;
+        }
+        size_t n = utf8_sequence_len((const unsigned char *)p, (const unsigned char *)end);
+        if (n == 0) {
+            e->reason = "invalid UTF-8";
+            e->at = p;
+            return NULL;
+        }
+        p += n;
+    }
+unterminated:
+    e->reason = "unterminated string";
+    e->at = p;
+    return NULL;
+}
+
+static char *put_utf8(char *out, unsigned long cp)
+{
+    if (cp < 0x80) {
+        *out++ = (char)cp;
+    } else if (cp < 0x800) {
+        *out++ = (char)(0xC0 | (cp >> 6));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        *out++ = (char)(0xE0 | (cp >> 12));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+        *out++ = (char)(0xF0 | (cp >> 18));
+        *out++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+        *out++ = (char)(0x80 | (cp & 0x3F));
+    }
+    return out;
+}
+
+/* Decodes an already validated string body [p, end) (without quotes) into out;
+ * returns the end of the written bytes. The output is never longer than the input. */
+static char *decode_string(const char *p, const char *end, char *out)
+{
+    while (p < end) {
+        const char *run = p;
+        while (p < end && *p != '\\')
+            p++;
+        memcpy(out, run, (size_t)(p - run));
+        out += p - run;
+        if (p == end)
+            break;
+        char c = p[1];
+        p += 2;
+        switch (c) {
+        case 'b': *out++ = '\b'; break;
+        case 'f': *out++ = '\f'; break;
+        case 'n': *out++ = '\n'; break;
+        case 'r': *out++ = '\r'; break;
+        case 't': *out++ = '\t'; break;
+        case 'u': {
+            unsigned long cp = (unsigned long)read_hex4(p);
+            p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                unsigned long lo = (unsigned long)read_hex4(p + 2);
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                p += 6;
+            }
+            out = put_utf8(out, cp);
+            break;
+        }
+        default: *out++ = c; break;     /* '"', '\\', '/' */
+        }
+    }
+    return out;
+}
+
+/* ---- numbers --------------------------------------------------------------- */
+
+/* Validates a number at p (first byte '-' or a digit). Returns its end, or NULL. */
+static const char *scan_number(const char *p, const char *end, ScanError *e)
+{
+    if (*p == '-')
+        p++;
+    if (p == end || *p < '0' || *p > '9') {
+        e->reason = "digit expected after '-'";
+        e->at = p;
+        return NULL;
+    }
+    if (*p == '0') {
+        p++;
+        if (p < end && *p >= '0' && *p <= '9') {
+            e->reason = "leading zero in number";
+            e->at = p - 1;
+            return NULL;
+        }
+    } else {
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        if (p == end || *p < '0' || *p > '9') {
+            e->reason = "digit expected after decimal point";
+            e->at = p;
+            return NULL;
+        }
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p == end || *p < '0' || *p > '9') {
+            e->reason = "digit expected in exponent";
+            e->at = p;
+            return NULL;
+        }
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    return p;
+}
+
+/* The value of a validated number [p, end); `p` lies in a NUL-terminated line. */
+static double number_value(const char *p, const char *end)
+{
+    static const double POW10[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+                                       1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+    /* Up to 15 significant digits and no exponent: mantissa and power of ten are exact
+     * doubles, so one division is correctly rounded, like strtod, and much cheaper. */
+    const char *s = p;
+    bool neg = *s == '-';
+    s += neg;
+    uint64_t mant = 0;
+    int digits = 0, frac = 0;
+    bool in_frac = false;
+    for (; s < end; s++) {
+        if (*s == '.') {
+            in_frac = true;
+            continue;
+        }
+        if (*s < '0' || *s > '9' || ++digits > 15)
+            return strtod(p, NULL);
+        mant = mant * 10 + (uint64_t)(*s - '0');
+        frac += in_frac;
+    }
+    double v = (double)mant / POW10[frac];
+    return neg ? -v : v;
+}
+
+/* ---- the scanner ----------------------------------------------------------- */
+
+typedef struct ScanTarget {
+    Event *ev;                  /* NULL when only validating */
+    char *str_out;              /* next free byte of ev->strbuf */
+} ScanTarget;
+
+static inline Value raw_value(ValueType type, const char *start, const char *end)
+{
+    Value v = { 0 };
+    v.type = type;
+    v.raw = start;
+    v.raw_len = (size_t)(end - start);
+    return v;
+}
+
+static void store_string(ScanTarget *t, int slot, const char *start, const char *end,
+                         bool escaped)
+{
+    Value v = raw_value(V_STR, start, end);
+    if (escaped) {
+        char *out_end = decode_string(start + 1, end - 1, t->str_out);
+        v.s = t->str_out;
+        v.len = (size_t)(out_end - t->str_out);
+        t->str_out = out_end;
+    } else {
+        v.s = start + 1;
+        v.len = (size_t)(end - start - 2);
+    }
+    t->ev->slots[slot] = v;
+}
+
+/* The trie child for a member name [start, end) (without quotes). An escaped name is
+ * decoded into the free string room without claiming it. */
+static const TrieNode *member_node(const TrieNode *parent, ScanTarget *t,
+                                   const char *start, const char *end, bool escaped)
+{
+    if (!escaped)
+        return lookup_name(parent, start, (size_t)(end - start));
+    char *out_end = decode_string(start, end, t->str_out);
+    return lookup_name(parent, t->str_out, (size_t)(out_end - t->str_out));
+}
+
+static inline bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+#define SKIP_BLANKS() while (p < end && is_blank(*p)) p++
+#define FAIL(msg, pos) do { e->reason = (msg); e->at = (pos); return false; } while (0)
+
+/* Scans one JSON text [p, end). root is the trie node of the top-level value (NULL
+ * when only validating); stack has room for max_depth open containers. */
+static bool scan_json(const char *p, const char *end, const TrieNode *root, Frame *stack,
+                      size_t max_depth, ScanTarget *t, ScanError *e)
+{
+    size_t depth = 0;
+    const TrieNode *node = root;      /* trie node of the value about to be scanned */
+    const char *start;
+    bool escaped;
+
+    SKIP_BLANKS();
+value:
+    if (p == end)
+        FAIL("unexpected end of JSON text", p);
+    if (node != NULL)
+        for (size_t i = 0; i < node->n_below; i++)
+            t->ev->slots[node->below[i]] = value_missing();
+    start = p;
+    switch (*p) {
+    case '{':
+        if (depth == max_depth)
+            FAIL(max_depth == DECODE_MAX_DEPTH ? "nesting deeper than 64" : "nesting too deep", p);
+        stack[depth++] = (Frame){ node, p, 0, false };
+        p++;
+        SKIP_BLANKS();
+        if (p < end && *p == '}') {
+            p++;
+            goto close;
+        }
+        goto member;
+    case '[':
+        if (depth == max_depth)
+            FAIL(max_depth == DECODE_MAX_DEPTH ? "nesting deeper than 64" : "nesting too deep", p);
+        stack[depth++] = (Frame){ node, p, 0, true };
+        p++;
+        SKIP_BLANKS();
+        if (p < end && *p == ']') {
+            p++;
+            goto close;
+        }
+        node = lookup_index(node, 0);
+        goto value;
+    case '"':
+        p = scan_string(p + 1, end, &escaped, e);
+        if (p == NULL)
+            return false;
+        if (node != NULL && node->slot >= 0)
+            store_string(t, node->slot, start, p, escaped);
+        break;
+    case '-': case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+        p = scan_number(p, end, e);
+        if (p == NULL)
+            return false;
+        if (node != NULL && node->slot >= 0) {
+            Value v = raw_value(V_NUM, start, p);
+            v.num = number_value(start, p);
+            t->ev->slots[node->slot] = v;
+        }
+        break;
+    case 't':
+        if (end - p < 4 || memcmp(p, "true", 4) != 0)
+            FAIL("invalid literal", p);
+        p += 4;
+        if (node != NULL && node->slot >= 0) {
+            Value v = raw_value(V_BOOL, start, p);
+            v.b = true;
+            t->ev->slots[node->slot] = v;
+        }
+        break;
+    case 'f':
+        if (end - p < 5 || memcmp(p, "false", 5) != 0)
+            FAIL("invalid literal", p);
+        p += 5;
+        if (node != NULL && node->slot >= 0)
+            t->ev->slots[node->slot] = raw_value(V_BOOL, start, p);
+        break;
+    case 'n':
+        if (end - p < 4 || memcmp(p, "null", 4) != 0)
+            FAIL("invalid literal", p);
+        p += 4;
+        if (node != NULL && node->slot >= 0)
+            t->ev->slots[node->slot] = raw_value(V_NULL, start, p);
+        break;
+    default:
+        FAIL("expected a JSON value", p);
+    }
+
+after_value:
+    if (depth == 0)
+        goto done;
+    SKIP_BLANKS();
+    if (!stack[depth - 1].is_array) {
+        if (p < end && *p == ',') {
+            p++;
+            SKIP_BLANKS();
+            if (p < end && *p == '}')
+                FAIL("trailing comma in object", p);
+            goto member;
+        }
+        if (p < end && *p == '}') {
+            p++;
+            goto close;
+        }
+        FAIL(p == end ? "unterminated object" : "expected ',' or '}' after object member", p);
+    } else {
+        Frame *f = &stack[depth - 1];
+        if (p < end && *p == ',') {
+            p++;
+            SKIP_BLANKS();
+            if (p < end && *p == ']')
+                FAIL("trailing comma in array", p);
+            f->index++;
+            node = lookup_index(f->node, f->index);
+            goto value;
+        }
+        if (p < end && *p == ']') {
+            p++;
+            goto close;
+        }
+        FAIL(p == end ? "unterminated array" : "expected ',' or ']' after array element", p);
+    }
+
+member:
+    /* p is at the member name of the innermost object (blanks skipped). */
+    if (p == end)
+        FAIL("unterminated object", p);
+    if (*p != '"')
+        FAIL("expected a member name (a string)", p);
+    start = p + 1;
+    p = scan_string(start, end, &escaped, e);
+    if (p == NULL)
+        return false;
+    node = stack[depth - 1].node == NULL ? NULL
+         : member_node(stack[depth - 1].node, t, start, p - 1, escaped);
+    SKIP_BLANKS();
+    if (p == end || *p != ':')
+        FAIL("expected ':' after member name", p);
+    p++;
+    SKIP_BLANKS();
+    goto value;
+
+close: {
+        /* p is just past the closing bracket of the innermost container. */
+        const Frame *f = &stack[--depth];
+        if (f->node != NULL && f->node->slot >= 0)
+            t->ev->slots[f->node->slot] = raw_value(f->is_array ? V_ARR : V_OBJ, f->start, p);
+        goto after_value;
+    }
+
+done:
+    SKIP_BLANKS();
+    if (p != end)
+        FAIL("trailing characters after JSON value", p);
+    return true;
+}
+
+Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err)
+{
+    size_t lead = 0;
+    while (lead < len && is_blank(line[lead]))
+        lead++;
+    while (len > lead && is_blank(line[len - 1]))
+        len--;
+    if (lead == len) {
+        *err = (DecodeError){ "empty line", lead };
+        return NULL;
+    }
+    if (line[lead] != '{') {
+        *err = (DecodeError){ "line is not a JSON object", lead };
+        return NULL;
+    }
+    Event *ev = event_new(line + lead, len - lead, d->fields->n);
+    if (ev == NULL) {
+        *err = (DecodeError){ "out of memory", 0 };
+        return NULL;
+    }
+    ScanTarget target = { ev, ev->strbuf };
+    ScanError e = { NULL, NULL };
+    if (!scan_json(ev->line, ev->line + ev->line_len, d->root, d->stack, d->max_depth,
+                   &target, &e)) {
+        *err = (DecodeError){ e.reason, lead + (size_t)(e.at - ev->line) };
+        event_release(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+bool json_validate(const char *text, size_t len, size_t max_depth, DecodeError *err)
+{
+    Frame stack[VALIDATE_STACK_CAP];
+    if (max_depth == 0 || max_depth > VALIDATE_STACK_CAP)
+        max_depth = max_depth == 0 ? DECODE_MAX_DEPTH : VALIDATE_STACK_CAP;
+    ScanTarget target = { NULL, NULL };
+    ScanError e = { NULL, NULL };
+    if (scan_json(text, text + len, NULL, stack, max_depth, &target, &e))
+        return true;
+    *err = (DecodeError){ e.reason, (size_t)(e.at - text) };
+    return false;
+}

@@ -1,0 +1,416 @@
+/* tests/test_decode.c — the JSON-lines decoder: field extraction, value types and raw
+ * text, escapes, duplicate members, precise errors, and the JSONTestSuite corpus. */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/decode.h"
+
+/* A field table from dotted paths with [N] index segments, e.g. "items[1].sku". */
+static void table_from(FieldTable *ft, const char *const *paths, size_t n)
+{
+    field_table_init(ft);
+    for (size_t i = 0; i < n; i++) {
+        PathSeg segs[16];
+        char names[16][64];
+        size_t n_segs = 0;
+        const char *p = paths[i];
+        while (*p) {
+            memset(&segs[n_segs], 0, sizeof segs[n_segs]);
+            if (*p == '[') {
+                segs[n_segs].index = strtol(p + 1, (char **)&p, 10);
+                p++;                                  /* ']' */
+            } else {
+                size_t len = strcspn(p, ".[");
+                memcpy(names[n_segs], p, len);
+                names[n_segs][len] = '\0';
+                segs[n_segs].name = names[n_segs];
+                p += len;
+            }
+            n_segs++;
+            if (*p == '.')
+                p++;
+        }
+        ck_assert_int_eq(field_table_intern(ft, segs, n_segs), (int)i);
+    }
+}
+
+typedef struct Fixture {
+    FieldTable ft;
+    Decoder *d;
+} Fixture;
+
+static void fixture_open(Fixture *f, const char *const *paths, size_t n)
+{
+    table_from(&f->ft, paths, n);
+    f->d = decoder_new(&f->ft, DECODE_MAX_DEPTH);
+    ck_assert_ptr_nonnull(f->d);
+}
+
+static void fixture_close(Fixture *f)
+{
+    decoder_free(f->d);
+    field_table_free(&f->ft);
+}
+
+static Event *decode_ok(Fixture *f, const char *line)
+{
+    DecodeError err = { NULL, 0 };
+    Event *ev = decoder_decode(f->d, line, strlen(line), &err);
+    ck_assert_msg(ev != NULL, "rejected %s: %s at %zu", line, err.reason, err.offset);
+    return ev;
+}
+
+static void assert_str(const Value *v, const char *want, const char *raw)
+{
+    ck_assert_int_eq(v->type, V_STR);
+    ck_assert_uint_eq(v->len, strlen(want));
+    ck_assert(memcmp(v->s, want, v->len) == 0);
+    ck_assert_uint_eq(v->raw_len, strlen(raw));
+    ck_assert(memcmp(v->raw, raw, v->raw_len) == 0);
+}
+
+static void assert_raw(const Value *v, ValueType type, const char *raw)
+{
+    ck_assert_int_eq(v->type, type);
+    ck_assert_uint_eq(v->raw_len, strlen(raw));
+    ck_assert_msg(memcmp(v->raw, raw, v->raw_len) == 0, "raw %.*s, want %s",
+                  (int)v->raw_len, v->raw, raw);
+}
+
+START_TEST(nested_paths_and_indices)
+{
+    static const char *const paths[] = { "user.name", "user.id", "items[1].sku",
+                                         "items[0].sku", "missing.x", "items[5]", "n" };
+    Fixture f;
+    fixture_open(&f, paths, 7);
+    Event *ev = decode_ok(&f, "{\"user\": {\"name\": \"ann\", \"id\": 7, \"x\": [1, {\"a\": 2}]},"
+                              " \"items\": [{\"sku\": \"A\"}, {\"sku\": \"B\", \"q\": 2}], \"n\": 3}");
+    ck_assert_uint_eq(ev->n_slots, 7);
+    assert_str(&ev->slots[0], "ann", "\"ann\"");
+    assert_raw(&ev->slots[1], V_NUM, "7");
+    ck_assert(ev->slots[1].num == 7);
+    assert_str(&ev->slots[2], "B", "\"B\"");
+    assert_str(&ev->slots[3], "A", "\"A\"");
+    ck_assert_int_eq(ev->slots[4].type, V_MISSING);
+    ck_assert_int_eq(ev->slots[5].type, V_MISSING);
+    assert_raw(&ev->slots[6], V_NUM, "3");
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(index_segments_do_not_match_objects)
+{
+    static const char *const paths[] = { "a[0]", "b.c" };
+    Fixture f;
+    fixture_open(&f, paths, 2);
+    Event *ev = decode_ok(&f, "{\"a\": {\"0\": 1}, \"b\": [{\"c\": 1}]}");
+    ck_assert_int_eq(ev->slots[0].type, V_MISSING);
+    ck_assert_int_eq(ev->slots[1].type, V_MISSING);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(every_type_and_raw_text)
+{
+    static const char *const paths[] = { "s", "n", "t", "f", "z", "o", "a", "o.k", "e" };
+    Fixture f;
+    fixture_open(&f, paths, 9);
+    Event *ev = decode_ok(&f, "  {\"s\":\"x y\",\"n\":-1.5e2,\"t\":true,\"f\":false,\"z\":null,"
+                              "\"o\":{ \"k\" : [1, 2] },\"a\":[ {}, [], \"]\" ],\"e\":\"\"}\r");
+    ck_assert_str_eq(ev->line, "{\"s\":\"x y\",\"n\":-1.5e2,\"t\":true,\"f\":false,\"z\":null,"
+                               "\"o\":{ \"k\" : [1, 2] },\"a\":[ {}, [], \"]\" ],\"e\":\"\"}");
+    assert_str(&ev->slots[0], "x y", "\"x y\"");
+    assert_raw(&ev->slots[1], V_NUM, "-1.5e2");
+    ck_assert(ev->slots[1].num == -150.0);
+    assert_raw(&ev->slots[2], V_BOOL, "true");
+    ck_assert(ev->slots[2].b);
+    assert_raw(&ev->slots[3], V_BOOL, "false");
+    ck_assert(!ev->slots[3].b);
+    assert_raw(&ev->slots[4], V_NULL, "null");
+    assert_raw(&ev->slots[5], V_OBJ, "{ \"k\" : [1, 2] }");
+    assert_raw(&ev->slots[6], V_ARR, "[ {}, [], \"]\" ]");
+    assert_raw(&ev->slots[7], V_ARR, "[1, 2]");
+    assert_str(&ev->slots[8], "", "\"\"");
+    /* Values live in the event, not in the caller's line. */
+    ck_assert(ev->slots[0].raw >= ev->line && ev->slots[0].raw < ev->line + ev->line_len);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(numbers_keep_their_text)
+{
+    static const char *const paths[] = { "big", "f", "neg0", "small", "long_frac" };
+    Fixture f;
+    fixture_open(&f, paths, 5);
+    Event *ev = decode_ok(&f, "{\"big\":1234567890123456789,\"f\":0.1,\"neg0\":-0,"
+                              "\"small\":2.5E-3,\"long_frac\":3.14159265358979323846}");
+    assert_raw(&ev->slots[0], V_NUM, "1234567890123456789");
+    ck_assert(ev->slots[0].num == 1234567890123456789.0);
+    ck_assert(ev->slots[1].num == 0.1);
+    assert_raw(&ev->slots[2], V_NUM, "-0");
+    ck_assert(ev->slots[2].num == 0);
+    ck_assert(ev->slots[3].num == 2.5e-3);
+    ck_assert(ev->slots[4].num == 3.14159265358979323846);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(escapes_and_surrogate_pairs)
+{
+    static const char *const paths[] = { "s", "name", "u" };
+    Fixture f;
+    fixture_open(&f, paths, 3);
+    const char *line = "{\"s\":\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\u0000z\","
+                       "\"n\\u0061me\":\"k\",\"u\":\"\xc3\xa9\xf0\x9f\x98\x80\"}";
+    Event *ev = decode_ok(&f, line);
+    static const char want[] = "a\"b\\c/d\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80\0z";
+    ck_assert_int_eq(ev->slots[0].type, V_STR);
+    ck_assert_uint_eq(ev->slots[0].len, sizeof want - 1);
+    ck_assert(memcmp(ev->slots[0].s, want, sizeof want - 1) == 0);
+    ck_assert(ev->slots[0].s >= ev->strbuf && ev->slots[0].s < ev->strbuf + ev->line_len);
+    assert_raw(&ev->slots[0], V_STR,
+               "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\u0000z\"");
+    assert_str(&ev->slots[1], "k", "\"k\"");
+    assert_str(&ev->slots[2], "\xc3\xa9\xf0\x9f\x98\x80", "\"\xc3\xa9\xf0\x9f\x98\x80\"");
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(last_duplicate_wins)
+{
+    static const char *const paths[] = { "x", "a.b", "a.c", "l[0]" };
+    Fixture f;
+    fixture_open(&f, paths, 4);
+    Event *ev = decode_ok(&f, "{\"x\":1,\"a\":{\"b\":1},\"x\":\"two\",\"a\":{\"c\":2},"
+                              "\"l\":[5],\"l\":7}");
+    assert_str(&ev->slots[0], "two", "\"two\"");
+    ck_assert_int_eq(ev->slots[1].type, V_MISSING);
+    assert_raw(&ev->slots[2], V_NUM, "2");
+    ck_assert_int_eq(ev->slots[3].type, V_MISSING);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+static const struct {
+    const char *line;
+    const char *reason;
+    size_t offset;
+} BAD_LINES[] = {
+    { "", "empty line", 0 },
+    { " \r", "empty line", 2 },
+    { "[1]", "line is not a JSON object", 0 },
+    { "  \"x\"", "line is not a JSON object", 2 },
+    { "{\"a\":1,}", "trailing comma in object", 7 },
+    { "  {\"a\":1,}", "trailing comma in object", 9 },
+    { "{\"a\":[1,]}", "trailing comma in array", 8 },
+    { "{\"a\":01}", "leading zero in number", 5 },
+    { "{\"a\":-}", "digit expected after '-'", 6 },
+    { "{\"a\":1.}", "digit expected after decimal point", 7 },
+    { "{\"a\":1e+}", "digit expected in exponent", 8 },
+    { "{\"a\":\"x", "unterminated string", 7 },
+    { "{\"a\":\"0123456789abcdef", "unterminated string", 22 },
+    { "{\"a\" 1}", "expected ':' after member name", 5 },
+    { "{\"a\":1 \"b\":2}", "expected ',' or '}' after object member", 7 },
+    { "{\"a\":[1 2]}", "expected ',' or ']' after array element", 8 },
+    { "{\"a\":1", "unterminated object", 6 },
+    { "{\"a\":[1", "unterminated array", 7 },
+    { "{\"a\":", "unexpected end of JSON text", 5 },
+    { "{\"a\":1} x", "trailing characters after JSON value", 8 },
+    { "{\"a\":1}{}", "trailing characters after JSON value", 7 },
+    { "{a:1}", "expected a member name (a string)", 1 },
+    { "{/*c*/}", "expected a member name (a string)", 1 },
+    { "{\"a\":NaN}", "expected a JSON value", 5 },
+    { "{\"a\":'x'}", "expected a JSON value", 5 },
+    { "{\"a\":tru}", "invalid literal", 5 },
+    { "{\"a\":nul", "invalid literal", 5 },
+    { "{\"a\":\"\xff\"}", "invalid UTF-8", 6 },
+    { "{\"a\":\"ok\xc0\x80\"}", "invalid UTF-8", 8 },            /* overlong NUL */
+    { "{\"a\":\"\xe0\x80\xaf\"}", "invalid UTF-8", 6 },          /* overlong '/' */
+    { "{\"a\":\"\xed\xa0\x80\"}", "invalid UTF-8", 6 },          /* U+D800 */
+    { "{\"a\":\"\xf4\x90\x80\x80\"}", "invalid UTF-8", 6 },      /* above U+10FFFF */
+    { "{\"a\":\"\xe2\x82\"}", "invalid UTF-8", 6 },              /* truncated */
+    { "{\"a\":\"\x80\"}", "invalid UTF-8", 6 },                  /* lone continuation */
+    { "{\"\xff\":1}", "invalid UTF-8", 2 },
+    { "{\"a\":\"\t\"}", "control character in string", 6 },
+    { "{\"a\":\"\\x\"}", "invalid escape in string", 6 },
+    { "{\"a\":\"\\u12G4\"}", "invalid \\u escape in string", 6 },
+    { "{\"a\":\"\\ud800\"}", "lone surrogate in \\u escape", 6 },
+    { "{\"a\":\"\\ud800\\u0041\"}", "lone surrogate in \\u escape", 6 },
+    { "{\"a\":\"x\\udc00\"}", "lone surrogate in \\u escape", 7 },
+    { "\xef\xbb\xbf{}", "line is not a JSON object", 0 },
+};
+
+START_TEST(errors_have_reason_and_offset)
+{
+    static const char *const paths[] = { "a" };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    const char *line = BAD_LINES[_i].line;
+    DecodeError err = { NULL, 0 };
+    Event *ev = decoder_decode(f.d, line, strlen(line), &err);
+    ck_assert_msg(ev == NULL, "accepted %s", line);
+    ck_assert_str_eq(err.reason, BAD_LINES[_i].reason);
+    ck_assert_uint_eq(err.offset, BAD_LINES[_i].offset);
+    fixture_close(&f);
+}
+END_TEST
+
+/* depth open objects {"a":{"a":...}} then closed; decoding fails iff depth > 64. */
+static bool decodes_at_depth(Fixture *f, int depth, DecodeError *err)
+{
+    char line[1024];
+    size_t n = 0;
+    for (int i = 0; i < depth; i++)
+        n += (size_t)sprintf(line + n, i + 1 < depth ? "{\"a\":" : "{");
+    for (int i = 0; i < depth; i++)
+        line[n++] = '}';
+    Event *ev = decoder_decode(f->d, line, n, err);
+    if (ev != NULL)
+        event_release(ev);
+    return ev != NULL;
+}
+
+START_TEST(nesting_limit)
+{
+    static const char *const paths[] = { "a.a.a" };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    DecodeError err = { NULL, 0 };
+    ck_assert(decodes_at_depth(&f, 64, &err));
+    ck_assert(!decodes_at_depth(&f, 65, &err));
+    ck_assert_str_eq(err.reason, "nesting deeper than 64");
+    ck_assert_uint_eq(err.offset, 64 * 5);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(empty_field_table)
+{
+    Fixture f;
+    fixture_open(&f, NULL, 0);
+    Event *ev = decode_ok(&f, "{\"a\":[1,{\"b\":null}]}");
+    ck_assert_uint_eq(ev->n_slots, 0);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(validate_any_top_level)
+{
+    DecodeError err = { NULL, 0 };
+    ck_assert(json_validate("[1, \"a\", {}]", 12, DECODE_MAX_DEPTH, &err));
+    ck_assert(json_validate(" 12 ", 4, DECODE_MAX_DEPTH, &err));
+    ck_assert(json_validate("\"x\"\n", 4, DECODE_MAX_DEPTH, &err));
+    ck_assert(!json_validate("", 0, DECODE_MAX_DEPTH, &err));
+    ck_assert_str_eq(err.reason, "unexpected end of JSON text");
+    ck_assert(!json_validate("[[[]]]", 6, 2, &err));
+    ck_assert_str_eq(err.reason, "nesting too deep");
+    ck_assert_uint_eq(err.offset, 2);
+}
+END_TEST
+
+/* ---- JSONTestSuite ---------------------------------------------------------- */
+
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "cannot open %s", path);
+    char *data = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4096;
+            data = realloc(data, cap);
+            ck_assert_ptr_nonnull(data);
+        }
+        size_t got = fread(data + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(fp);
+    *len = n;
+    return data;
+}
+
+START_TEST(json_test_suite)
+{
+    const char *shared = getenv("VIGIL_SHARED");
+    char dir_path[4096];
+    snprintf(dir_path, sizeof dir_path, "%s/jsontestsuite/test_parsing",
+             shared ? shared : "");
+    DIR *dir = shared ? opendir(dir_path) : NULL;
+    if (dir == NULL) {
+        printf("SKIP json_test_suite: %s not found (set VIGIL_SHARED)\n", dir_path);
+        return;
+    }
+    int counts[3] = { 0, 0, 0 };
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        const char *name = de->d_name;
+        if (strlen(name) < 3 || name[1] != '_')
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir_path, name);
+        size_t len;
+        char *text = read_whole(path, &len);
+        DecodeError err = { NULL, 0 };
+        bool ok = json_validate(text, len, DECODE_MAX_DEPTH, &err);
+        if (name[0] == 'y') {
+            ck_assert_msg(ok, "%s rejected: %s at %zu", name, err.reason, err.offset);
+            counts[0]++;
+        } else if (name[0] == 'n') {
+            ck_assert_msg(!ok, "%s accepted", name);
+            counts[1]++;
+        } else if (name[0] == 'i') {
+            /* Implementation-defined: only "no crash"; the log records the choice. */
+            printf("i-case %s: %s%s%s\n", name, ok ? "accepted" : "rejected",
+                   ok ? "" : ": ", ok ? "" : err.reason);
+            counts[2]++;
+        }
+        free(text);
+    }
+    closedir(dir);
+    printf("JSONTestSuite: %d y_ accepted, %d n_ rejected, %d i_ run\n",
+           counts[0], counts[1], counts[2]);
+    ck_assert_int_gt(counts[0] + counts[1], 0);
+}
+END_TEST
+
+static Suite *decode_suite(void)
+{
+    Suite *s = suite_create("decode");
+    TCase *tc = tcase_create("decode");
+    tcase_add_test(tc, nested_paths_and_indices);
+    tcase_add_test(tc, index_segments_do_not_match_objects);
+    tcase_add_test(tc, every_type_and_raw_text);
+    tcase_add_test(tc, numbers_keep_their_text);
+    tcase_add_test(tc, escapes_and_surrogate_pairs);
+    tcase_add_test(tc, last_duplicate_wins);
+    tcase_add_loop_test(tc, errors_have_reason_and_offset, 0,
+                        (int)(sizeof BAD_LINES / sizeof BAD_LINES[0]));
+    tcase_add_test(tc, nesting_limit);
+    tcase_add_test(tc, empty_field_table);
+    tcase_add_test(tc, validate_any_top_level);
+    tcase_add_test(tc, json_test_suite);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(decode_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
