@@ -4,7 +4,19 @@
  * rotation, exec without a shell, tcp/unix clients with bounded buffers) and the
  * rendering of alert records (RUNTIME.md section 4): byte-exact JSON, valid UTF-8,
  * events echoed verbatim, message templates and `fields` evaluated on the match.
- * A rule with no `on` clause at all alerts on match with its name as the message. */
+ * A rule with no `on` clause at all alerts on match with its name as the message.
+ *
+ * The record: {"rule","kind","severity","key","time","message","fields","events"} in
+ * that order, one line, no spaces. "key" is {} for a rule without key; "fields" is
+ * always present ({} when the action has none), so consumers need no special case.
+ *
+ * Threads: alert_render uses only its arguments. One router may be shared by several
+ * engine threads: every output has its own lock, and the slow ones (exec, tcp, unix)
+ * work in their own threads, so alerts_deliver never waits for a child or a network.
+ *
+ * Buffering: `stdout` and `file` outputs write in batches (64 KiB, or at the next alert
+ * once the oldest buffered line is 100 ms old). Call alerts_flush at shutdown and
+ * whenever the input goes idle, so no alert waits in a buffer while nothing happens. */
 #ifndef VIGIL_ALERTS_ALERTS_H
 #define VIGIL_ALERTS_ALERTS_H
 
@@ -19,22 +31,46 @@ typedef struct AlertRouter AlertRouter;
 
 typedef struct AlertOptions {
     const char *stdout_path;   /* -o FILE for the `stdout` output; NULL or "-" for stdout */
+    /* The rest is optional: zero / NULL selects the default. */
+    void (*log)(void *user, const char *msg);  /* output failures; default: stderr */
+    void *log_user;
+    size_t net_buffer;         /* alerts buffered per tcp/unix output while down (10000) */
+    size_t exec_queue;         /* alerts waiting per exec output (1000) */
+    size_t exec_children;      /* children at once per exec output (4) */
+    int exec_tries;            /* attempts per alert and exec output (3) */
+    int64_t exec_backoff_ms;   /* before the 2nd attempt, doubling (100) */
+    int64_t flush_timeout_ms;  /* alerts_flush waits at most this long in all (5000) */
 } AlertOptions;
 
-/* Opens every output the rule set declares. NULL with *err (heap) on failure. */
+/* Opens every output the rule set declares (opts may be NULL). The rule set must
+ * outlive the router. NULL with *err (heap) on failure. */
 AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err);
-/* Renders one alert record (one line of JSON, no newline) into out. Returns 0, or -1
- * on allocation failure. `key` holds the partition's key values (n_key of them). */
+/* Appends one alert record (one line of JSON, no newline) to out. Returns 0, or -1
+ * on allocation failure. `key` holds the partition's key values (n_key of them).
+ * action NULL is the default action (severity medium, the rule name as message).
+ * Expression results stay in scratch until the caller resets it. */
 int alert_render(const CompiledRule *rule, const CompiledAction *action,
                  const Value *key, size_t n_key, const NfaResult *r,
                  EvalScratch *scratch, Buf *out);
-/* Renders every action of the rule that fits r->kind and sends each record to its outputs. */
+/* Renders every action of the rule that fits r->kind and sends each record to its
+ * outputs. A rule without any `on` clause uses the default action on match. */
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
                     const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch);
 /* Flushes buffered output (end of input, SIGTERM). Returns 0, or -1 if an output failed. */
 int alerts_flush(AlertRouter *ar);
-/* Appends a JSON object with per-output counters and health to out. */
+/* Appends a JSON object with per-output counters and health to out:
+ * {"stdout":{"kind":"stdout","sent":1,"failed":0,"dropped":0,"buffered":0,
+ *  "healthy":true,"state":"ok"},"NAME":{...}} */
 void alerts_stats(const AlertRouter *ar, Buf *out);
+/* Flushes what it can without waiting, stops threads, kills running children;
+ * alerts still undelivered are counted as dropped and logged. */
 void alerts_free(AlertRouter *ar);
+
+/* "info" ... "critical"; "match" / "timeout". */
+const char *alert_severity_name(Severity s);
+const char *alert_kind_name(NfaResultKind k);
+/* A key value as plain text for templates ({key.NAME}): strings unquoted, numbers
+ * with their original digits. */
+void alert_key_text(const Value *v, Buf *out);
 
 #endif

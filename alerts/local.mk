@@ -1,2 +1,7 @@
 libvigil_a_SOURCES += \
-	alerts/alerts.h
+	alerts/alerts.h alerts/alerts.c \
+	alerts/render.c \
+	alerts/outputs.h alerts/out_common.c \
+	alerts/out_fd.c \
+	alerts/out_exec.c \
+	alerts/out_net.c

@@ -1,0 +1,204 @@
+/* alerts/alerts.c — the router: from a rule's result to its actions' outputs.
+ *
+ * Owns: the outputs of one rule set (slot 0 is `stdout`, slot i+1 is
+ * rs->ast->outputs[i], the numbering of CompiledAction.to shifted by one) and the
+ * configuration they share. Rendering is in render.c, delivery in out_*.c. */
+#include "alerts/alerts.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "alerts/outputs.h"
+
+struct AlertRouter {
+    const CompiledRuleSet *rs;
+    OutConfig cfg;           /* outputs keep a pointer to it */
+    Output **outs;           /* n_outs; heap, each owned */
+    size_t n_outs;
+};
+
+static void config_from_options(OutConfig *c, const AlertOptions *o)
+{
+    out_config_defaults(c);
+    if (!o)
+        return;
+    c->log = o->log;
+    c->log_user = o->log_user;
+    if (o->net_buffer)
+        c->net_buffer = o->net_buffer;
+    if (o->exec_queue)
+        c->exec_queue = o->exec_queue;
+    if (o->exec_children)
+        c->exec_children = o->exec_children;
+    if (o->exec_tries > 0)
+        c->exec_tries = o->exec_tries;
+    if (o->exec_backoff_ms > 0)
+        c->exec_backoff_ms = o->exec_backoff_ms;
+    if (o->flush_timeout_ms > 0)
+        c->flush_timeout_ms = o->flush_timeout_ms;
+}
+
+static Output *output_open(const OutputDecl *d, const OutConfig *cfg, char **err)
+{
+    switch (d->kind) {
+    case OUT_FILE: return out_file_new(d, cfg, err);
+    case OUT_EXEC: return out_exec_new(d, cfg, err);
+    case OUT_TCP:
+    case OUT_UNIX: return out_net_new(d, cfg, err);
+    }
+    *err = out_strf("output '%s': unknown kind", d->name);
+    return NULL;
+}
+
+AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err)
+{
+    *err = NULL;
+    AlertRouter *ar = calloc(1, sizeof *ar);
+    size_t n_decl = rs->ast ? rs->ast->n_outputs : 0;
+    if (!ar || !(ar->outs = calloc(n_decl + 1, sizeof *ar->outs))) {
+        free(ar);
+        *err = out_strf("out of memory");
+        return NULL;
+    }
+    ar->rs = rs;
+    config_from_options(&ar->cfg, opts);
+    ar->outs[0] = out_stdout_new(opts ? opts->stdout_path : NULL, &ar->cfg, err);
+    if (ar->outs[0])
+        ar->n_outs = 1;
+    for (size_t i = 0; ar->n_outs == i + 1 && i < n_decl; i++) {
+        ar->outs[i + 1] = output_open(&rs->ast->outputs[i], &ar->cfg, err);
+        if (ar->outs[i + 1])
+            ar->n_outs++;
+    }
+    if (ar->n_outs != n_decl + 1) {
+        if (!*err)
+            *err = out_strf("out of memory");
+        alerts_free(ar);
+        return NULL;
+    }
+    return ar;
+}
+
+/* The key values as text for path and argv templates, in one buffer. */
+typedef struct KeyTexts {
+    Buf text;                /* the values, each followed by NUL */
+    const char **ptrs;       /* heap, n of them, into text */
+} KeyTexts;
+
+static int key_texts_build(KeyTexts *kt, const Value *key, size_t n)
+{
+    size_t *offs = malloc((n ? n : 1) * sizeof *offs);
+    kt->ptrs = malloc((n ? n : 1) * sizeof *kt->ptrs);
+    if (!offs || !kt->ptrs) {
+        free(offs);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        offs[i] = kt->text.len;
+        alert_key_text(&key[i], &kt->text);
+        buf_append(&kt->text, "", 1);
+    }
+    if (!kt->text.failed)
+        for (size_t i = 0; i < n; i++)
+            kt->ptrs[i] = kt->text.data + offs[i];
+    free(offs);
+    return kt->text.failed ? -1 : 0;
+}
+
+static Output *router_target(const AlertRouter *ar, int to)
+{
+    size_t slot = to < 0 ? 0 : (size_t)to + 1;
+    return slot < ar->n_outs ? ar->outs[slot] : NULL;
+}
+
+static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
+                           const CompiledAction *action, const Value *key, size_t n_key,
+                           const NfaResult *r, EvalScratch *scratch, AlertMeta *meta)
+{
+    Buf line = BUF_INIT;
+    meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
+    int rc = alert_render(rule, action, key, n_key, r, scratch, &line);
+    size_t n_to = action ? action->n_to : 0;
+    for (size_t i = 0; i < (n_to ? n_to : 1); i++) {
+        Output *o = router_target(ar, n_to ? action->to[i] : -1);
+        if (!o)
+            continue;
+        if (rc < 0)
+            out_log(&ar->cfg, "output %s: alert of rule %s lost: out of memory", o->name,
+                    rule->name);
+        else
+            o->ops->write(o, meta, line.data, line.len);
+    }
+    buf_free(&line);
+}
+
+void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
+                    const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch)
+{
+    const CompiledAction *actions = r->kind == NFA_MATCH ? rule->on_match : rule->on_timeout;
+    size_t n_actions = r->kind == NFA_MATCH ? rule->n_on_match : rule->n_on_timeout;
+    bool use_default = r->kind == NFA_MATCH && n_actions == 0 && rule->ast->n_on == 0;
+    if (n_actions == 0 && !use_default)
+        return;
+
+    size_t n_meta_keys = n_key < rule->n_keys ? n_key : rule->n_keys;
+    KeyTexts kt = {BUF_INIT, NULL};
+    if (key_texts_build(&kt, key, n_meta_keys) < 0) {
+        out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
+        buf_free(&kt.text);
+        free(kt.ptrs);
+        return;
+    }
+    AlertMeta meta = {
+        .rule = rule->name, .kind = alert_kind_name(r->kind),
+        .key_names = rule->key_names, .key_texts = kt.ptrs, .n_key = n_meta_keys,
+        .time_ms = r->time_ms,
+    };
+    if (use_default)
+        deliver_action(ar, rule, NULL, key, n_key, r, scratch, &meta);
+    for (size_t i = 0; i < n_actions; i++)
+        deliver_action(ar, rule, &actions[i], key, n_key, r, scratch, &meta);
+    buf_free(&kt.text);
+    free(kt.ptrs);
+}
+
+int alerts_flush(AlertRouter *ar)
+{
+    int rc = 0;
+    int64_t deadline = out_now_ms() + ar->cfg.flush_timeout_ms;
+    for (size_t i = 0; i < ar->n_outs; i++) {
+        int64_t left = deadline - out_now_ms();
+        if (ar->outs[i]->ops->flush(ar->outs[i], left > 0 ? left : 0) < 0)
+            rc = -1;
+    }
+    return rc;
+}
+
+void alerts_stats(const AlertRouter *ar, Buf *out)
+{
+    buf_putc(out, '{');
+    for (size_t i = 0; i < ar->n_outs; i++) {
+        Output *o = ar->outs[i];
+        OutStats st;
+        o->ops->stats(o, &st);
+        if (i)
+            buf_putc(out, ',');
+        buf_json_string(out, o->name, strlen(o->name));
+        buf_printf(out, ":{\"kind\":\"%s\",\"sent\":%llu,\"failed\":%llu,\"dropped\":%llu,"
+                   "\"buffered\":%llu,\"healthy\":%s,\"state\":\"%s\"}", o->kind,
+                   (unsigned long long)st.sent, (unsigned long long)st.failed,
+                   (unsigned long long)st.dropped, (unsigned long long)st.buffered,
+                   st.healthy ? "true" : "false", st.state);
+    }
+    buf_putc(out, '}');
+}
+
+void alerts_free(AlertRouter *ar)
+{
+    if (!ar)
+        return;
+    for (size_t i = 0; i < ar->n_outs; i++)
+        ar->outs[i]->ops->destroy(ar->outs[i]);
+    free(ar->outs);
+    free(ar);
+}

@@ -1,0 +1,476 @@
+/* alerts/out_fd.c — the outputs that write to file descriptors: `stdout` (or -o FILE)
+ * and `file` outputs (path templates, folders created, a cache of open files, rotation).
+ *
+ * Lines are buffered per descriptor and written with one write() per batch: when the
+ * buffer reaches cfg->fd_buffer bytes, when the oldest buffered line is older than
+ * cfg->fd_max_delay_ms at the next alert, and on flush. A failed write loses the
+ * batch: its lines are counted as failed, and the failure is logged once per episode
+ * (when the output goes from healthy to failing), with the path and errno text. */
+#include "alerts/outputs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One descriptor and the lines waiting for it. */
+typedef struct FdBuf {
+    int fd;
+    Buf buf;
+    uint64_t lines;          /* lines in buf */
+    int64_t oldest_ms;       /* monotonic time the first buffered line arrived */
+} FdBuf;
+
+/* Health and counters shared by both kinds. */
+typedef struct FdHealth {
+    uint64_t sent, failed, dropped;
+    uint64_t failed_at_flush;  /* `failed` at the previous flush */
+    bool failing;
+} FdHealth;
+
+static int fd_write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void fd_health_result(FdHealth *h, const OutConfig *cfg, const char *name,
+                             const char *path, uint64_t lines, int err)
+{
+    if (err == 0) {
+        h->sent += lines;
+        if (h->failing)
+            out_log(cfg, "output %s: writing to %s works again", name, path);
+        h->failing = false;
+        return;
+    }
+    h->failed += lines;
+    if (!h->failing)
+        out_log(cfg, "output %s: cannot write to %s: %s (alerts are lost and counted "
+                "until it works again)", name, path, strerror(err));
+    h->failing = true;
+}
+
+/* Writes out the buffered lines. Returns 0 or an errno value. */
+static int fdbuf_drain(FdBuf *fb)
+{
+    int err = 0;
+    if (fb->buf.len > 0 && fd_write_all(fb->fd, fb->buf.data, fb->buf.len) < 0)
+        err = errno;
+    buf_clear(&fb->buf);
+    return err;
+}
+
+static void fdbuf_flush(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char *name,
+                        const char *path)
+{
+    if (fb->lines == 0)
+        return;
+    uint64_t lines = fb->lines;
+    fb->lines = 0;
+    fd_health_result(h, cfg, name, path, lines, fdbuf_drain(fb));
+}
+
+/* Appends one line; writes the batch when it is big or old enough. */
+static void fdbuf_add(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char *name,
+                      const char *path, const char *line, size_t len, int64_t now)
+{
+    if (fb->lines == 0)
+        fb->oldest_ms = now;
+    buf_append(&fb->buf, line, len);
+    buf_putc(&fb->buf, '\n');
+    if (fb->buf.failed) {
+        /* Out of memory: write what we have, then this line on its own. */
+        buf_clear(&fb->buf);
+        h->failed++;
+        fdbuf_flush(fb, h, cfg, name, path);
+        return;
+    }
+    fb->lines++;
+    if (fb->buf.len >= cfg->fd_buffer || now - fb->oldest_ms >= cfg->fd_max_delay_ms)
+        fdbuf_flush(fb, h, cfg, name, path);
+}
+
+static int fd_health_flush_result(FdHealth *h)
+{
+    int rc = (h->failed != h->failed_at_flush || h->failing) ? -1 : 0;
+    h->failed_at_flush = h->failed;
+    return rc;
+}
+
+/* ---- stdout --------------------------------------------------------------- */
+
+typedef struct StdoutOutput {
+    Output base;
+    const OutConfig *cfg;
+    pthread_mutex_t mu;
+    FdBuf fb;
+    bool own_fd;
+    char *path;              /* "stdout" or the -o path; heap */
+    FdHealth h;
+} StdoutOutput;
+
+static int stdout_write(Output *o, const AlertMeta *m, const char *line, size_t len)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    (void)m;
+    pthread_mutex_lock(&so->mu);
+    uint64_t failed = so->h.failed;
+    fdbuf_add(&so->fb, &so->h, so->cfg, o->name, so->path, line, len, out_now_ms());
+    int rc = so->h.failed != failed ? -1 : 0;
+    pthread_mutex_unlock(&so->mu);
+    return rc;
+}
+
+static int stdout_flush(Output *o, int64_t timeout_ms)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    (void)timeout_ms;
+    pthread_mutex_lock(&so->mu);
+    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    int rc = fd_health_flush_result(&so->h);
+    pthread_mutex_unlock(&so->mu);
+    return rc;
+}
+
+static void fd_health_stats(const FdHealth *h, uint64_t buffered, OutStats *st)
+{
+    st->sent = h->sent;
+    st->failed = h->failed;
+    st->dropped = h->dropped;
+    st->buffered = buffered;
+    st->healthy = !h->failing;
+    st->state = h->failing ? "failing" : "ok";
+}
+
+static void stdout_stats(Output *o, OutStats *st)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    pthread_mutex_lock(&so->mu);
+    fd_health_stats(&so->h, so->fb.lines, st);
+    pthread_mutex_unlock(&so->mu);
+}
+
+static void stdout_destroy(Output *o)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    if (so->own_fd)
+        close(so->fb.fd);
+    buf_free(&so->fb.buf);
+    pthread_mutex_destroy(&so->mu);
+    free(so->path);
+    free(so);
+}
+
+static const OutputOps stdout_ops = {stdout_write, stdout_flush, stdout_stats, stdout_destroy};
+
+Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
+{
+    StdoutOutput *so = calloc(1, sizeof *so);
+    if (!so) {
+        *err = out_strf("out of memory");
+        return NULL;
+    }
+    so->base.ops = &stdout_ops;
+    so->base.name = "stdout";
+    so->base.kind = "stdout";
+    so->cfg = cfg;
+    so->fb.fd = STDOUT_FILENO;
+    if (path && strcmp(path, "-") != 0) {
+        so->fb.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (so->fb.fd < 0) {
+            *err = out_strf("cannot open output file %s: %s", path, strerror(errno));
+            free(so);
+            return NULL;
+        }
+        so->own_fd = true;
+    }
+    so->path = strdup(so->own_fd ? path : "stdout");
+    if (!so->path || pthread_mutex_init(&so->mu, NULL) != 0) {
+        if (so->own_fd)
+            close(so->fb.fd);
+        free(so->path);
+        free(so);
+        *err = out_strf("out of memory");
+        return NULL;
+    }
+    return &so->base;
+}
+
+/* ---- file ----------------------------------------------------------------- */
+
+typedef struct OpenFile {
+    char *path;              /* resolved path; heap */
+    FdBuf fb;
+    int64_t opened_ms;       /* alert time of the first line written since it was opened */
+    uint64_t last_use;       /* for least-recently-used eviction */
+} OpenFile;
+
+typedef struct FileOutput {
+    Output base;
+    const OutputDecl *decl;
+    const OutConfig *cfg;
+    pthread_mutex_t mu;
+    OutTemplate path;
+    OpenFile *files;         /* heap array of cfg->file_cache entries, n_files used */
+    size_t n_files, cap_files;
+    uint64_t use_clock;
+    int64_t last_sweep_ms;
+    FdHealth h;
+    Buf scratch;             /* resolved path of the current alert */
+} FileOutput;
+
+/* mkdir -p of the folder that holds `path`. 0, or an errno value. */
+static int mkdir_parents(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return ENOMEM;
+    int err = 0;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            err = errno;
+            break;
+        }
+        *p = '/';
+    }
+    free(dir);
+    return err;
+}
+
+static int file_open_path(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+        int err = mkdir_parents(path);
+        if (err) {
+            errno = err;
+            return -1;
+        }
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    return fd;
+}
+
+
+static void file_close(FileOutput *fo, OpenFile *f)
+{
+    fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+    close(f->fb.fd);
+    buf_free(&f->fb.buf);
+    free(f->path);
+}
+
+/* Makes room in the cache by closing the least recently used file. */
+static void file_evict_lru(FileOutput *fo)
+{
+    size_t lru = 0;
+    for (size_t i = 1; i < fo->n_files; i++)
+        if (fo->files[i].last_use < fo->files[lru].last_use)
+            lru = i;
+    file_close(fo, &fo->files[lru]);
+    fo->files[lru] = fo->files[--fo->n_files];
+}
+
+/* The open file for `path`, opening it if needed; NULL with errno on failure. */
+static OpenFile *file_get(FileOutput *fo, const char *path, int64_t alert_ms)
+{
+    for (size_t i = 0; i < fo->n_files; i++) {
+        if (strcmp(fo->files[i].path, path) == 0) {
+            fo->files[i].last_use = ++fo->use_clock;
+            return &fo->files[i];
+        }
+    }
+    char *copy = strdup(path);
+    if (!copy) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int fd = file_open_path(path);
+    if (fd < 0) {
+        int err = errno;
+        free(copy);
+        errno = err;
+        return NULL;
+    }
+    if (fo->n_files == fo->cap_files)
+        file_evict_lru(fo);
+    OpenFile *f = &fo->files[fo->n_files++];
+    memset(f, 0, sizeof *f);
+    f->path = copy;
+    f->fb.fd = fd;
+    f->opened_ms = alert_ms;
+    f->last_use = ++fo->use_clock;
+    return f;
+}
+
+/* PATH.20260101T000000Z (the time the file was started), with -N if that exists. */
+static char *file_rotated_name(const OpenFile *f)
+{
+    struct tm tm;
+    int64_t s = f->opened_ms / 1000 - (f->opened_ms % 1000 < 0);
+    time_t tt = (time_t)s;
+    gmtime_r(&tt, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    for (int n = 0; n < 1000; n++) {
+        char *name = n ? out_strf("%s.%s-%d", f->path, stamp, n)
+                       : out_strf("%s.%s", f->path, stamp);
+        if (!name || access(name, F_OK) != 0)
+            return name;
+        free(name);
+    }
+    return NULL;
+}
+
+/* Renames a file older than `rotate` and starts a new one at the same path. */
+static void file_rotate(FileOutput *fo, OpenFile *f, int64_t alert_ms)
+{
+    fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+    char *rotated = file_rotated_name(f);
+    if (!rotated || rename(f->path, rotated) < 0) {
+        out_log(fo->cfg, "output %s: cannot rotate %s: %s", fo->base.name, f->path,
+                rotated ? strerror(errno) : "out of memory");
+        free(rotated);
+        f->opened_ms = alert_ms;   /* try again one period later */
+        return;
+    }
+    free(rotated);
+    int fd = file_open_path(f->path);
+    if (fd < 0) {
+        out_log(fo->cfg, "output %s: cannot reopen %s after rotation: %s", fo->base.name,
+                f->path, strerror(errno));
+        return;   /* keep writing to the renamed file rather than losing alerts */
+    }
+    close(f->fb.fd);
+    f->fb.fd = fd;
+    f->opened_ms = alert_ms;
+}
+
+/* Writes out batches that have waited too long in files other than the current one. */
+static void file_sweep(FileOutput *fo, int64_t now)
+{
+    if (now - fo->last_sweep_ms < fo->cfg->fd_max_delay_ms)
+        return;
+    fo->last_sweep_ms = now;
+    for (size_t i = 0; i < fo->n_files; i++) {
+        OpenFile *f = &fo->files[i];
+        if (f->fb.lines && now - f->fb.oldest_ms >= fo->cfg->fd_max_delay_ms)
+            fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+    }
+}
+
+static int file_write(Output *o, const AlertMeta *m, const char *line, size_t len)
+{
+    FileOutput *fo = (FileOutput *)o;
+    pthread_mutex_lock(&fo->mu);
+    uint64_t failed = fo->h.failed;
+    int64_t now = out_now_ms();
+    buf_clear(&fo->scratch);
+    out_template_render(&fo->path, m, &fo->scratch);
+    OpenFile *f = NULL;
+    if (fo->scratch.failed) {
+        fd_health_result(&fo->h, fo->cfg, o->name, "(path)", 1, ENOMEM);
+    } else if (!(f = file_get(fo, fo->scratch.data, m->time_ms))) {
+        fd_health_result(&fo->h, fo->cfg, o->name, fo->scratch.data, 1, errno);
+    } else {
+        if (fo->decl->rotate_ms != DURATION_NONE && fo->decl->rotate_ms > 0 &&
+            m->time_ms - f->opened_ms >= fo->decl->rotate_ms)
+            file_rotate(fo, f, m->time_ms);
+        fdbuf_add(&f->fb, &fo->h, fo->cfg, o->name, f->path, line, len, now);
+    }
+    file_sweep(fo, now);
+    int rc = fo->h.failed != failed ? -1 : 0;
+    pthread_mutex_unlock(&fo->mu);
+    return rc;
+}
+
+static int file_flush(Output *o, int64_t timeout_ms)
+{
+    FileOutput *fo = (FileOutput *)o;
+    (void)timeout_ms;
+    pthread_mutex_lock(&fo->mu);
+    for (size_t i = 0; i < fo->n_files; i++)
+        fdbuf_flush(&fo->files[i].fb, &fo->h, fo->cfg, o->name, fo->files[i].path);
+    int rc = fd_health_flush_result(&fo->h);
+    pthread_mutex_unlock(&fo->mu);
+    return rc;
+}
+
+static void file_stats(Output *o, OutStats *st)
+{
+    FileOutput *fo = (FileOutput *)o;
+    pthread_mutex_lock(&fo->mu);
+    uint64_t buffered = 0;
+    for (size_t i = 0; i < fo->n_files; i++)
+        buffered += fo->files[i].fb.lines;
+    fd_health_stats(&fo->h, buffered, st);
+    pthread_mutex_unlock(&fo->mu);
+}
+
+static void file_destroy(Output *o)
+{
+    FileOutput *fo = (FileOutput *)o;
+    for (size_t i = 0; i < fo->n_files; i++)
+        file_close(fo, &fo->files[i]);
+    free(fo->files);
+    out_template_free(&fo->path);
+    buf_free(&fo->scratch);
+    pthread_mutex_destroy(&fo->mu);
+    free(fo);
+}
+
+static const OutputOps file_ops = {file_write, file_flush, file_stats, file_destroy};
+
+Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
+{
+    FileOutput *fo = calloc(1, sizeof *fo);
+    size_t cap = cfg->file_cache ? cfg->file_cache : 1;
+    if (!fo || !(fo->files = calloc(cap, sizeof *fo->files))) {
+        free(fo);
+        *err = out_strf("out of memory");
+        return NULL;
+    }
+    fo->cap_files = cap;
+    fo->base.ops = &file_ops;
+    fo->base.name = d->name;
+    fo->base.kind = "file";
+    fo->decl = d;
+    fo->cfg = cfg;
+    char *what = out_strf("output '%s' path", d->name);
+    int rc = what ? out_template_compile(&d->path, OV_BIT(OV_TEXT) | OV_BIT(OV_DATE) |
+                                         OV_BIT(OV_HOUR) | OV_BIT(OV_RULE), what, &fo->path, err)
+                  : -1;
+    if (!what)
+        *err = out_strf("out of memory");
+    free(what);
+    if (rc == 0 && pthread_mutex_init(&fo->mu, NULL) != 0) {
+        out_template_free(&fo->path);
+        *err = out_strf("out of memory");
+        rc = -1;
+    }
+    if (rc < 0) {
+        free(fo->files);
+        free(fo);
+        return NULL;
+    }
+    return &fo->base;
+}
