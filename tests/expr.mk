@@ -4,3 +4,9 @@ TESTS += tests/test_value
 tests_test_value_SOURCES = tests/test_value.c
 tests_test_value_CFLAGS = $(TEST_CFLAGS)
 tests_test_value_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_expr
+TESTS += tests/test_expr
+tests_test_expr_SOURCES = tests/test_expr.c
+tests_test_expr_CFLAGS = $(TEST_CFLAGS)
+tests_test_expr_LDADD = $(TEST_LIBS)
