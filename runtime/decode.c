@@ -206,9 +206,13 @@ void decoder_free(Decoder *d)
 
 static const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len)
 {
-    for (size_t i = 0; i < n->n_names; i++)
-        if (n->names[i].len == len && memcmp(n->names[i].name, name, len) == 0)
-            return n->names[i].child;
+    /* Length and first byte reject almost every non-matching name without a call. */
+    for (size_t i = 0; i < n->n_names; i++) {
+        const NameEdge *edge = &n->names[i];
+        if (edge->len == len && (len == 0 || (edge->name[0] == name[0]
+                                              && memcmp(edge->name, name, len) == 0)))
+            return edge->child;
+    }
     return NULL;
 }
 

@@ -1,1 +1,663 @@
-/* runtime/input.c — placeholder; see its header. */
+/* runtime/input.c — line-framed event sources over one poll loop.
+ *
+ * Owns every descriptor it opens (files, listening sockets, client connections), each
+ * source's partial-line buffer, and the origin strings.
+ *
+ * Decisions:
+ * - Buffers: a source's buffer holds at most one partial line plus what one read()
+ *   brings; it grows only while a single line needs it, up to max_line + 1 bytes, so
+ *   memory is bounded by (sources x max_line). An over-long line is rejected as soon as
+ *   it is known to be too long and the rest of it is discarded as it arrives, never
+ *   buffered. The rejected text is an excerpt (its first OVERLONG_EXCERPT bytes).
+ * - Origins: events borrow their origin string, and may outlive the connection they
+ *   came from (in partial matches), so origin strings live in an arena until
+ *   input_set_free: about 40 bytes per connection ever accepted.
+ * - Fairness: one read() per ready source per poll round, so one fast client cannot
+ *   starve the others.
+ * - Connections beyond MAX_CONNECTIONS are accepted and closed at once, with a log
+ *   line, rather than left to pile up in the kernel backlog unseen.
+ * - A Unix socket path is only unlinked if it is a socket nobody answers on; it is
+ *   created under umask 0177 (so it is 0600 from the start; umask is per process, so
+ *   this briefly affects other threads creating files) and chmod-ed 0600 again. */
+#define _GNU_SOURCE   /* accept4 */
+#include "runtime/input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+
+#define FILE_BUFFER_INITIAL (1u << 20)      /* big reads for files and stdin */
+#define SOCKET_BUFFER_INITIAL (16u << 10)
+#define OVERLONG_EXCERPT 1024
+#define MAX_CONNECTIONS 4096
+#define ACCEPTS_PER_ROUND 64
+#define LISTEN_BACKLOG 128
+
+typedef enum {
+    SRC_STREAM,       /* stdin or a file: at EOF a final unterminated line is still a line */
+    SRC_CONNECTION,   /* a client: at EOF an unterminated fragment is rejected */
+    SRC_LISTENER,
+} SourceKind;
+
+typedef struct Source {
+    SourceKind kind;
+    int fd;
+    bool owns_fd;           /* false for stdin */
+    bool finished;          /* to be removed at the end of this round */
+    const char *origin;     /* in the set's arena */
+    char *unix_path;        /* heap: socket file to unlink on close (unix listeners) */
+    int port;               /* bound port (tcp listeners), else -1 */
+    unsigned long clients;  /* connections accepted so far (listeners), for "#N" */
+    bool is_unix;           /* listener family, for naming its clients */
+    /* framing */
+    char *buf;              /* heap, owned */
+    size_t len, cap;
+    size_t scanned;         /* buf[0..scanned) is known to hold no newline */
+    bool skipping;          /* discarding the rest of an over-long line */
+    uint64_t line_no;       /* lines started so far */
+    uint64_t offset;        /* origin offset of buf[0] */
+    uint64_t size;          /* regular files: size at open, else 0 */
+    bool regular;
+} Source;
+
+struct InputSet {
+    size_t max_line;
+    bool paused;
+    Source **sources;       /* heap array of heap sources, owned */
+    size_t n_sources, cap_sources;
+    size_t n_connections;
+    struct pollfd *pfds;    /* heap, reused every round */
+    Source **polled;        /* source of each pfds entry; heap, reused */
+    size_t cap_pfds;
+    uint64_t done_bytes, total_bytes;   /* regular files, for progress */
+    int last_port;
+    Arena strings;          /* origin strings */
+};
+
+static void log_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("vigil: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* A heap copy of the formatted text, for the *err of input_add; NULL on failure. */
+static char *format_heap(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s == NULL)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+InputSet *input_set_new(size_t max_line)
+{
+    InputSet *in = calloc(1, sizeof *in);
+    if (in == NULL)
+        return NULL;
+    in->max_line = max_line > 0 ? max_line : 1u << 20;
+    in->last_port = -1;
+    arena_init(&in->strings, 4096);
+    return in;
+}
+
+static void source_close(Source *s)
+{
+    if (s->owns_fd && s->fd >= 0)
+        close(s->fd);
+    s->fd = -1;
+    if (s->unix_path != NULL)
+        unlink(s->unix_path);
+    free(s->unix_path);
+    s->unix_path = NULL;
+    free(s->buf);
+    s->buf = NULL;
+}
+
+void input_set_free(InputSet *in)
+{
+    if (in == NULL)
+        return;
+    for (size_t i = 0; i < in->n_sources; i++) {
+        source_close(in->sources[i]);
+        free(in->sources[i]);
+    }
+    free(in->sources);
+    free(in->pfds);
+    free(in->polled);
+    arena_free(&in->strings);
+    free(in);
+}
+
+/* A new source appended to the set (fd not yet owned); NULL on allocation failure. */
+static Source *source_add(InputSet *in, SourceKind kind, int fd, const char *origin)
+{
+    if (in->n_sources == in->cap_sources) {
+        size_t cap = in->cap_sources ? in->cap_sources * 2 : 8;
+        Source **grown = realloc(in->sources, cap * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        in->sources = grown;
+        in->cap_sources = cap;
+    }
+    Source *s = calloc(1, sizeof *s);
+    const char *name = arena_strdup(&in->strings, origin);
+    if (s == NULL || name == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->kind = kind;
+    s->fd = fd;
+    s->origin = name;
+    s->port = -1;
+    in->sources[in->n_sources++] = s;
+    if (kind == SRC_CONNECTION)
+        in->n_connections++;
+    return s;
+}
+
+/* ---- framing ----------------------------------------------------------------- */
+
+static void deliver(const InputHandler *h, const Source *s, const char *text, size_t len)
+{
+    InputLine line = { text, len, s->origin, s->line_no, s->offset };
+    h->line(h->user, &line);
+}
+
+static void reject(const InputHandler *h, const Source *s, const char *text, size_t len,
+                   uint64_t offset, const char *reason)
+{
+    if (h->reject == NULL)
+        return;
+    InputLine line = { text, len, s->origin, s->line_no, offset };
+    h->reject(h->user, &line, reason);
+}
+
+static void reject_overlong(InputSet *in, const InputHandler *h, const Source *s,
+                            const char *text, size_t len)
+{
+    char reason[64];
+    snprintf(reason, sizeof reason, "line longer than %zu bytes", in->max_line);
+    reject(h, s, text, len < OVERLONG_EXCERPT ? len : OVERLONG_EXCERPT, s->offset, reason);
+}
+
+/* Delivers every complete line in s->buf and keeps the unterminated rest at its front. */
+static void frame_lines(InputSet *in, Source *s, const InputHandler *h)
+{
+    char *p = s->buf, *end = s->buf + s->len;
+    char *scan = s->buf + s->scanned;
+    for (;;) {
+        char *nl = memchr(scan, '\n', (size_t)(end - scan));
+        if (nl == NULL)
+            break;
+        size_t len = (size_t)(nl - p);
+        if (s->skipping) {
+            s->skipping = false;        /* the over-long line ends here; already rejected */
+        } else {
+            s->line_no++;
+            if (len > in->max_line)
+                reject_overlong(in, h, s, p, len);
+            else
+                deliver(h, s, p, len);
+        }
+        s->offset += len + 1;
+        p = scan = nl + 1;
+    }
+    size_t rest = (size_t)(end - p);
+    if (s->skipping) {
+        s->offset += rest;
+        rest = 0;
+    } else if (rest > in->max_line) {
+        s->line_no++;
+        reject_overlong(in, h, s, p, rest);
+        s->skipping = true;
+        s->offset += rest;
+        rest = 0;
+    }
+    if (p != s->buf && rest > 0)
+        memmove(s->buf, p, rest);
+    s->len = s->scanned = rest;
+}
+
+/* Makes room for a read: grows the buffer only when a partial line fills it. */
+static bool ensure_room(InputSet *in, Source *s)
+{
+    if (s->buf != NULL && s->len < s->cap)
+        return true;
+    size_t initial = s->kind == SRC_CONNECTION ? SOCKET_BUFFER_INITIAL : FILE_BUFFER_INITIAL;
+    size_t limit = in->max_line + 1 > initial ? in->max_line + 1 : initial;
+    size_t cap = s->cap == 0 ? (initial < limit ? initial : limit) : s->cap * 2;
+    if (cap > limit)
+        cap = limit;
+    char *grown = realloc(s->buf, cap);
+    if (grown == NULL)
+        return false;
+    s->buf = grown;
+    s->cap = cap;
+    return true;
+}
+
+/* End of a stream or connection: the unterminated rest is a line (streams) or a
+ * rejected fragment (connections). */
+static void finish_reader(Source *s, const InputHandler *h, const char *reason)
+{
+    if (s->len > 0 && !s->skipping) {
+        s->line_no++;
+        if (s->kind == SRC_STREAM && reason == NULL)
+            deliver(h, s, s->buf, s->len);
+        else
+            reject(h, s, s->buf, s->len, s->offset,
+                   reason != NULL ? reason : "connection closed mid-line");
+        s->offset += s->len;
+        s->len = 0;
+    }
+    s->finished = true;
+}
+
+static void read_source(InputSet *in, Source *s, const InputHandler *h)
+{
+    if (!ensure_room(in, s)) {
+        log_error("input %s: out of memory; closing it", s->origin);
+        finish_reader(s, h, "out of memory");
+        return;
+    }
+    ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
+    if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+            return;
+        log_error("input %s: read error: %s; closing it", s->origin, strerror(errno));
+        finish_reader(s, h, s->kind == SRC_CONNECTION ? "connection closed mid-line"
+                                                      : "read error mid-line");
+        return;
+    }
+    if (n == 0) {
+        finish_reader(s, h, NULL);
+        return;
+    }
+    if (s->regular)
+        in->done_bytes += (uint64_t)n;
+    s->len += (size_t)n;
+    frame_lines(in, s, h);
+}
+
+/* ---- sources ----------------------------------------------------------------- */
+
+static int add_stream(InputSet *in, const char *spec, char **err)
+{
+    bool is_stdin = strcmp(spec, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(spec, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *err = format_heap("cannot open %s: %s", spec, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (!is_stdin)
+            close(fd);
+        *err = format_heap("cannot read %s: is a directory", spec);
+        return -1;
+    }
+    Source *s = source_add(in, SRC_STREAM, fd, spec);
+    if (s == NULL) {
+        if (!is_stdin)
+            close(fd);
+        *err = format_heap("out of memory");
+        return -1;
+    }
+    s->owns_fd = !is_stdin;
+    if (S_ISREG(st.st_mode)) {
+        s->regular = true;
+        s->size = (uint64_t)st.st_size;
+        in->total_bytes += s->size;
+    }
+    return 0;
+}
+
+/* Splits "HOST:PORT" (HOST may be "[v6]"): host copied into `host`, port points into hp. */
+static bool split_host_port(const char *hp, char *host, size_t host_size,
+                            const char **port)
+{
+    const char *colon;
+    const char *h = hp;
+    size_t hlen;
+    if (*hp == '[') {
+        const char *close_br = strchr(hp, ']');
+        if (close_br == NULL || close_br[1] != ':')
+            return false;
+        h = hp + 1;
+        hlen = (size_t)(close_br - h);
+        colon = close_br + 1;
+    } else {
+        colon = strrchr(hp, ':');
+        if (colon == NULL)
+            return false;
+        hlen = (size_t)(colon - hp);
+    }
+    if (hlen == 0 || hlen >= host_size || colon[1] == '\0')
+        return false;
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = colon + 1;
+    return true;
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+static int add_tcp_listener(InputSet *in, const char *spec, char **err)
+{
+    char host[256];
+    const char *port;
+    if (!split_host_port(spec + strlen("tcp://"), host, sizeof host, &port)) {
+        *err = format_heap("%s: expected tcp://HOST:PORT", spec);
+        return -1;
+    }
+    struct addrinfo hints = { 0 }, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        *err = format_heap("%s: cannot resolve: %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, saved_errno = 0;
+    for (struct addrinfo *ai = res; ai != NULL && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
+        if (fd < 0) {
+            saved_errno = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+            saved_errno = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        *err = format_heap("%s: cannot listen: %s", spec, strerror(saved_errno));
+        return -1;
+    }
+    Source *s = source_add(in, SRC_LISTENER, fd, spec);
+    if (s == NULL) {
+        close(fd);
+        *err = format_heap("out of memory");
+        return -1;
+    }
+    s->owns_fd = true;
+    s->port = bound_port(fd);
+    in->last_port = s->port;
+    return 0;
+}
+
+/* Removes a leftover socket file nobody listens on; false (with *err) if the path is
+ * in use or is not a socket. */
+static bool remove_stale_socket(const char *spec, const struct sockaddr_un *addr, char **err)
+{
+    struct stat st;
+    if (lstat(addr->sun_path, &st) != 0)
+        return true;
+    if (!S_ISSOCK(st.st_mode)) {
+        *err = format_heap("%s: exists and is not a socket", spec);
+        return false;
+    }
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0) {
+        bool live = connect(probe, (const struct sockaddr *)addr, sizeof *addr) == 0;
+        close(probe);
+        if (live) {
+            *err = format_heap("%s: another process is listening on it", spec);
+            return false;
+        }
+    }
+    unlink(addr->sun_path);
+    return true;
+}
+
+static int add_unix_listener(InputSet *in, const char *spec, char **err)
+{
+    const char *path = spec + strlen("unix:");
+    struct sockaddr_un addr = { 0 };
+    addr.sun_family = AF_UNIX;
+    if (*path == '\0' || strlen(path) >= sizeof addr.sun_path) {
+        *err = format_heap("%s: socket path empty or longer than %zu bytes", spec,
+                           sizeof addr.sun_path - 1);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    if (!remove_stale_socket(spec, &addr, err))
+        return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        *err = format_heap("%s: socket: %s", spec, strerror(errno));
+        return -1;
+    }
+    mode_t old_mask = umask(0177);
+    int rc = bind(fd, (const struct sockaddr *)&addr, sizeof addr);
+    int bind_errno = errno;
+    umask(old_mask);
+    if (rc != 0 || chmod(path, 0600) != 0 || listen(fd, LISTEN_BACKLOG) != 0) {
+        int e = rc != 0 ? bind_errno : errno;
+        close(fd);
+        if (rc == 0)
+            unlink(path);
+        *err = format_heap("%s: cannot listen: %s", spec, strerror(e));
+        return -1;
+    }
+    char *owned_path = strdup(path);
+    Source *s = owned_path != NULL ? source_add(in, SRC_LISTENER, fd, spec) : NULL;
+    if (s == NULL) {
+        free(owned_path);
+        close(fd);
+        unlink(path);
+        *err = format_heap("out of memory");
+        return -1;
+    }
+    s->owns_fd = true;
+    s->unix_path = owned_path;
+    s->is_unix = true;
+    return 0;
+}
+
+int input_add(InputSet *in, const char *spec, char **err)
+{
+    *err = NULL;
+    int rc;
+    if (strncmp(spec, "tcp://", 6) == 0)
+        rc = add_tcp_listener(in, spec, err);
+    else if (strncmp(spec, "unix:", 5) == 0)
+        rc = add_unix_listener(in, spec, err);
+    else
+        rc = add_stream(in, spec, err);
+    return rc;
+}
+
+/* "tcp://1.2.3.4:5678" / "tcp://[::1]:5678" for a TCP client, "unix:PATH#N" for a Unix one. */
+static void client_origin(const Source *listener, const struct sockaddr_storage *ss,
+                          socklen_t len, char *out, size_t size)
+{
+    if (listener->is_unix) {
+        snprintf(out, size, "%s#%lu", listener->origin, listener->clients);
+        return;
+    }
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (getnameinfo((const struct sockaddr *)ss, len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(out, size, "tcp://?#%lu", listener->clients);
+        return;
+    }
+    snprintf(out, size, ss->ss_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s",
+             host, serv);
+}
+
+static void accept_clients(InputSet *in, Source *listener)
+{
+    for (int i = 0; i < ACCEPTS_PER_ROUND; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(listener->fd, (struct sockaddr *)&ss, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+                && errno != ECONNABORTED)
+                log_error("input %s: accept: %s", listener->origin, strerror(errno));
+            return;
+        }
+        listener->clients++;
+        if (in->n_connections >= MAX_CONNECTIONS) {
+            log_error("input %s: more than %d connections; closing the new one",
+                      listener->origin, MAX_CONNECTIONS);
+            close(fd);
+            continue;
+        }
+        char origin[NI_MAXHOST + NI_MAXSERV + 32 + sizeof(((struct sockaddr_un *)0)->sun_path)];
+        client_origin(listener, &ss, len, origin, sizeof origin);
+        Source *s = source_add(in, SRC_CONNECTION, fd, origin);
+        if (s == NULL) {
+            log_error("input %s: out of memory; closing a new connection", listener->origin);
+            close(fd);
+            continue;
+        }
+        s->owns_fd = true;
+    }
+}
+
+/* ---- the poll loop ----------------------------------------------------------- */
+
+static bool ensure_pfds(InputSet *in, size_t n)
+{
+    if (n <= in->cap_pfds)
+        return true;
+    size_t cap = in->cap_pfds ? in->cap_pfds : 16;
+    while (cap < n)
+        cap *= 2;
+    struct pollfd *pfds = realloc(in->pfds, cap * sizeof *pfds);
+    if (pfds == NULL)
+        return false;
+    in->pfds = pfds;
+    Source **polled = realloc(in->polled, cap * sizeof *polled);
+    if (polled == NULL)
+        return false;
+    in->polled = polled;
+    in->cap_pfds = cap;
+    return true;
+}
+
+/* Drops finished sources, keeping the others in order. */
+static void remove_finished(InputSet *in)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < in->n_sources; i++) {
+        Source *s = in->sources[i];
+        if (s->finished) {
+            if (s->kind == SRC_CONNECTION)
+                in->n_connections--;
+            source_close(s);
+            free(s);
+        } else {
+            in->sources[kept++] = s;
+        }
+    }
+    in->n_sources = kept;
+}
+
+int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
+{
+    remove_finished(in);
+    if (in->n_sources == 0)
+        return 0;
+    if (!ensure_pfds(in, in->n_sources)) {
+        log_error("input: out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_sources; i++) {
+        Source *s = in->sources[i];
+        if (in->paused && s->kind != SRC_LISTENER)
+            continue;
+        in->pfds[n] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
+        in->polled[n++] = s;
+    }
+    int ready = poll(in->pfds, (nfds_t)n, timeout_ms);
+    if (ready < 0) {
+        if (errno == EINTR)
+            return 1;
+        log_error("input: poll: %s", strerror(errno));
+        return -1;
+    }
+    /* Accepting appends to in->sources; in->polled keeps this round's view stable. */
+    for (size_t i = 0; i < n && ready > 0; i++) {
+        if (in->pfds[i].revents == 0)
+            continue;
+        ready--;
+        Source *s = in->polled[i];
+        if (s->kind == SRC_LISTENER)
+            accept_clients(in, s);
+        else if (!in->paused)
+            read_source(in, s, h);     /* the handler may pause us mid-round */
+    }
+    remove_finished(in);
+    return in->n_sources > 0 ? 1 : 0;
+}
+
+void input_pause(InputSet *in, bool paused)
+{
+    in->paused = paused;
+}
+
+void input_close_listeners(InputSet *in)
+{
+    for (size_t i = 0; i < in->n_sources; i++)
+        if (in->sources[i]->kind == SRC_LISTENER)
+            in->sources[i]->finished = true;
+    remove_finished(in);
+}
+
+void input_progress(const InputSet *in, uint64_t *done, uint64_t *total)
+{
+    *done = in->done_bytes;
+    *total = in->total_bytes;
+}
+
+int input_bound_port(const InputSet *in)
+{
+    return in->last_port;
+}

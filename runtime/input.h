@@ -44,5 +44,8 @@ void input_pause(InputSet *in, bool paused);
 void input_close_listeners(InputSet *in);
 /* Total bytes and size of the regular-file inputs, for a progress line. */
 void input_progress(const InputSet *in, uint64_t *done, uint64_t *total);
+/* The port the most recently added tcp:// listener is bound to (useful with port 0),
+ * or -1 if there is none. */
+int input_bound_port(const InputSet *in);
 
 #endif

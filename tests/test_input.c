@@ -1,0 +1,524 @@
+/* tests/test_input.c — line-framed sources: files (CRLF, final unterminated line),
+ * over-long lines, pause, Unix listeners with many concurrent clients, clients that
+ * disconnect mid-line, and a TCP listener on a kernel-chosen loopback port. */
+#include <check.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/input.h"
+
+/* ---- collecting what the input delivers ------------------------------------ */
+
+typedef struct Got {
+    char *text;
+    size_t len;
+    char *origin;
+    uint64_t line_no, offset;
+    char *reason;           /* NULL for a delivered line */
+} Got;
+
+typedef struct Collector {
+    Got *items;
+    size_t n, cap;
+    size_t lines, rejects;
+} Collector;
+
+static void collect(Collector *c, const InputLine *l, const char *reason)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 64;
+        c->items = realloc(c->items, c->cap * sizeof *c->items);
+        ck_assert_ptr_nonnull(c->items);
+    }
+    Got *g = &c->items[c->n++];
+    g->text = malloc(l->len + 1);
+    ck_assert_ptr_nonnull(g->text);
+    memcpy(g->text, l->text, l->len);
+    g->text[l->len] = '\0';
+    g->len = l->len;
+    g->origin = strdup(l->origin);
+    g->line_no = l->line_no;
+    g->offset = l->offset;
+    g->reason = reason ? strdup(reason) : NULL;
+    if (reason)
+        c->rejects++;
+    else
+        c->lines++;
+}
+
+static void on_line(void *user, const InputLine *l) { collect(user, l, NULL); }
+static void on_reject(void *user, const InputLine *l, const char *reason)
+{
+    collect(user, l, reason);
+}
+
+static void collector_free(Collector *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->items[i].text);
+        free(c->items[i].origin);
+        free(c->items[i].reason);
+    }
+    free(c->items);
+}
+
+static void assert_got(const Got *g, const char *text, uint64_t line_no, uint64_t offset,
+                       const char *reason)
+{
+    ck_assert_str_eq(g->text, text);
+    ck_assert_uint_eq(g->line_no, line_no);
+    ck_assert_uint_eq(g->offset, offset);
+    if (reason == NULL)
+        ck_assert_ptr_null(g->reason);
+    else
+        ck_assert_str_eq(g->reason, reason);
+}
+
+/* Polls until the set reports it is finished; bounded so a bug cannot hang the test. */
+static void drain(InputSet *in, Collector *c)
+{
+    InputHandler h = { on_line, on_reject, c };
+    int rc = 1;
+    for (int i = 0; i < 10000 && rc == 1; i++)
+        rc = input_poll(in, 100, &h);
+    ck_assert_int_eq(rc, 0);
+}
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    strcpy(tmpdir, "/tmp/vigil-input-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static char *write_file(const char *name, const char *data, size_t len)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(path, "wb");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_uint_eq(fwrite(data, 1, len, fp), len);
+    fclose(fp);
+    return path;
+}
+
+static InputSet *set_with(size_t max_line, const char *spec)
+{
+    InputSet *in = input_set_new(max_line);
+    ck_assert_ptr_nonnull(in);
+    char *err = NULL;
+    int rc = input_add(in, spec, &err);
+    ck_assert_msg(rc == 0, "input_add %s: %s", spec, err ? err : "?");
+    return in;
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+START_TEST(file_crlf_and_final_line)
+{
+    make_tmpdir();
+    static const char data[] = "{\"a\":1}\r\n\r\nline3\r\n\nlast";
+    const char *path = write_file("crlf.jsonl", data, sizeof data - 1);
+    InputSet *in = set_with(1024, path);
+    Collector c = { 0 };
+    drain(in, &c);
+    ck_assert_uint_eq(c.n, 5);
+    assert_got(&c.items[0], "{\"a\":1}\r", 1, 0, NULL);
+    assert_got(&c.items[1], "\r", 2, 9, NULL);
+    assert_got(&c.items[2], "line3\r", 3, 11, NULL);
+    assert_got(&c.items[3], "", 4, 18, NULL);
+    assert_got(&c.items[4], "last", 5, 19, NULL);
+    ck_assert_str_eq(c.items[0].origin, path);
+    uint64_t done, total;
+    input_progress(in, &done, &total);
+    ck_assert_uint_eq(total, sizeof data - 1);
+    ck_assert_uint_eq(done, sizeof data - 1);
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(file_overlong_lines)
+{
+    make_tmpdir();
+    /* max_line 10: a line of exactly 10 passes; 11+ is rejected, the rest skipped. */
+    static const char data[] = "short\n0123456789\n0123456789X\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
+                               "ok\nyyyyyyyyyyyyyyyyyyyyyyyy";
+    const char *path = write_file("long.jsonl", data, sizeof data - 1);
+    InputSet *in = set_with(10, path);
+    Collector c = { 0 };
+    drain(in, &c);
+    ck_assert_uint_eq(c.n, 6);
+    assert_got(&c.items[0], "short", 1, 0, NULL);
+    assert_got(&c.items[1], "0123456789", 2, 6, NULL);
+    assert_got(&c.items[2], "0123456789X", 3, 17, "line longer than 10 bytes");
+    assert_got(&c.items[3], "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 4, 29, "line longer than 10 bytes");
+    assert_got(&c.items[4], "ok", 5, 60, NULL);
+    assert_got(&c.items[5], "yyyyyyyyyyyyyyyyyyyyyyyy", 6, 63, "line longer than 10 bytes");
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(overlong_line_across_many_reads)
+{
+    make_tmpdir();
+    /* 5 MB line: far more than one read and than the file buffer; only an excerpt
+     * reaches the reject callback and the next line is intact. */
+    size_t big = 5u << 20;
+    char *data = malloc(big + 32);
+    ck_assert_ptr_nonnull(data);
+    memset(data, 'z', big);
+    strcpy(data + big, "\n{\"after\":1}\n");
+    const char *path = write_file("big.jsonl", data, big + 13);
+    free(data);
+    InputSet *in = set_with(1000, path);
+    Collector c = { 0 };
+    drain(in, &c);
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.items[0].reason, "line longer than 1000 bytes");
+    ck_assert_uint_eq(c.items[0].len, 1024);
+    assert_got(&c.items[1], "{\"after\":1}", 2, big + 1, NULL);
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(pause_stops_reading)
+{
+    make_tmpdir();
+    const char *path = write_file("p.jsonl", "a\nb\n", 4);
+    InputSet *in = set_with(100, path);
+    Collector c = { 0 };
+    InputHandler h = { on_line, on_reject, &c };
+    input_pause(in, true);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(input_poll(in, 0, &h), 1);
+    ck_assert_uint_eq(c.n, 0);
+    input_pause(in, false);
+    drain(in, &c);
+    ck_assert_uint_eq(c.lines, 2);
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(add_errors)
+{
+    make_tmpdir();
+    InputSet *in = input_set_new(100);
+    char *err = NULL;
+    ck_assert_int_eq(input_add(in, "/nonexistent/vigil/x.jsonl", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/vigil/x.jsonl"));
+    free(err);
+    ck_assert_int_eq(input_add(in, "tcp://127.0.0.1", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "expected tcp://HOST:PORT"));
+    free(err);
+    const char *plain = write_file("plain", "x", 1);
+    char spec[300];
+    snprintf(spec, sizeof spec, "unix:%s", plain);
+    ck_assert_int_eq(input_add(in, spec, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "not a socket"));
+    free(err);
+    ck_assert_int_eq(input_add(in, tmpdir, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "is a directory"));
+    free(err);
+    ck_assert_int_eq(input_bound_port(in), -1);
+    input_set_free(in);
+    remove_tmpdir();
+}
+END_TEST
+
+/* ---- sockets ---------------------------------------------------------------- */
+
+static int connect_unix(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_un addr = { 0 };
+    addr.sun_family = AF_UNIX;
+    strcpy(addr.sun_path, path);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    return fd;
+}
+
+static void write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        ck_assert_int_gt(n, 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+#define CLIENTS 50
+#define LINES_PER_CLIENT 200
+
+typedef struct ClientArg {
+    const char *path;
+    int id;
+} ClientArg;
+
+/* Writes its lines in pieces cut mid-line, so the listener sees partial lines from
+ * many clients interleaved. */
+static void *unix_client(void *p)
+{
+    const ClientArg *arg = p;
+    int fd = connect_unix(arg->path);
+    char line[64];
+    for (int j = 0; j < LINES_PER_CLIENT; j++) {
+        int n = snprintf(line, sizeof line, "{\"client\":%d,\"seq\":%d}\n", arg->id, j);
+        size_t cut = (size_t)(j % (n - 1)) + 1;
+        write_all(fd, line, cut);
+        if (j % 16 == 0)
+            sched_yield();
+        write_all(fd, line + cut, (size_t)n - cut);
+    }
+    close(fd);
+    return NULL;
+}
+
+START_TEST(unix_many_clients)
+{
+    make_tmpdir();
+    char path[128], spec[160];
+    snprintf(path, sizeof path, "%s/in.sock", tmpdir);
+    snprintf(spec, sizeof spec, "unix:%s", path);
+    InputSet *in = set_with(1024, spec);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert(S_ISSOCK(st.st_mode));
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+
+    pthread_t threads[CLIENTS];
+    ClientArg args[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        args[i] = (ClientArg){ path, i };
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, unix_client, &args[i]), 0);
+    }
+    Collector c = { 0 };
+    InputHandler h = { on_line, on_reject, &c };
+    for (int i = 0; i < 3000 && c.n < CLIENTS * LINES_PER_CLIENT; i++)
+        ck_assert_int_eq(input_poll(in, 100, &h), 1);
+    for (int i = 0; i < CLIENTS; i++)
+        pthread_join(threads[i], NULL);
+    /* Let the set see every disconnect, then stop listening: it must finish. */
+    for (int i = 0; i < 20; i++)
+        input_poll(in, 10, &h);
+    input_close_listeners(in);
+    ck_assert_int_ne(access(path, F_OK), 0);          /* socket file removed */
+    drain(in, &c);
+
+    ck_assert_uint_eq(c.rejects, 0);
+    ck_assert_uint_eq(c.lines, CLIENTS * LINES_PER_CLIENT);
+    /* Every line exactly once, in order per client, and one origin per client. */
+    int next_seq[CLIENTS];
+    char *origin_of[CLIENTS] = { 0 };
+    memset(next_seq, 0, sizeof next_seq);
+    for (size_t i = 0; i < c.n; i++) {
+        int client, seq;
+        ck_assert_int_eq(sscanf(c.items[i].text, "{\"client\":%d,\"seq\":%d}", &client, &seq), 2);
+        ck_assert(client >= 0 && client < CLIENTS);
+        ck_assert_int_eq(seq, next_seq[client]);
+        ck_assert_uint_eq(c.items[i].line_no, (uint64_t)seq + 1);
+        next_seq[client]++;
+        if (origin_of[client] == NULL)
+            origin_of[client] = c.items[i].origin;
+        ck_assert_str_eq(c.items[i].origin, origin_of[client]);
+    }
+    bool seen_number[CLIENTS + 1] = { false };
+    for (int i = 0; i < CLIENTS; i++) {
+        ck_assert_int_eq(next_seq[i], LINES_PER_CLIENT);
+        unsigned n = 0;
+        ck_assert_uint_eq(strncmp(origin_of[i], spec, strlen(spec)), 0);
+        ck_assert_int_eq(sscanf(origin_of[i] + strlen(spec), "#%u", &n), 1);
+        ck_assert(n >= 1 && n <= CLIENTS && !seen_number[n]);
+        seen_number[n] = true;
+    }
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(unix_client_closes_mid_line)
+{
+    make_tmpdir();
+    char path[128], spec[160];
+    snprintf(path, sizeof path, "%s/in.sock", tmpdir);
+    snprintf(spec, sizeof spec, "unix:%s", path);
+    InputSet *in = set_with(1024, spec);
+    int fd = connect_unix(path);
+    write_all(fd, "{\"a\":1}\n{\"b\"", 12);
+    close(fd);
+    Collector c = { 0 };
+    InputHandler h = { on_line, on_reject, &c };
+    for (int i = 0; i < 200 && c.n < 2; i++)
+        input_poll(in, 50, &h);
+    ck_assert_uint_eq(c.n, 2);
+    assert_got(&c.items[0], "{\"a\":1}", 1, 0, NULL);
+    assert_got(&c.items[1], "{\"b\"", 2, 8, "connection closed mid-line");
+    char want[200];
+    snprintf(want, sizeof want, "%s#1", spec);
+    ck_assert_str_eq(c.items[1].origin, want);
+    input_set_free(in);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+/* A 300 KB line through a socket whose buffer starts at 16 KiB: rejected, skipped as
+ * it arrives, and the next line from the same client is intact. */
+static void *overlong_client(void *p)
+{
+    int fd = connect_unix(p);
+    size_t big = 300u << 10;
+    char *line = malloc(big);
+    ck_assert_ptr_nonnull(line);
+    memset(line, 'q', big);
+    write_all(fd, line, big);
+    write_all(fd, "\n{\"ok\":1}\n", 10);
+    free(line);
+    close(fd);
+    return NULL;
+}
+
+START_TEST(unix_overlong_line_from_client)
+{
+    make_tmpdir();
+    char path[128], spec[160];
+    snprintf(path, sizeof path, "%s/in.sock", tmpdir);
+    snprintf(spec, sizeof spec, "unix:%s", path);
+    InputSet *in = set_with(100, spec);
+    pthread_t thread;
+    ck_assert_int_eq(pthread_create(&thread, NULL, overlong_client, path), 0);
+    Collector c = { 0 };
+    InputHandler h = { on_line, on_reject, &c };
+    for (int i = 0; i < 1000 && c.n < 2; i++)
+        input_poll(in, 50, &h);
+    pthread_join(thread, NULL);
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_str_eq(c.items[0].reason, "line longer than 100 bytes");
+    ck_assert_uint_eq(c.items[0].line_no, 1);
+    ck_assert_uint_le(c.items[0].len, 1024);
+    assert_got(&c.items[1], "{\"ok\":1}", 2, (300u << 10) + 1, NULL);
+    input_set_free(in);
+    collector_free(&c);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(unix_stale_socket_replaced)
+{
+    make_tmpdir();
+    char path[128], spec[160];
+    snprintf(path, sizeof path, "%s/stale.sock", tmpdir);
+    snprintf(spec, sizeof spec, "unix:%s", path);
+    /* A socket file left behind by a dead process. */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = { 0 };
+    addr.sun_family = AF_UNIX;
+    strcpy(addr.sun_path, path);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    close(fd);
+    InputSet *in = set_with(100, spec);
+    /* A second listener on the same live path is refused, not stolen. */
+    InputSet *other = input_set_new(100);
+    char *err = NULL;
+    ck_assert_int_eq(input_add(other, spec, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "another process is listening"));
+    free(err);
+    input_set_free(other);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    input_set_free(in);
+    remove_tmpdir();
+}
+END_TEST
+
+START_TEST(tcp_loopback_listener)
+{
+    InputSet *in = set_with(1024, "tcp://127.0.0.1:0");
+    int port = input_bound_port(in);
+    ck_assert_int_gt(port, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { 0 };
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    struct sockaddr_in local;
+    socklen_t len = sizeof local;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&local, &len), 0);
+    write_all(fd, "{\"x\":1}\r\n{\"x\":2}\n", 17);
+    close(fd);
+    Collector c = { 0 };
+    InputHandler h = { on_line, on_reject, &c };
+    for (int i = 0; i < 200 && c.n < 2; i++)
+        input_poll(in, 50, &h);
+    ck_assert_uint_eq(c.n, 2);
+    assert_got(&c.items[0], "{\"x\":1}\r", 1, 0, NULL);
+    assert_got(&c.items[1], "{\"x\":2}", 2, 9, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "tcp://127.0.0.1:%d", ntohs(local.sin_port));
+    ck_assert_str_eq(c.items[0].origin, want);
+    /* Listeners never finish by themselves; closing them does. */
+    ck_assert_int_eq(input_poll(in, 0, &h), 1);
+    input_close_listeners(in);
+    ck_assert_int_eq(input_poll(in, 0, &h), 0);
+    input_set_free(in);
+    collector_free(&c);
+}
+END_TEST
+
+static Suite *input_suite(void)
+{
+    Suite *s = suite_create("input");
+    TCase *tc = tcase_create("input");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, file_crlf_and_final_line);
+    tcase_add_test(tc, file_overlong_lines);
+    tcase_add_test(tc, overlong_line_across_many_reads);
+    tcase_add_test(tc, pause_stops_reading);
+    tcase_add_test(tc, add_errors);
+    tcase_add_test(tc, unix_many_clients);
+    tcase_add_test(tc, unix_client_closes_mid_line);
+    tcase_add_test(tc, unix_overlong_line_from_client);
+    tcase_add_test(tc, unix_stale_socket_replaced);
+    tcase_add_test(tc, tcp_loopback_listener);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(input_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
