@@ -12,3 +12,4 @@ TESTS += tests/test_input
 tests_test_input_SOURCES = tests/test_input.c
 tests_test_input_CFLAGS = $(TEST_CFLAGS)
 tests_test_input_LDADD = $(TEST_LIBS)
+EXTRA_DIST += docs/json-conformance.md
