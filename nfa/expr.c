@@ -16,7 +16,8 @@
  * - Functions given null or the wrong type return null (SQL-like), except
  *   exists() and coalesce(), whose purpose is null. min(a,b)/max(a,b) are null if
  *   either side is null or the two are not comparable.
- * - A regex match that hits PCRE2's limits counts as "no match": `=~` is false,
+ * - `=~` and `!~` are false when the subject is not a string (null included).
+ *   A regex match that hits PCRE2's limits counts as "no match": `=~` is false,
  *   `!~` true, regex_extract null.
  * - Aggregates skip null values (count(STEP.f) counts non-null f; count(STEP)
  *   counts events); sum/avg read numbers only; min/max keep the first comparable
@@ -933,10 +934,13 @@ static bool emit_const(Compiler *c, Value v, uint32_t *out)
     return emit(c, n, out);
 }
 
-static bool is_integer_text(const char *t)
+/* An integer as JSON writes it: optional minus, no leading zeros. */
+static bool is_json_integer(const char *t)
 {
     if (*t == '-')
         t++;
+    if (t[0] == '0')
+        return t[1] == '\0';
     if (!*t)
         return false;
     for (; *t; t++)
@@ -947,7 +951,7 @@ static bool is_integer_text(const char *t)
 
 static bool compile_expr(Compiler *c, const Expr *e, uint32_t *out);
 
-/* Children of a node, as indices; used for constant folding. */
+/* True if every operand of n is a constant, so that n can be folded. */
 static bool children_constant(const CExpr *ce, const Node *n)
 {
     switch (n->op) {
@@ -1296,7 +1300,7 @@ static bool compile_literal(Compiler *c, const Expr *e, uint32_t *out)
     case EX_NUMBER:
         v = value_num(e->u.number.value);
         /* An integer literal keeps its digits when echoed, like a field would. */
-        if (e->u.number.text && is_integer_text(e->u.number.text)) {
+        if (e->u.number.text && is_json_integer(e->u.number.text)) {
             v.raw = e->u.number.text;
             v.raw_len = strlen(v.raw);
         }

@@ -327,6 +327,9 @@ START_TEST(literals)
     ck_assert_ptr_nonnull(big.raw);
     ck_assert_int_eq(strncmp(big.raw, "1234567890123456789", big.raw_len), 0);
     ck_assert_ptr_null(eval0(num_text("1.50")).raw);
+    ck_assert_ptr_null(eval0(num_text("007")).raw); /* not JSON: printed from the double */
+    ck_assert_ptr_nonnull(eval0(num_text("0")).raw);
+    ck_assert_ptr_nonnull(eval0(num_text("-12")).raw);
 }
 END_TEST
 
