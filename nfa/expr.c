@@ -1021,9 +1021,11 @@ static bool compile_path(Compiler *c, const Expr *e, uint32_t *out)
     Node n;
     switch (e->u.path.kind) {
     case PATH_FIELD:
+        if (n_segs == 0)
+            return fail(c, e->span, "internal error: empty field path");
         n = node_of(OP_FIELD);
-        if (n_segs == 0 || !intern_field(c, e, segs, n_segs, &n.slot))
-            return n_segs == 0 ? fail(c, e->span, "empty field path") : false;
+        if (!intern_field(c, e, segs, n_segs, &n.slot))
+            return false;
         return emit(c, n, out);
     case PATH_STEP:
         if (n_segs < 2)
