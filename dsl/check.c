@@ -261,8 +261,8 @@ static void check_path(Checker *ck, Expr *e)
     int step = path_step(ck, e);
     if (step >= 0) {
         if (!ctx_has_match(ck)) {
-            ERR(ck, e->span, "'%s' reads step '%s', but %s sees no match; use a field of the event",
-                segs[0].name, segs[0].name, ctx_name(ck));
+            ERR(ck, e->span, "step '%s' cannot be read in %s: it runs before any match",
+                segs[0].name, ctx_name(ck));
             return;
         }
         if (n == 1) {
@@ -401,8 +401,8 @@ static void check_args_from(Checker *ck, Expr *call, size_t from)
 
 static void report_aggregate_context(Checker *ck, const Expr *call)
 {
-    ERR(ck, call->span, "'%s' reads a match, but %s sees no match", call->u.call.name,
-        ctx_name(ck));
+    ERR(ck, call->span, "aggregate '%s' cannot be used in %s: it runs before any match",
+        call->u.call.name, ctx_name(ck));
 }
 
 static void check_aggregate(Checker *ck, Expr *call, FuncId fn, AggArg shape)
@@ -440,8 +440,8 @@ static void check_time_call(Checker *ck, Expr *call)
     if (call->u.call.n_args == 0)
         return;
     if (!ctx_has_match(ck)) {
-        ERR(ck, call->span, "'time(STEP)' reads a match, but %s sees no match; use time()",
-            ctx_name(ck));
+        ERR(ck, call->span, "'time(STEP)' cannot be used in %s: it runs before any match; "
+            "use time()", ctx_name(ck));
         return;
     }
     if (!check_step_arg(ck, call, ARG_STEP))
@@ -457,9 +457,9 @@ static void check_call(Checker *ck, Expr *e)
         for (size_t i = 0; i < N_FUNCS; i++)
             names[i] = FUNCS[i].name;
         char hint[160];
+        /* The arguments are not checked: their meaning depends on the function. */
         ERR(ck, e->u.call.name_span, "unknown function '%s'%s", name,
             suggestion(hint, name, names, N_FUNCS));
-        check_args_from(ck, e, 0);
         return;
     }
     size_t n = e->u.call.n_args;

@@ -209,10 +209,58 @@ static void print_dropped_summary(const Diags *d, FILE *out)
     }
 }
 
+/* Print order: files in the order they were first reported, and within a file
+ * by position (checks run in a fixed order, not in source order). Report order
+ * breaks ties, so a file-level message stays before positioned ones. */
+typedef struct Ordered {
+    const Diagnostic *diag;
+    size_t file_rank, seq;
+} Ordered;
+
+static int compare_ordered(const void *pa, const void *pb)
+{
+    const Ordered *a = pa, *b = pb;
+    if (a->file_rank != b->file_rank)
+        return a->file_rank < b->file_rank ? -1 : 1;
+    int la = a->diag->span.line, lb = b->diag->span.line;
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    int ca = a->diag->span.col, cb = b->diag->span.col;
+    if (ca != cb)
+        return ca < cb ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Sorted view of the diagnostics; NULL on allocation failure. */
+static Ordered *ordered_items(const Diags *d)
+{
+    Ordered *items = malloc((d->n + 1) * sizeof *items);
+    const char **files = malloc((d->n + 1) * sizeof *files);
+    if (items == NULL || files == NULL) {
+        free(items);
+        free(files);
+        return NULL;
+    }
+    size_t n_files = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        size_t rank = 0;
+        while (rank < n_files && !same_file(files[rank], d->items[i].file))
+            rank++;
+        if (rank == n_files)
+            files[n_files++] = d->items[i].file;
+        items[i] = (Ordered){&d->items[i], rank, i};
+    }
+    free(files);
+    qsort(items, d->n, sizeof *items, compare_ordered);
+    return items;
+}
+
 void diags_print(const Diags *d, FILE *out)
 {
+    Ordered *sorted = ordered_items(d);
     for (size_t i = 0; i < d->n; i++)
-        print_one(&d->items[i], out);
+        print_one(sorted ? sorted[i].diag : &d->items[i], out);
+    free(sorted);
     print_dropped_summary(d, out);
     if (d->oom)
         fprintf(out, "vigil: out of memory while recording diagnostics\n");
@@ -224,27 +272,34 @@ static size_t min3(size_t a, size_t b, size_t c)
     return m < c ? m : c;
 }
 
-/* Levenshtein distance with one row of scratch; SIZE_MAX on allocation failure. */
+/* Edit distance counting an adjacent transposition as one edit (optimal string
+ * alignment), so the common typo `frist` is one edit from `first`.
+ * SIZE_MAX on allocation failure. */
 static size_t edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
-    size_t *row = malloc((lb + 1) * sizeof *row);
-    if (row == NULL)
+    size_t *rows = malloc(3 * (lb + 1) * sizeof *rows);
+    if (rows == NULL)
         return (size_t)-1;
+    size_t *before = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t above = row[j];
             size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            row[j] = min3(above + 1, row[j - 1] + 1, diag + cost);
-            diag = above;
+            cur[j] = min3(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                before[j - 2] + 1 < cur[j])
+                cur[j] = before[j - 2] + 1;
         }
+        size_t *t = before;
+        before = prev;
+        prev = cur;
+        cur = t;
     }
-    size_t dist = row[lb];
-    free(row);
+    size_t dist = prev[lb];
+    free(rows);
     return dist;
 }
 
@@ -258,6 +313,11 @@ const char *diag_nearest(const char *name, const char *const *candidates, size_t
         if (candidates[i] == NULL || strcmp(candidates[i], name) == 0)
             continue;
         size_t dist = edit_distance(name, candidates[i]);
+        /* `lenght` for `len`: a name that extends a known one is a likely slip. */
+        size_t cand_len = strlen(candidates[i]);
+        if (dist > limit && cand_len >= 3 && cand_len < len &&
+            strncmp(name, candidates[i], cand_len) == 0)
+            dist = limit;
         if (dist < best_dist) {
             best = candidates[i];
             best_dist = dist;

@@ -43,8 +43,8 @@ static bool is_identifier(const char *s)
     return true;
 }
 
-/* A field name, in backticks when it is not a plain identifier. */
-static void put_field_name(Buf *b, const char *name)
+/* A name (field, step, rule, ...), in backticks when it is not a plain identifier. */
+static void put_name(Buf *b, const char *name)
 {
     if (is_identifier(name) && !is_reserved(name)) {
         buf_puts(b, name);
@@ -221,11 +221,12 @@ static void put_path(Buf *b, const Expr *e)
         if (i > 0)
             buf_putc(b, '.');
         /* `key.NAME` is the key reference, written with the keyword. */
-        bool key_ref = i == 0 && e->u.path.n_segs >= 2 && strcmp(seg->name, "key") == 0;
+        bool key_ref = i == 0 && e->u.path.n_segs >= 2 && e->u.path.segs[1].name &&
+                       strcmp(seg->name, "key") == 0;
         if (key_ref)
             buf_puts(b, seg->name);
         else
-            put_field_name(b, seg->name);
+            put_name(b, seg->name);
     }
 }
 
@@ -295,7 +296,10 @@ static void put_expr(Buf *b, const Expr *e)
     case EX_UNARY: put_unary(b, e); return;
     case EX_BINARY: put_binary(b, e); return;
     case EX_CALL:
-        buf_puts(b, e->u.call.name);
+        if (strcmp(e->u.call.name, "time") == 0)
+            buf_puts(b, "time");
+        else
+            put_name(b, e->u.call.name);
         buf_putc(b, '(');
         put_expr_list(b, e->u.call.args, e->u.call.n_args);
         buf_putc(b, ')');
@@ -394,7 +398,7 @@ static void put_step(Buf *b, const Step *s, bool as_written)
     const Quantifier *q = &s->quant;
     buf_puts(b, step_keyword(s->kind));
     buf_putc(b, ' ');
-    buf_puts(b, s->name);
+    put_name(b, s->name);
     if (s->within_ms != DURATION_NONE) {
         buf_puts(b, " within ");
         if (as_written)
@@ -421,7 +425,7 @@ static void put_step(Buf *b, const Step *s, bool as_written)
 static void put_key(Buf *b, const KeyDecl *k)
 {
     if (k->named) {
-        buf_puts(b, k->name);
+        put_name(b, k->name);
         buf_puts(b, " = ");
     }
     put_expr(b, k->expr);
@@ -449,7 +453,7 @@ static void put_skip(Buf *b, const SkipDecl *sk)
     buf_puts(b, WORDS[sk->kind]);
     if ((sk->kind == SKIP_TO_FIRST || sk->kind == SKIP_TO_LAST) && sk->step) {
         buf_putc(b, ' ');
-        buf_puts(b, sk->step);
+        put_name(b, sk->step);
     }
     buf_putc(b, ';');
 }
@@ -476,7 +480,7 @@ static void put_action(Buf *b, const Action *a)
         for (size_t i = 0; i < a->n_fields; i++) {
             if (i > 0)
                 buf_puts(b, ", ");
-            put_field_name(b, a->fields[i].name);
+            put_name(b, a->fields[i].name);
             buf_puts(b, ": ");
             put_expr(b, a->fields[i].value);
         }
@@ -487,7 +491,7 @@ static void put_action(Buf *b, const Action *a)
         for (size_t i = 0; i < a->n_to; i++) {
             if (i > 0)
                 buf_puts(b, ", ");
-            buf_puts(b, a->to[i].name);
+            put_name(b, a->to[i].name);
         }
     }
 }
@@ -603,12 +607,12 @@ static void indent(Printer *p, int depth)
         buf_puts(&p->out, "  ");
 }
 
-/* Own-line comments that come before `line`, each on its own line. */
-static void flush_comments_before(Printer *p, int line, int depth)
+/* Comments that come before (line, col), each on its own line. */
+static void flush_comments_before(Printer *p, int line, int col, int depth)
 {
     while (p->src && p->next_comment < p->src->n_comments) {
         const SourceComment *c = &p->src->comments[p->next_comment];
-        if (c->line >= line)
+        if (c->line > line || (c->line == line && c->col >= col))
             return;
         indent(p, depth);
         buf_puts(&p->out, c->text);
@@ -669,7 +673,9 @@ static void put_output_decl(Buf *b, const OutputDecl *o)
     static const char *const KINDS[] = {
         [OUT_FILE] = "file", [OUT_EXEC] = "exec", [OUT_TCP] = "tcp", [OUT_UNIX] = "unix",
     };
-    buf_printf(b, "output %s %s ", o->name, KINDS[o->kind]);
+    buf_puts(b, "output ");
+    put_name(b, o->name);
+    buf_printf(b, " %s ", KINDS[o->kind]);
     if (o->kind == OUT_EXEC) {
         buf_putc(b, '[');
         for (size_t i = 0; i < o->n_argv; i++) {
@@ -694,16 +700,18 @@ static void put_output_decl(Buf *b, const OutputDecl *o)
 
 static void put_rule(Printer *p, const Rule *r)
 {
-    buf_printf(&p->out, "rule %s {", r->name);
+    buf_puts(&p->out, "rule ");
+    put_name(&p->out, r->name);
+    buf_puts(&p->out, " {");
     end_line(p, r->name_span.line);
     for (size_t i = 0; i < r->n_stmts; i++) {
         const Stmt *st = &r->stmts[i];
-        flush_comments_before(p, st->span.line, 1);
+        flush_comments_before(p, st->span.line, st->span.col, 1);
         indent(p, 1);
         put_stmt(&p->out, r, i);
         end_line(p, last_line(st->span));
     }
-    flush_comments_before(p, last_line(r->span), 1);
+    flush_comments_before(p, last_line(r->span), 1, 1);
     buf_putc(&p->out, '}');
     end_line(p, last_line(r->span));
 }
@@ -735,12 +743,12 @@ char *dsl_fmt_file(const RuleSet *rs, size_t file_index)
         bool grouped = i > 0 && d->kind == DECL_OUTPUT && f->decls[i - 1].kind == DECL_OUTPUT;
         if (i > 0 && !grouped)
             buf_putc(&p.out, '\n');
-        flush_comments_before(&p, d->span.line, 0);
+        flush_comments_before(&p, d->span.line, d->span.col, 0);
         put_decl(&p, rs, f, d);
     }
     if (f->n_decls > 0 && p.src && p.next_comment < p.src->n_comments)
         buf_putc(&p.out, '\n');
-    flush_comments_before(&p, 1 << 30, 0);
+    flush_comments_before(&p, 1 << 30, 0, 0);
     if (p.out.failed) {
         buf_free(&p.out);
         return NULL;

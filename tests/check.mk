@@ -1,1 +1,23 @@
-# tests: check (see tests/local.mk)
+# tests: check (see tests/local.mk) — diagnostics, semantic checks, loading, fmt.
+check_PROGRAMS += tests/test_diag tests/test_check tests/test_fmt
+TESTS += tests/test_diag tests/test_check tests/test_fmt
+tests_test_diag_SOURCES = tests/test_diag.c
+tests_test_diag_CFLAGS = $(TEST_CFLAGS)
+tests_test_diag_LDADD = $(TEST_LIBS)
+tests_test_check_SOURCES = tests/test_check.c
+tests_test_check_CFLAGS = $(TEST_CFLAGS)
+tests_test_check_LDADD = $(TEST_LIBS)
+tests_test_fmt_SOURCES = tests/test_fmt.c
+tests_test_fmt_CFLAGS = $(TEST_CFLAGS)
+tests_test_fmt_LDADD = $(TEST_LIBS)
+
+EXTRA_DIST += tests/data/check tests/fuzz/corpus tests/fuzz/fuzz_rules.c
+
+# libFuzzer target for the front end (configure --enable-fuzzing, CC=clang):
+#   tests/fuzz/fuzz_rules -max_total_time=60 $(srcdir)/tests/fuzz/corpus/rules
+if FUZZING
+noinst_PROGRAMS += tests/fuzz/fuzz_rules
+tests_fuzz_fuzz_rules_SOURCES = tests/fuzz/fuzz_rules.c
+tests_fuzz_fuzz_rules_LDADD = $(LDADD_VIGIL)
+tests_fuzz_fuzz_rules_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
+endif

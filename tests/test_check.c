@@ -1,0 +1,572 @@
+/* tests/test_check.c — semantic checks: every error of LANGUAGE.md 7 with its exact
+ * position and message, name resolution, warnings, loading, and the bad rule files
+ * under tests/data/check/ (NAME.cep with the expected output in NAME.expect). */
+#include <check.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dsl/check.h"
+#include "dsl/load.h"
+#include "dsl/parse.h"
+
+/* Parses and checks `text` as t.cep; returns the printed diagnostics. */
+static char *check_text(const char *text, size_t *errors, size_t *warnings)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
+    dsl_check(rs, &d);
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    ck_assert_ptr_nonnull(f);
+    diags_print(&d, f);
+    fclose(f);
+    if (errors)
+        *errors = d.errors;
+    if (warnings)
+        *warnings = d.warnings;
+    diags_free(&d);
+    ast_ruleset_free(rs);
+    return out;
+}
+
+typedef struct BadCase {
+    const char *text;
+    const char *expected;   /* the diagnostic line, without the trailing newline */
+} BadCase;
+
+static const BadCase BAD[] = {
+    /* unknown step, with a suggestion */
+    {"rule r {\n  begin first where amount > 1;\n  followed_by third where frist.amount > 1000;\n"
+     "  within 1m;\n}\n",
+     "t.cep:3:27: error: unknown step 'frist' (did you mean 'first'?)"},
+    /* duplicate names */
+    {"rule x { begin a; }\nrule x { begin a; }\n",
+     "t.cep:2:6: error: duplicate rule 'x' (first defined at t.cep:1:6)"},
+    {"rule r { begin a; next a; }\n",
+     "t.cep:1:24: error: duplicate step 'a' (first defined at t.cep:1:16)"},
+    {"output o file \"a\";\noutput o file \"b\";\n",
+     "t.cep:2:8: error: duplicate output 'o' (first defined at t.cep:1:8)"},
+    {"output stdout file \"a\";\n",
+     "t.cep:1:8: error: output 'stdout' is predefined and cannot be redeclared"},
+    {"rule r { key a, a; begin s; }\n",
+     "t.cep:1:17: error: duplicate key 'a' (first defined at t.cep:1:14)"},
+    {"rule r { begin a; on match alert \"m\" fields { x: 1, x: 2 }; }\n",
+     "t.cep:1:53: error: duplicate field 'x' in 'fields'"},
+    {"time ts;\ntime t2;\n",
+     "t.cep:2:1: error: more than one 'time' declaration (first at t.cep:1:1)"},
+    /* functions */
+    {"rule r { begin a where lenght(s) > 1; }\n",
+     "t.cep:1:24: error: unknown function 'lenght' (did you mean 'len'?)"},
+    {"rule r { begin a where sum(a.x, 2) > 1; }\n",
+     "t.cep:1:24: error: 'sum' takes 1 argument, got 2"},
+    {"rule r { begin a where regex_extract(s) == \"x\"; }\n",
+     "t.cep:1:24: error: 'regex_extract' takes 2 or 3 arguments, got 1"},
+    {"rule r { begin a where coalesce() == 1; }\n",
+     "t.cep:1:24: error: 'coalesce' takes at least 1 argument, got 0"},
+    {"rule r { begin a where min(1, 2, 3) == 1; }\n",
+     "t.cep:1:24: error: 'min' takes 1 or 2 arguments, got 3"},
+    {"rule r { begin a where time(a, b) > 1; }\n",
+     "t.cep:1:24: error: 'time' takes 0 or 1 arguments, got 2"},
+    /* aggregates */
+    {"rule r { begin a where sum(zz.x) > 1; }\n",
+     "t.cep:1:28: error: unknown step 'zz'"},
+    {"rule r { begin a where sum(1) > 1; }\n",
+     "t.cep:1:28: error: 'sum' needs a step path like sum(STEP.field)"},
+    {"rule r { begin a where sum(a) > 1; }\n",
+     "t.cep:1:28: error: 'sum' needs a field of step 'a', like sum(a.field)"},
+    {"rule r { begin a where count(a.x) > 1; }\n",
+     "t.cep:1:30: error: 'count' counts a step's events: write count(a)"},
+    {"rule r { filter count(a) > 1; begin a; }\n",
+     "t.cep:1:17: error: aggregate 'count' cannot be used in a filter: it runs before any match"},
+    {"rule r { key time(a); begin a; }\n",
+     "t.cep:1:14: error: 'time(STEP)' cannot be used in a key: it runs before any match; use time()"},
+    /* paths */
+    {"rule r { filter a.x == 1; begin a; }\n",
+     "t.cep:1:17: error: step 'a' cannot be read in a filter: it runs before any match"},
+    {"rule r { key a.x; begin a; }\n",
+     "t.cep:1:14: error: step 'a' cannot be read in a key: it runs before any match"},
+    {"rule r { begin a where a > 1; }\n",
+     "t.cep:1:24: error: step 'a' is not a value; read a field like 'a.FIELD'"},
+    {"rule r { key user; begin a where key.user == 1; }\n",
+     "t.cep:1:34: error: 'key.user' can only be used in actions"},
+    {"rule r { key user; begin a; on match alert \"m\" fields { k: key.usr }; }\n",
+     "t.cep:1:64: error: unknown key 'usr' (did you mean 'user'?)"},
+    {"rule r { begin a; on match alert \"m\" fields { k: key.user }; }\n",
+     "t.cep:1:54: error: unknown key 'user': rule 'r' has no key"},
+    /* pattern shape */
+    {"rule r { next a; }\n",
+     "t.cep:1:10: error: pattern must start with 'begin', not 'next'"},
+    {"rule r { not_next a where x == 1; next b; }\n",
+     "t.cep:1:10: error: pattern must start with 'begin', not 'not_next'"},
+    {"rule r { begin a; begin b; }\n",
+     "t.cep:1:19: error: 'begin' must be the first step only; use next or followed_by"},
+    {"rule r { filter x == 1; }\n",
+     "t.cep:1:6: error: rule 'r' has no pattern: it needs a 'begin' step"},
+    {"rule r { begin a; not_followed_by b where x == 1; }\n",
+     "t.cep:1:19: error: 'not_followed_by' as the last step needs 'within'"},
+    {"rule r { begin a; not_next b where x == 1 optional; within 1m; }\n",
+     "t.cep:1:43: error: a 'not_next' step cannot be optional"},
+    {"rule r { begin a; not_followed_by b where x == 1 one_or_more; next c; within 1m; }\n",
+     "t.cep:1:50: error: a 'not_followed_by' step cannot repeat"},
+    /* quantifiers */
+    {"rule r { begin a where x > 1 times 3 until x > 5; within 1m; }\n",
+     "t.cep:1:38: error: 'until' needs an open loop (one_or_more or times N+)"},
+    {"rule r { begin a until x > 5; }\n",
+     "t.cep:1:18: error: 'until' needs an open loop (one_or_more or times N+)"},
+    {"rule r { begin a times 0; }\n",
+     "t.cep:1:18: error: 'times 0' matches nothing; the count must be at least 1"},
+    {"rule r { begin a times 0..0; }\n",
+     "t.cep:1:18: error: 'times 0..0': the upper bound must be at least 1"},
+    {"rule r { begin a times 3..2; }\n",
+     "t.cep:1:18: error: 'times 3..2': the upper bound must be >= the lower bound"},
+    {"rule r { begin a times 0+; within 1m; }\n",
+     "t.cep:1:18: error: 'times 0+' is not allowed; write 'one_or_more optional'"},
+    {"rule r { begin a consecutive; }\n",
+     "t.cep:1:18: error: 'consecutive' needs a loop (times or one_or_more)"},
+    {"rule r { begin a greedy; }\n",
+     "t.cep:1:18: error: 'greedy' needs a loop (times or one_or_more)"},
+    {"rule r { begin a times 2 consecutive allow_combinations; }\n",
+     "t.cep:1:38: error: 'consecutive' and 'allow_combinations' exclude each other"},
+    /* regexes */
+    {"rule r { begin a where s =~ 'ab(c'; }\n",
+     "t.cep:1:34: error: invalid regex: missing closing parenthesis"},
+    {"rule r { begin a where s !~ \"\\\\d{3,1}\"; }\n",
+     "t.cep:1:37: error: invalid regex: numbers out of order in {} quantifier"},
+    {"rule r { begin a where s =~ \"\\u00e9\\u00e9(\"; }\n",
+     "t.cep:1:43: error: invalid regex: missing closing parenthesis"},
+    {"rule r { begin a where regex_extract(s, '[a', 1) == \"x\"; }\n",
+     "t.cep:1:44: error: invalid regex: missing terminating ] for character class"},
+    {"rule r { begin a where s =~ t; }\n",
+     "t.cep:1:29: error: the right side of '=~' must be a string literal (a regex)"},
+    {"rule r { begin a where regex_extract(s, p) == \"x\"; }\n",
+     "t.cep:1:41: error: the pattern of 'regex_extract' must be a string literal"},
+    {"rule r { begin a where s in t; }\n",
+     "t.cep:1:29: error: the right side of 'in' must be a list like [1, 2]"},
+    {"rule r { begin a where [1] == x; }\n",
+     "t.cep:1:24: error: a list is only allowed on the right side of 'in'"},
+    /* durations and timeouts */
+    {"rule r { begin a; on timeout alert \"t\"; }\n",
+     "t.cep:1:22: error: 'on timeout' needs a 'within' (the rule's or a step's)"},
+    {"rule r { begin a; within 0s; }\n",
+     "t.cep:1:19: error: invalid duration: 'within' must be greater than 0"},
+    {"rule r { begin a; next b within 0ms; }\n",
+     "t.cep:1:26: error: invalid duration: 'within' must be greater than 0"},
+    {"rule r { begin a; suppress 0s; within 1m; }\n",
+     "t.cep:1:19: error: invalid duration: 'suppress' must be greater than 0"},
+    /* outputs */
+    {"output pager file \"p\";\nrule r { begin a; on match alert \"m\" to pagr; }\n",
+     "t.cep:2:41: error: unknown output 'pagr' (did you mean 'pager'?)"},
+    {"rule r { begin a; on match alert \"m\" to stdout, stdout; }\n",
+     "t.cep:1:49: error: output 'stdout' is listed twice"},
+    {"output o file \"x-{foo}.jsonl\";\n",
+     "t.cep:1:19: error: output templates may only use {date}, {hour}, {rule}, {severity}, {kind} "
+     "and {key.NAME}"},
+    {"output o file \"x-{dat}.jsonl\";\n",
+     "t.cep:1:19: error: output templates may only use {date}, {hour}, {rule}, {severity}, {kind} "
+     "and {key.NAME} (did you mean 'date'?)"},
+    /* skip */
+    {"rule r { begin first; skip to_first frist; }\n",
+     "t.cep:1:37: error: unknown step 'frist' in 'skip' (did you mean 'first'?)"},
+};
+
+START_TEST(reports_error_with_position)
+{
+    const BadCase *c = &BAD[_i];
+    size_t errors = 0;
+    char *out = check_text(c->text, &errors, NULL);
+    char *first_line = strdup(out);
+    ck_assert_ptr_nonnull(first_line);
+    char *nl = strchr(first_line, '\n');
+    if (nl)
+        *nl = '\0';
+    ck_assert_msg(strcmp(first_line, c->expected) == 0, "case %d:\n%s\nexpected: %s\ngot all:\n%s",
+                  _i, c->text, c->expected, out);
+    ck_assert_msg(errors == 1, "case %d: expected exactly 1 error, got %zu:\n%s", _i, errors, out);
+    free(first_line);
+    free(out);
+}
+END_TEST
+
+START_TEST(reports_several_errors_in_one_file)
+{
+    const char *text =
+        "rule a { begin x where lenght(s) > 1; next x; }\n"
+        "rule b { next y; on timeout alert \"t\"; }\n"
+        "rule a { begin z; skip to_first qq; }\n";
+    size_t errors = 0;
+    char *out = check_text(text, &errors, NULL);
+    ck_assert_uint_eq(errors, 6);
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:1:24: error: unknown function 'lenght'"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:1:44: error: duplicate step 'x'"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:2:10: error: pattern must start with 'begin'"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:2:21: error: 'on timeout' needs a 'within'"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:3:6: error: duplicate rule 'a'"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:3:33: error: unknown step 'qq' in 'skip'\n"));
+    free(out);
+}
+END_TEST
+
+START_TEST(syntax_and_semantic_errors_together)
+{
+    const char *text = "rule a { begin x where ; }\nrule b { begin y where lenght(s) > 1; }\n";
+    size_t errors = 0;
+    char *out = check_text(text, &errors, NULL);
+    ck_assert_uint_ge(errors, 2);
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:1:24: error: "));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:2:24: error: unknown function 'lenght'"));
+    free(out);
+}
+END_TEST
+
+START_TEST(caret_under_regex_error)
+{
+    char *out = check_text("rule r { begin a where s =~ 'ab(c'; }\n", NULL, NULL);
+    ck_assert_str_eq(out,
+        "t.cep:1:34: error: invalid regex: missing closing parenthesis\n"
+        "rule r { begin a where s =~ 'ab(c'; }\n"
+        "                                 ^\n");
+    free(out);
+}
+END_TEST
+
+typedef struct GoodCase {
+    const char *text;
+    size_t warnings;
+    const char *warning;    /* expected first line, or NULL */
+} GoodCase;
+
+static const GoodCase GOOD[] = {
+    {"rule r { begin a where x > 1 one_or_more; }\n", 1,
+     "t.cep:1:16: warning: state can grow without bound: loop 'a' has neither 'within' nor 'until'"},
+    {"rule r { begin a times 2+; }\n", 1, NULL},
+    {"rule r { begin a; followed_by_any b; }\n", 1,
+     "t.cep:1:35: warning: state can grow without bound: 'followed_by_any' step 'b' has no 'within'"},
+    {"rule r { begin a one_or_more until x == 1; }\n", 0, NULL},
+    {"rule r { begin a one_or_more; within 1m; }\n", 0, NULL},
+    {"rule r { begin a; followed_by_any b within 5s; }\n", 0, NULL},
+    {"rule r { begin a times 3; next b times 1..4 greedy; within 1m; }\n", 0, NULL},
+    {"rule r { begin a times 0..2; next b; }\n", 0, NULL},
+    {"rule r { begin a; not_followed_by b where x == 1; within 3s; }\n", 0, NULL},
+    {"rule r { begin a; not_followed_by b where x == 1 within 3s; }\n", 0, NULL},
+    {"rule r { begin a; next b within 2s; on timeout alert \"t\"; }\n", 0, NULL},
+    {"rule r { begin a where s =~ '^\\d{3}-\\d{4}$' and t !~ \"a\\\\.b\"; }\n", 0, NULL},
+    {"rule r { begin a where x in [1, \"a\", null]; }\n", 0, NULL},
+    {"rule r { begin a where regex_extract(s, '(\\w+)', 1) == \"x\"; }\n", 0, NULL},
+    {"output f file \"out/{date}/{hour}-{rule}-{key.user}-{severity}-{kind}.jsonl\" rotate 1h;\n"
+     "output p exec [\"/bin/pager\", \"{rule}\"] timeout 5s;\n"
+     "rule r { key user; begin a; on match alert \"m\" to f, p, stdout; }\n", 0, NULL},
+};
+
+START_TEST(accepts_valid_rules)
+{
+    const GoodCase *c = &GOOD[_i];
+    size_t errors = 0, warnings = 0;
+    char *out = check_text(c->text, &errors, &warnings);
+    ck_assert_msg(errors == 0, "case %d:\n%s\ngot:\n%s", _i, c->text, out);
+    ck_assert_msg(warnings == c->warnings, "case %d: %zu warnings:\n%s", _i, warnings, out);
+    if (c->warning)
+        ck_assert_msg(strncmp(out, c->warning, strlen(c->warning)) == 0, "case %d: got\n%s", _i, out);
+    free(out);
+}
+END_TEST
+
+/* Parses and checks `text`; the caller frees the returned set. */
+static RuleSet *load_text(const char *text)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
+    dsl_check(rs, &d);
+    if (d.errors > 0)
+        diags_print(&d, stderr);
+    ck_assert_uint_eq(d.errors, 0);
+    diags_free(&d);
+    return rs;
+}
+
+START_TEST(resolves_paths_functions_outputs_and_skip)
+{
+    RuleSet *rs = load_text(
+        "output log file \"x.jsonl\";\n"
+        "rule r {\n"
+        "  key user;\n"
+        "  begin a where amount > 1 one_or_more;\n"
+        "  next b where b.n > a.amount and contains(a.tag, \"x\") and contains(s, \"y\")\n"
+        "    and min(a.v) < max(1, 2) and time(a) < time() and count(a) > 0;\n"
+        "  within 1m;\n"
+        "  skip to_last a;\n"
+        "  on match alert \"m\" fields { k: key.user, total: sum(a.amount) } to stdout, log;\n"
+        "}\n");
+    Rule *r = &rs->rules[0];
+    ck_assert_int_eq(r->skip.step_index, 0);
+    Expr *where_a = r->steps[0].where;
+    ck_assert_int_eq(where_a->u.binary.lhs->u.path.kind, PATH_FIELD);
+    Expr *w = r->steps[1].where;
+    /* ((((b.n > a.amount and contains) and contains) and min < max) and time < time) and count > 0 */
+    Expr *count_cmp = w->u.binary.rhs;
+    ck_assert_int_eq(count_cmp->u.binary.lhs->u.call.fn, FN_COUNT);
+    Expr *rest = w->u.binary.lhs;
+    Expr *time_cmp = rest->u.binary.rhs;
+    ck_assert_int_eq(time_cmp->u.binary.lhs->u.call.fn, FN_TIME);
+    ck_assert_int_eq(time_cmp->u.binary.lhs->u.call.args[0]->u.path.kind, PATH_STEP);
+    rest = rest->u.binary.lhs;
+    Expr *minmax = rest->u.binary.rhs;
+    ck_assert_int_eq(minmax->u.binary.lhs->u.call.fn, FN_MIN);
+    ck_assert_int_eq(minmax->u.binary.rhs->u.call.fn, FN_MAX2);
+    rest = rest->u.binary.lhs;
+    ck_assert_int_eq(rest->u.binary.rhs->u.call.fn, FN_CONTAINS_STR);
+    rest = rest->u.binary.lhs;
+    ck_assert_int_eq(rest->u.binary.rhs->u.call.fn, FN_CONTAINS_AGG);
+    Expr *cmp = rest->u.binary.lhs;
+    ck_assert_int_eq(cmp->u.binary.lhs->u.path.kind, PATH_STEP);
+    ck_assert_int_eq(cmp->u.binary.lhs->u.path.step, 1);
+    ck_assert_int_eq(cmp->u.binary.rhs->u.path.kind, PATH_STEP);
+    ck_assert_int_eq(cmp->u.binary.rhs->u.path.step, 0);
+    Action *act = &r->on[0].actions[0];
+    ck_assert_int_eq(act->fields[0].value->u.path.kind, PATH_KEY);
+    ck_assert_int_eq(act->fields[0].value->u.path.key, 0);
+    ck_assert_int_eq(act->fields[1].value->u.call.fn, FN_SUM);
+    ck_assert_int_eq(act->to[0].output, -1);
+    ck_assert_int_eq(act->to[1].output, 0);
+    ast_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(time_declaration_is_recorded)
+{
+    RuleSet *rs = load_text("time ts lateness 30s;\nrule r { begin a; }\n");
+    ck_assert_ptr_nonnull(rs->time);
+    ck_assert_int_eq(rs->time->lateness_ms, 30000);
+    ast_ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(duplicate_rule_across_files)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    const char *a = "rule x { begin a; }\n";
+    const char *b = "\nrule x { begin a; }\n";
+    dsl_parse_text(rs, "a.cep", a, strlen(a), &d);
+    dsl_parse_text(rs, "b.cep", b, strlen(b), &d);
+    ck_assert_int_eq(dsl_check(rs, &d), 1);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_str_eq(d.items[0].message, "duplicate rule 'x' (first defined at a.cep:1:6)");
+    ck_assert_int_eq(d.items[0].span.line, 2);
+    ck_assert_str_eq(d.items[0].file, "b.cep");
+    diags_free(&d);
+    ast_ruleset_free(rs);
+}
+END_TEST
+
+/* ---- loading ------------------------------------------------------------------ */
+
+static char *make_temp_dir(void)
+{
+    char *dir = strdup("/tmp/vigil-test-check-XXXXXX");
+    ck_assert_ptr_nonnull(dir);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    return dir;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            remove(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+START_TEST(load_directory_in_name_order)
+{
+    char *dir = make_temp_dir();
+    write_file(dir, "b.cep", "rule second { begin a; }\n");
+    write_file(dir, "a.cep", "rule first { begin a; }\n");
+    write_file(dir, "notes.txt", "rule ignored {\n");
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {dir};
+    RuleSet *rs = dsl_load(paths, 1, &d);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_uint_eq(d.errors, 0);
+    ck_assert_uint_eq(rs->n_rules, 2);
+    ck_assert_str_eq(rs->rules[0].name, "first");
+    ck_assert_str_eq(rs->rules[1].name, "second");
+    ck_assert_uint_eq(rs->n_files, 2);
+    ast_ruleset_free(rs);
+    diags_free(&d);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(load_reports_missing_and_empty)
+{
+    char *dir = make_temp_dir();
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {dir, "/nonexistent/vigil/rules.cep"};
+    RuleSet *rs = dsl_load(paths, 2, &d);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_uint_eq(d.errors, 2);
+    char expected[600];
+    snprintf(expected, sizeof expected, "no .cep files in %s", dir);
+    ck_assert_str_eq(d.items[0].message, expected);
+    ck_assert_str_eq(d.items[1].file, "/nonexistent/vigil/rules.cep");
+    ck_assert_ptr_nonnull(strstr(d.items[1].message, "No such file or directory"));
+    ast_ruleset_free(rs);
+    diags_free(&d);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
+START_TEST(load_cross_file_duplicates)
+{
+    char *dir = make_temp_dir();
+    write_file(dir, "a.cep", "output o file \"x\";\nrule r { begin a; }\n");
+    write_file(dir, "b.cep", "output o file \"y\";\nrule r { begin a; }\n");
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {dir};
+    RuleSet *rs = dsl_load(paths, 1, &d);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_uint_eq(d.errors, 2);
+    ck_assert_ptr_nonnull(strstr(d.items[0].message, "duplicate output 'o'"));
+    ck_assert_ptr_nonnull(strstr(d.items[1].message, "duplicate rule 'r'"));
+    ast_ruleset_free(rs);
+    diags_free(&d);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
+/* ---- bad rule files with their expected output ---------------------------------- */
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(m);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(m);
+    fclose(f);
+    return text;
+}
+
+START_TEST(data_files_match_expected_output)
+{
+    const char *top = getenv("top_srcdir");
+    if (top == NULL) {
+        fprintf(stderr, "top_srcdir not set; skipping tests/data/check\n");
+        return;
+    }
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tests/data/check", top);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    int checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".cep") != 0)
+            continue;
+        /* Diagnostics name the file relative to the data folder. */
+        char cep[600], expect[600];
+        snprintf(cep, sizeof cep, "%s/%s", dir, e->d_name);
+        snprintf(expect, sizeof expect, "%s/%.*s.expect", dir, (int)(n - 4), e->d_name);
+        char *text = read_all(cep);
+        char *want = read_all(expect);
+        ck_assert_msg(text && want, "missing %s or its .expect", cep);
+        RuleSet *rs = ast_ruleset_new();
+        Diags dg;
+        diags_init(&dg);
+        dsl_parse_text(rs, e->d_name, text, strlen(text), &dg);
+        dsl_check(rs, &dg);
+        char *out = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&out, &len);
+        diags_print(&dg, m);
+        fclose(m);
+        ck_assert_msg(strcmp(out, want) == 0, "%s:\n--- expected\n%s--- got\n%s", e->d_name, want,
+                      out);
+        free(out);
+        diags_free(&dg);
+        ast_ruleset_free(rs);
+        free(text);
+        free(want);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_int_gt(checked, 0);
+}
+END_TEST
+
+static Suite *check_suite(void)
+{
+    Suite *s = suite_create("check");
+    TCase *tc = tcase_create("errors");
+    tcase_add_loop_test(tc, reports_error_with_position, 0, (int)(sizeof BAD / sizeof BAD[0]));
+    tcase_add_test(tc, reports_several_errors_in_one_file);
+    tcase_add_test(tc, syntax_and_semantic_errors_together);
+    tcase_add_test(tc, caret_under_regex_error);
+    tcase_add_test(tc, duplicate_rule_across_files);
+    tcase_add_test(tc, data_files_match_expected_output);
+    suite_add_tcase(s, tc);
+    TCase *ok = tcase_create("valid");
+    tcase_add_loop_test(ok, accepts_valid_rules, 0, (int)(sizeof GOOD / sizeof GOOD[0]));
+    tcase_add_test(ok, resolves_paths_functions_outputs_and_skip);
+    tcase_add_test(ok, time_declaration_is_recorded);
+    suite_add_tcase(s, ok);
+    TCase *load = tcase_create("load");
+    tcase_add_test(load, load_directory_in_name_order);
+    tcase_add_test(load, load_reports_missing_and_empty);
+    tcase_add_test(load, load_cross_file_duplicates);
+    suite_add_tcase(s, load);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(check_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,417 @@
+/* tests/test_fmt.c — canonical printing: exact output for small inputs, minimal
+ * parentheses, comments kept, idempotence and structural round trip over every
+ * .cep in the tree and in the shared conformance cases, and rule fingerprints. */
+#include <check.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/buf.h"
+#include "dsl/fmt.h"
+#include "dsl/parse.h"
+
+/* Parses `text`; asserts no syntax errors. */
+static RuleSet *parse_ok(const char *name, const char *text)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    dsl_parse_text(rs, name, text, strlen(text), &d);
+    if (d.errors > 0)
+        diags_print(&d, stderr);
+    ck_assert_msg(d.errors == 0, "%s: %zu syntax errors", name, d.errors);
+    diags_free(&d);
+    return rs;
+}
+
+static char *fmt_text(const char *text)
+{
+    RuleSet *rs = parse_ok("t.cep", text);
+    char *out = dsl_fmt_file(rs, 0);
+    ck_assert_ptr_nonnull(out);
+    ast_ruleset_free(rs);
+    return out;
+}
+
+/* ---- a structural dump (no spans, no comments) for round-trip comparison ------- */
+
+static void dump_expr(Buf *b, const Expr *e)
+{
+    if (e == NULL) {
+        buf_puts(b, "-");
+        return;
+    }
+    char *s = ast_expr_dump(e);
+    ck_assert_ptr_nonnull(s);
+    buf_puts(b, s);
+    free(s);
+}
+
+static void dump_template(Buf *b, const Template *t)
+{
+    buf_puts(b, "tmpl[");
+    for (size_t i = 0; i < t->n_parts; i++) {
+        if (t->parts[i].expr)
+            dump_expr(b, t->parts[i].expr);
+        else
+            buf_json_string(b, t->parts[i].text, t->parts[i].len);
+        buf_putc(b, ' ');
+    }
+    buf_puts(b, "]");
+}
+
+static void dump_step(Buf *b, const Step *s)
+{
+    const Quantifier *q = &s->quant;
+    buf_printf(b, "  step %d %s within=%lld where=", (int)s->kind, s->name,
+               (long long)s->within_ms);
+    dump_expr(b, s->where);
+    buf_printf(b, " q=%d,%d,%d,%d,%d,%d,%d until=", q->min, q->max, q->looping, q->optional,
+               q->greedy, q->consecutive, q->allow_combinations);
+    dump_expr(b, q->until);
+    buf_putc(b, '\n');
+}
+
+static void dump_action(Buf *b, const Action *a)
+{
+    buf_printf(b, "    alert %d %d ", (int)a->severity, a->severity_written);
+    dump_template(b, &a->message);
+    for (size_t i = 0; i < a->n_fields; i++) {
+        buf_printf(b, " %s=", a->fields[i].name);
+        dump_expr(b, a->fields[i].value);
+    }
+    for (size_t i = 0; i < a->n_to; i++)
+        buf_printf(b, " to:%s", a->to[i].name);
+    buf_putc(b, '\n');
+}
+
+static void dump_rule(Buf *b, const Rule *r)
+{
+    buf_printf(b, "rule %s filter=", r->name);
+    dump_expr(b, r->filter);
+    buf_putc(b, '\n');
+    for (size_t i = 0; i < r->n_keys; i++) {
+        buf_printf(b, "  key %s %d ", r->keys[i].name, r->keys[i].named);
+        dump_expr(b, r->keys[i].expr);
+        buf_putc(b, '\n');
+    }
+    for (size_t i = 0; i < r->n_steps; i++)
+        dump_step(b, &r->steps[i]);
+    buf_printf(b, "  within=%lld suppress=%lld skip=%d,%d,%s\n", (long long)r->within_ms,
+               (long long)r->suppress_ms, (int)r->skip.kind, r->skip.written,
+               r->skip.step ? r->skip.step : "-");
+    for (size_t i = 0; i < r->n_on; i++) {
+        buf_printf(b, "  on %d\n", (int)r->on[i].trigger);
+        for (size_t j = 0; j < r->on[i].n_actions; j++)
+            dump_action(b, &r->on[i].actions[j]);
+    }
+    for (size_t i = 0; i < r->n_stmts; i++)
+        buf_printf(b, "  stmt %d %zu\n", (int)r->stmts[i].kind, r->stmts[i].index);
+}
+
+static char *dump_ruleset(const RuleSet *rs)
+{
+    Buf b = BUF_INIT;
+    for (size_t f = 0; f < rs->n_files; f++) {
+        const RuleFile *file = &rs->files[f];
+        for (size_t i = 0; i < file->n_decls; i++)
+            buf_printf(&b, "decl %d %zu\n", (int)file->decls[i].kind, file->decls[i].index);
+        if (file->time) {
+            const TimeDecl *t = file->time;
+            buf_printf(&b, "time %d %lld %d", (int)t->format, (long long)t->lateness_ms,
+                       t->lateness_written);
+            for (size_t i = 0; i < t->n_field; i++)
+                buf_printf(&b, " %s/%ld", t->field[i].name ? t->field[i].name : "[]",
+                           t->field[i].index);
+            buf_putc(&b, '\n');
+        }
+    }
+    for (size_t i = 0; i < rs->n_outputs; i++) {
+        const OutputDecl *o = &rs->outputs[i];
+        buf_printf(&b, "output %s %d rotate=%lld timeout=%lld ", o->name, (int)o->kind,
+                   (long long)o->rotate_ms, (long long)o->timeout_ms);
+        if (o->kind == OUT_EXEC)
+            for (size_t j = 0; j < o->n_argv; j++)
+                dump_template(&b, &o->argv[j]);
+        else
+            dump_template(&b, &o->path);
+        buf_putc(&b, '\n');
+    }
+    for (size_t i = 0; i < rs->n_rules; i++)
+        dump_rule(&b, &rs->rules[i]);
+    ck_assert(!b.failed);
+    return buf_steal(&b);
+}
+
+/* fmt(x) parses to the same tree as x, and fmt(fmt(x)) == fmt(x). */
+static void assert_round_trip(const char *name, const char *text)
+{
+    RuleSet *a = parse_ok(name, text);
+    char *once = dsl_fmt_file(a, 0);
+    ck_assert_ptr_nonnull(once);
+    RuleSet *b = parse_ok(name, once);
+    char *twice = dsl_fmt_file(b, 0);
+    ck_assert_ptr_nonnull(twice);
+    ck_assert_msg(strcmp(once, twice) == 0, "%s: fmt is not idempotent:\n--- once\n%s--- twice\n%s",
+                  name, once, twice);
+    char *dump_a = dump_ruleset(a), *dump_b = dump_ruleset(b);
+    ck_assert_msg(strcmp(dump_a, dump_b) == 0, "%s: tree changed:\n--- before\n%s--- after\n%s",
+                  name, dump_a, dump_b);
+    ck_assert_uint_eq(a->sources[0]->n_comments, b->sources[0]->n_comments);
+    for (size_t i = 0; i < a->n_rules; i++)
+        ck_assert_msg(dsl_rule_fingerprint(&a->rules[i]) == dsl_rule_fingerprint(&b->rules[i]),
+                      "%s: fingerprint of %s changed", name, a->rules[i].name);
+    free(dump_a);
+    free(dump_b);
+    free(once);
+    free(twice);
+    ast_ruleset_free(a);
+    ast_ruleset_free(b);
+}
+
+/* ---- exact output ------------------------------------------------------------- */
+
+typedef struct FmtCase {
+    const char *input, *expected;
+} FmtCase;
+
+static const FmtCase CASES[] = {
+    {"time ts   lateness 30s ;output a file \"x-{date}.jsonl\" rotate 1h;\n"
+     "output b exec [\"/bin/p\",\"{rule}\"] timeout 5s;rule r{begin a;}",
+     "time ts lateness 30s;\n\n"
+     "output a file \"x-{date}.jsonl\" rotate 1h;\n"
+     "output b exec [\"/bin/p\", \"{rule}\"] timeout 5s;\n\n"
+     "rule r {\n  begin a;\n}\n"},
+    {"rule r { filter type==\"tx\" ; key user_id,k2=lower(x); begin first where amount>1000;\n"
+     "next second within 600s where amount>1 ; within 10m; skip to_first first; suppress 30m;\n"
+     "on match alert high \"u {user_id}\" fields {total:sum(first.amount)+1, n: 2} to stdout, log; }",
+     "rule r {\n"
+     "  filter type == \"tx\";\n"
+     "  key user_id, k2 = lower(x);\n"
+     "  begin first where amount > 1000;\n"
+     "  next second within 600s where amount > 1;\n"
+     "  within 10m;\n"
+     "  skip to_first first;\n"
+     "  suppress 30m;\n"
+     "  on match alert high \"u {user_id}\" fields { total: sum(first.amount) + 1, n: 2 } to stdout, log;\n"
+     "}\n"},
+    /* minimal parentheses by precedence and associativity */
+    {"rule r { begin a where ((a + b) * c) == (d - (e - f)) and ((g or h) and not (i and j)); }",
+     "rule r {\n  begin a where (a + b) * c == d - (e - f) and ((g or h) and not (i and j));\n}\n"},
+    {"rule r { begin a where (((x - 1) - 2)) > -(-y) and (p or (q or s)) and -(a + b) < 3 % (2 * 1); }",
+     "rule r {\n  begin a where x - 1 - 2 > -(-y) and (p or (q or s)) and -(a + b) < 3 % (2 * 1);\n}\n"},
+    {"rule r { begin a where (x == 1) == true and x in [1,2, \"a\"] and not not y; }",
+     "rule r {\n  begin a where (x == 1) == true and x in [1, 2, \"a\"] and not not y;\n}\n"},
+    /* strings: raw stays raw, quoted strings get canonical escapes; odd field names in backticks */
+    {"rule r { begin a where s =~ '\\d{3}''x' and t == \"a\\u0041\\n\\\"\" and `user-agent` != `to`.x[2]; }",
+     "rule r {\n  begin a where s =~ '\\d{3}''x' and t == \"aA\\n\\\"\" and `user-agent` != `to`.x[2];\n}\n"},
+    /* quantifiers in canonical order */
+    {"rule r { begin a where x > 1 greedy one_or_more until x == 2; next b optional times 2..4 consecutive;"
+     " followed_by_any c times 3+ allow_combinations; next d times 2; within 1m; }",
+     "rule r {\n"
+     "  begin a where x > 1 one_or_more greedy until x == 2;\n"
+     "  next b times 2..4 optional consecutive;\n"
+     "  followed_by_any c times 3+ allow_combinations;\n"
+     "  next d times 2;\n"
+     "  within 1m;\n"
+     "}\n"},
+    /* several actions, default severity not printed, key.NAME */
+    {"rule r { key u; begin a; within 5s; on match alert \"m {key.u}\" alert critical 'raw {x}';"
+     " on timeout alert low \"t\" fields { k: key.u }; }",
+     "rule r {\n"
+     "  key u;\n"
+     "  begin a;\n"
+     "  within 5s;\n"
+     "  on match alert \"m {key.u}\" alert critical 'raw {x}';\n"
+     "  on timeout alert low \"t\" fields { k: key.u };\n"
+     "}\n"},
+    /* comments: own-line before the next statement, trailing at the end of the line */
+    {"# header\n\n# about r\nrule r { # opens\n  # the start\n  begin a;   // first\n"
+     "  /* block */ next b;\n  # dangling\n} # closes\n# end\n",
+     "# header\n# about r\nrule r { # opens\n  # the start\n  begin a; // first\n"
+     "  /* block */\n  next b;\n  # dangling\n} # closes\n\n# end\n"},
+};
+
+START_TEST(formats_exactly)
+{
+    char *out = fmt_text(CASES[_i].input);
+    ck_assert_msg(strcmp(out, CASES[_i].expected) == 0, "case %d:\n--- expected\n%s--- got\n%s",
+                  _i, CASES[_i].expected, out);
+    assert_round_trip("case.cep", CASES[_i].input);
+    free(out);
+}
+END_TEST
+
+START_TEST(expr_text)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    Expr *e = dsl_parse_expr(rs, "(a+b)*count(x)>=5m or not(y)", &d);
+    ck_assert_ptr_nonnull(e);
+    char *s = dsl_fmt_expr(e);
+    ck_assert_str_eq(s, "(a + b) * count(x) >= 5m or not y");
+    free(s);
+    diags_free(&d);
+    ast_ruleset_free(rs);
+}
+END_TEST
+
+/* ---- round trip over every rule file we can find ----------------------------------- */
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    Buf b = BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_append(&b, chunk, n);
+    fclose(f);
+    ck_assert(!b.failed);
+    return buf_steal(&b);
+}
+
+/* Round-trips every *.cep below `dir`; returns how many. */
+static int round_trip_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strncmp(e->d_name, "build", 5) == 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            count += round_trip_tree(path);
+            continue;
+        }
+        size_t n = strlen(e->d_name);
+        /* Files under tests/data/check are broken on purpose. */
+        if (n < 5 || strcmp(e->d_name + n - 4, ".cep") != 0 || strstr(path, "data/check"))
+            continue;
+        if (strstr(path, "fuzz/corpus"))
+            continue;
+        char *text = read_all(path);
+        ck_assert_ptr_nonnull(text);
+        assert_round_trip(path, text);
+        free(text);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
+
+START_TEST(round_trip_tree_files)
+{
+    const char *top = getenv("top_srcdir");
+    if (top == NULL) {
+        fprintf(stderr, "top_srcdir not set; skipping the tree's .cep files\n");
+        return;
+    }
+    char path[1024];
+    int total = 0;
+    const char *dirs[] = {"examples", "quickstart", "tests"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", top, dirs[i]);
+        total += round_trip_tree(path);
+    }
+    ck_assert_int_gt(total, 0);
+}
+END_TEST
+
+START_TEST(round_trip_conformance)
+{
+    const char *shared = getenv("VIGIL_SHARED");
+    char path[1024];
+    if (shared)
+        snprintf(path, sizeof path, "%s/conformance", shared);
+    struct stat st;
+    if (shared == NULL || stat(path, &st) != 0) {
+        fprintf(stderr, "VIGIL_SHARED/conformance not found; skipping\n");
+        return;
+    }
+    ck_assert_int_gt(round_trip_tree(path), 0);
+}
+END_TEST
+
+/* ---- fingerprints ---------------------------------------------------------------------- */
+
+static uint64_t fingerprint_of(const char *text)
+{
+    RuleSet *rs = parse_ok("f.cep", text);
+    ck_assert_uint_eq(rs->n_rules, 1);
+    uint64_t h = dsl_rule_fingerprint(&rs->rules[0]);
+    ck_assert(h != 0);
+    ast_ruleset_free(rs);
+    return h;
+}
+
+static const char *BASE_RULE =
+    "rule r { filter t == 1; key u; begin a where x > 1; followed_by b where y == a.y;"
+    " within 10m; skip no_skip; on match alert \"m\"; }";
+
+START_TEST(fingerprint_ignores_actions_comments_layout)
+{
+    uint64_t base = fingerprint_of(BASE_RULE);
+    ck_assert(base == fingerprint_of(
+        "# a comment\nrule r {\n  filter (t == 1);\n  key u;\n  begin a where x > 1; # c\n"
+        "  followed_by b where y == a.y;\n  within 600s;\n  skip no_skip;\n"
+        "  suppress 5m;\n  on match alert critical \"other\" to stdout;\n"
+        "  on timeout alert \"t\";\n}\n"));
+}
+END_TEST
+
+static const char *const CHANGED[] = {
+    "rule r { filter t == 2; key u; begin a where x > 1; followed_by b where y == a.y; within 10m; skip no_skip; }",
+    "rule r { filter t == 1; key v; begin a where x > 1; followed_by b where y == a.y; within 10m; skip no_skip; }",
+    "rule r { filter t == 1; key u; begin a where x >= 1; followed_by b where y == a.y; within 10m; skip no_skip; }",
+    "rule r { filter t == 1; key u; begin a where x > 1; next b where y == a.y; within 10m; skip no_skip; }",
+    "rule r { filter t == 1; key u; begin a where x > 1; followed_by b where y == a.y; within 11m; skip no_skip; }",
+    "rule r { filter t == 1; key u; begin a where x > 1; followed_by b where y == a.y; within 10m; }",
+    "rule r { filter t == 1; key u; begin a where x > 1 one_or_more; followed_by b where y == a.y; within 10m; skip no_skip; }",
+    "rule r { key u; begin a where x > 1; followed_by b where y == a.y; within 10m; skip no_skip; }",
+};
+
+START_TEST(fingerprint_changes_with_pattern)
+{
+    ck_assert(fingerprint_of(BASE_RULE) != fingerprint_of(CHANGED[_i]));
+}
+END_TEST
+
+static Suite *fmt_suite(void)
+{
+    Suite *s = suite_create("fmt");
+    TCase *tc = tcase_create("fmt");
+    tcase_add_loop_test(tc, formats_exactly, 0, (int)(sizeof CASES / sizeof CASES[0]));
+    tcase_add_test(tc, expr_text);
+    tcase_add_test(tc, round_trip_tree_files);
+    tcase_add_test(tc, round_trip_conformance);
+    suite_add_tcase(s, tc);
+    TCase *fp = tcase_create("fingerprint");
+    tcase_add_test(fp, fingerprint_ignores_actions_comments_layout);
+    tcase_add_loop_test(fp, fingerprint_changes_with_pattern, 0,
+                        (int)(sizeof CHANGED / sizeof CHANGED[0]));
+    suite_add_tcase(s, fp);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(fmt_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
