@@ -7,7 +7,10 @@
  * every deadline <= t of every key of every rule, then per rule filter -> key ->
  * partition -> NFA. Results that make alerts (after `suppress`) go to the sink; the
  * engine never renders alerts itself (runtime/ is upstream of alerts/).
- * Single-threaded: every sink call happens on the caller's thread. */
+ * Threads: call the engine from one thread. With one worker every sink call happens
+ * on that thread; with N workers (runtime/workers.h) sink.alert is called from the
+ * worker threads (one key's results always from the same one, in order), the other
+ * sink calls from the caller's thread. */
 #ifndef VIGIL_RUNTIME_ENGINE_H
 #define VIGIL_RUNTIME_ENGINE_H
 
@@ -36,6 +39,7 @@ typedef struct EngineSink {
 
 typedef struct EngineOptions {
     size_t max_partials;       /* per key; 0 means ENGINE_DEFAULT_MAX_PARTIALS */
+    size_t workers;            /* matching threads; 0 or 1: inline, fully deterministic */
 } EngineOptions;
 
 typedef struct EngineRuleStats {
@@ -70,9 +74,11 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason);
-/* Processing time: fires every deadline <= now_ms. */
+/* Call when the input is idle or between reads: on processing time fires every
+ * deadline <= now_ms; with workers, sends them the events routed so far. */
 int engine_tick(Engine *e, int64_t now_ms);
-/* Earliest pending deadline (processing time timers); INT64_MAX if none. */
+/* Earliest pending deadline (processing time timers); INT64_MAX if none, and always
+ * with workers, which keep their own timers. */
 int64_t engine_next_deadline(const Engine *e);
 /* End of input: time moves to +infinity; every buffered event is processed and
  * every pending `within` fires. */

@@ -2,9 +2,11 @@ libvigil_a_SOURCES += \
 	runtime/decode.c runtime/decode.h \
 	runtime/evtime.c runtime/evtime.h \
 	runtime/input.c runtime/input.h
-# engine (runtime/engine, reorder, partition, deadline)
+# engine (runtime/engine, shard, workers, reorder, partition, deadline)
 libvigil_a_SOURCES += \
 	runtime/engine.c runtime/engine.h \
+	runtime/shard.c runtime/shard.h \
+	runtime/workers.c runtime/workers.h \
 	runtime/reorder.c runtime/reorder.h \
 	runtime/partition.c runtime/partition.h \
 	runtime/deadline.c runtime/deadline.h

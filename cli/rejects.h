@@ -1,0 +1,47 @@
+/* cli/rejects.h — where `vigil run` sends what it does not match: dead letters
+ * (malformed lines) and late events.
+ *
+ * Owns: the --errors and --late files (opened for appending) and the rate limit of
+ * the stderr log used when a file is not given: the first REJECTS_LOG_FIRST lines
+ * are logged one by one, then one summary line per REJECTS_LOG_PERIOD_MS. Each file
+ * record is one JSON line: {"input":"f.jsonl","line":12,"reason":"...","text":"..."}
+ * (late events carry "event" with the original object instead of "text"). */
+#ifndef VIGIL_CLI_REJECTS_H
+#define VIGIL_CLI_REJECTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/buf.h"
+#include "nfa/event.h"
+
+#define REJECTS_LOG_FIRST 10
+#define REJECTS_LOG_PERIOD_MS 10000
+
+typedef struct RejectLog {
+    FILE *file;              /* owned; NULL: log to stderr, rate-limited */
+    const char *what;        /* "malformed line" / "late event", for messages */
+    uint64_t count;
+    uint64_t logged;         /* lines written to stderr one by one */
+    uint64_t unlogged;       /* not written since the last summary */
+    int64_t last_summary_ms;
+    bool write_failed;
+} RejectLog;
+
+typedef struct Rejects {
+    RejectLog errors, late;
+    Buf line;                /* record being built */
+} Rejects;
+
+/* Opens the files that are given (NULL: stderr log). -1 with a message on stderr. */
+int rejects_open(Rejects *r, const char *errors_path, const char *late_path);
+void rejects_dead_letter(Rejects *r, const char *origin, uint64_t line_no, const char *reason,
+                         const char *text, size_t len, int64_t now_ms);
+void rejects_late(Rejects *r, const Event *ev, int64_t watermark_ms, int64_t now_ms);
+/* Prints the pending summary lines if REJECTS_LOG_PERIOD_MS has passed (or `force`). */
+void rejects_tick(Rejects *r, int64_t now_ms, bool force);
+/* Flushes and closes the files; -1 if a write failed. */
+int rejects_close(Rejects *r);
+
+#endif

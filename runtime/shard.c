@@ -1,0 +1,320 @@
+/* runtime/shard.c — one worker's matching state (see shard.h). */
+#include "runtime/shard.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/deadline.h"
+#include "runtime/partition.h"
+
+typedef struct RuleState {
+    PartTable keys;
+    DeadlineHeap timers;
+    NfaCounters counters;
+    NfaRunCtx ctx;
+    EngineRuleStats stats;
+} RuleState;
+
+struct Shard {
+    const CompiledRuleSet *rs;
+    const EngineSink *sink;
+    EvalScratch *scratch;
+    RuleState *rules;          /* rs->n_rules, heap, owned */
+    Value *key_vals;           /* room for the widest key; heap, owned */
+    Buf key_bytes;
+    bool failed;
+    /* the (rule, key) whose NFA is running, for the result callback */
+    size_t cur_rule;
+    PartEntry *cur_entry;
+};
+
+static void on_result(void *user, const NfaResult *r);
+
+static size_t widest_key(const CompiledRuleSet *rs)
+{
+    size_t widest = 1;
+    for (size_t i = 0; i < rs->n_rules; i++)
+        if (rs->rules[i].n_keys > widest)
+            widest = rs->rules[i].n_keys;
+    return widest;
+}
+
+Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineSink *sink)
+{
+    Shard *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->rs = rs;
+    s->sink = sink;
+    s->scratch = expr_scratch_new();
+    s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
+    s->key_vals = calloc(widest_key(rs), sizeof *s->key_vals);
+    if (!s->scratch || !s->rules || !s->key_vals) {
+        shard_free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < rs->n_rules; i++) {
+        RuleState *st = &s->rules[i];
+        part_table_init(&st->keys);
+        deadline_init(&st->timers);
+        st->ctx.scratch = s->scratch;
+        st->ctx.limits = limits;
+        st->ctx.counters = &st->counters;
+        st->ctx.sink.emit = on_result;
+        st->ctx.sink.user = s;
+    }
+    return s;
+}
+
+static void drop_entry(PartEntry *pe, void *user)
+{
+    RuleState *st = user;
+    if (pe->nfa)
+        nfa_key_free(pe->nfa, &st->counters);
+    pe->nfa = NULL;
+}
+
+void shard_free(Shard *s)
+{
+    if (!s)
+        return;
+    if (s->rules)
+        for (size_t i = 0; i < s->rs->n_rules; i++) {
+            deadline_free(&s->rules[i].timers);
+            part_table_free(&s->rules[i].keys, drop_entry, &s->rules[i]);
+        }
+    free(s->rules);
+    free(s->key_vals);
+    buf_free(&s->key_bytes);
+    if (s->scratch)
+        expr_scratch_free(s->scratch);
+    free(s);
+}
+
+/* ---- results and suppression ---------------------------------------------- */
+
+/* A rule with no `on` clause at all alerts on match (alerts.h). */
+static bool rule_alerts_on(const CompiledRule *rule, NfaResultKind kind)
+{
+    if (kind == NFA_TIMEOUT)
+        return rule->n_on_timeout > 0;
+    return rule->n_on_match > 0 || rule->n_on_timeout == 0;
+}
+
+static int64_t add_saturating(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+static void on_result(void *user, const NfaResult *r)
+{
+    Shard *s = user;
+    const CompiledRule *rule = &s->rs->rules[s->cur_rule];
+    RuleState *st = &s->rules[s->cur_rule];
+    PartEntry *pe = s->cur_entry;
+    if (r->kind == NFA_MATCH)
+        st->stats.matches++;
+    else
+        st->stats.timeouts++;
+    if (!rule_alerts_on(rule, r->kind))
+        return;
+    if (rule->suppress_ms != DURATION_NONE && rule->suppress_ms > 0) {
+        if (r->time_ms < pe->suppress_until) {
+            st->stats.suppressed++;
+            return;
+        }
+        pe->suppress_until = add_saturating(r->time_ms, rule->suppress_ms);
+    }
+    st->stats.alerts++;
+    s->sink->alert(s->sink->user, s->cur_rule, pe->key, pe->n_key, r, s->scratch);
+}
+
+/* After the NFA ran for a key at time `now`: drop the entry if the key went idle
+ * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
+ * suppression so that the idle entry is collected then). */
+static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now)
+{
+    RuleState *st = &s->rules[ri];
+    if (!pe->nfa && pe->suppress_until <= now) {
+        deadline_remove(&st->timers, pe);
+        part_remove(&st->keys, pe);
+        return;
+    }
+    int64_t due = pe->nfa ? nfa_key_deadline(pe->nfa) : pe->suppress_until;
+    if (due <= now)
+        due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
+    if (deadline_set(&st->timers, pe, due) < 0)
+        s->failed = true;
+}
+
+/* The rule whose next deadline is earliest, if it is <= t. */
+static bool next_due(const Shard *s, int64_t t, size_t *rule)
+{
+    int64_t best = INT64_MAX;
+    for (size_t i = 0; i < s->rs->n_rules; i++) {
+        int64_t d = deadline_next(&s->rules[i].timers);
+        if (d < best) {
+            best = d;
+            *rule = i;
+        }
+    }
+    return best != INT64_MAX && best <= t;
+}
+
+static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
+{
+    if (pe->nfa) {
+        s->cur_rule = ri;
+        s->cur_entry = pe;
+        nfa_key_advance(s->rs->rules[ri].nfa, &pe->nfa, t, &s->rules[ri].ctx);
+    }
+    settle(s, ri, pe, t);
+}
+
+void shard_fire_due(Shard *s, int64_t t)
+{
+    size_t ri = 0;
+    while (next_due(s, t, &ri)) {
+        PartEntry *pe = deadline_top(&s->rules[ri].timers);
+        run_advance(s, ri, pe, pe->deadline);
+    }
+    expr_scratch_reset(s->scratch);
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,
+                       Value *vals, Buf *kbytes)
+{
+    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
+    if (rule->filter && !expr_test(rule->filter, &ctx, scratch))
+        return ROUTE_FILTERED;
+    for (size_t k = 0; k < rule->n_keys; k++)
+        vals[k] = expr_eval(rule->keys[k], &ctx, scratch);
+    buf_clear(kbytes);
+    if (!part_key_bytes(vals, rule->n_keys, kbytes))
+        return ROUTE_NO_KEY;
+    if (kbytes->failed)
+        return ROUTE_FAILED;
+    if (!kbytes->data)
+        buf_puts(kbytes, "");   /* the global partition: empty, but not NULL */
+    return kbytes->failed ? ROUTE_FAILED : ROUTE_KEYED;
+}
+
+static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
+{
+    s->cur_rule = ri;
+    s->cur_entry = pe;
+    nfa_key_event(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
+    settle(s, ri, pe, ev->time_ms);
+}
+
+void shard_event(Shard *s, Event *ev)
+{
+    shard_fire_due(s, ev->time_ms);
+    for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
+        const CompiledRule *rule = &s->rs->rules[ri];
+        RuleState *st = &s->rules[ri];
+        switch (rule_route(rule, ev, s->scratch, s->key_vals, &s->key_bytes)) {
+        case ROUTE_FILTERED:
+            continue;
+        case ROUTE_NO_KEY:
+            st->stats.missing_key++;
+            continue;
+        case ROUTE_FAILED:
+            s->failed = true;
+            continue;
+        case ROUTE_KEYED:
+            break;
+        }
+        const char *kb = s->key_bytes.data;
+        size_t klen = s->key_bytes.len;
+        uint64_t h = part_hash(kb, klen);
+        PartEntry *pe = part_lookup(&st->keys, kb, klen, h);
+        if (!pe && !(pe = part_insert(&st->keys, kb, klen, h, s->key_vals, rule->n_keys))) {
+            s->failed = true;
+            continue;
+        }
+        feed_entry(s, ri, pe, ev);
+    }
+    expr_scratch_reset(s->scratch);
+}
+
+void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen, uint64_t hash)
+{
+    const CompiledRule *rule = &s->rs->rules[ri];
+    RuleState *st = &s->rules[ri];
+    shard_fire_due(s, ev->time_ms);
+    PartEntry *pe = part_lookup(&st->keys, kbytes, klen, hash);
+    if (!pe) {
+        /* a new key: its values are evaluated again here, on this thread's scratch */
+        if (rule_route(rule, ev, s->scratch, s->key_vals, &s->key_bytes) != ROUTE_KEYED ||
+            !(pe = part_insert(&st->keys, kbytes, klen, hash, s->key_vals, rule->n_keys))) {
+            s->failed = true;
+            return;
+        }
+    }
+    feed_entry(s, ri, pe, ev);
+    expr_scratch_reset(s->scratch);
+}
+
+/* ---- the end ---------------------------------------------------------------- */
+
+void shard_advance_all(Shard *s)
+{
+    shard_fire_due(s, INT64_MAX - 1);
+    for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
+        RuleState *st = &s->rules[ri];
+        size_t n = st->keys.count, i = 0, bucket = 0;
+        PartEntry **live = malloc((n ? n : 1) * sizeof *live);
+        if (!live) {
+            s->failed = true;
+            return;
+        }
+        /* collected first: advancing may remove entries and resize the table */
+        for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && i < n;
+             pe = part_next(&st->keys, &bucket, pe))
+            live[i++] = pe;
+        for (size_t j = 0; j < i; j++)
+            run_advance(s, ri, live[j], INT64_MAX);
+        free(live);
+    }
+    expr_scratch_reset(s->scratch);
+}
+
+int64_t shard_next_deadline(const Shard *s)
+{
+    int64_t best = INT64_MAX;
+    for (size_t i = 0; i < s->rs->n_rules; i++) {
+        int64_t d = deadline_next(&s->rules[i].timers);
+        if (d < best)
+            best = d;
+    }
+    return best;
+}
+
+uint64_t shard_partials_live(const Shard *s)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < s->rs->n_rules; i++)
+        n += s->rules[i].counters.partials_live;
+    return n;
+}
+
+void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
+{
+    const RuleState *st = &s->rules[rule];
+    acc->matches += st->stats.matches;
+    acc->timeouts += st->stats.timeouts;
+    acc->alerts += st->stats.alerts;
+    acc->suppressed += st->stats.suppressed;
+    acc->missing_key += st->stats.missing_key;
+    acc->keys_live += st->keys.count;
+    acc->partials_live += st->counters.partials_live;
+    acc->partials_dropped += st->counters.partials_dropped;
+}
+
+bool shard_failed(const Shard *s)
+{
+    return s->failed;
+}

@@ -1,0 +1,49 @@
+/* runtime/shard.h — the matching state of one worker: for every rule its partition
+ * table, deadline heap, NFA counters and suppression state, plus the evaluation
+ * scratch. With --workers 1 the engine owns one shard and drives it inline; with N
+ * workers each thread owns one and sees only the (rule, key) pairs hashed to it.
+ * Not thread-safe: one thread per shard. Results go to sink.alert on the shard's
+ * thread. */
+#ifndef VIGIL_RUNTIME_SHARD_H
+#define VIGIL_RUNTIME_SHARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "runtime/engine.h"
+
+typedef struct Shard Shard;
+
+/* How an event relates to a rule before any matching. */
+typedef enum { ROUTE_FILTERED, ROUTE_NO_KEY, ROUTE_KEYED, ROUTE_FAILED } RouteResult;
+
+/* Filter and key of one rule for one event: on ROUTE_KEYED, kbytes holds the
+ * canonical key bytes and vals (room for rule->n_keys) the key values, which may
+ * point into the event or into scratch. */
+RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,
+                       Value *vals, Buf *kbytes);
+
+/* Borrows rs, limits and sink, which must outlive the shard. NULL on allocation failure. */
+Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineSink *sink);
+/* Frees every key's state without firing anything. */
+void shard_free(Shard *s);
+/* One released event through every rule (the inline path): deadlines <= its time
+ * fire first, then filter -> key -> partition -> NFA per rule. */
+void shard_event(Shard *s, Event *ev);
+/* One event for one rule whose key was computed by the router. */
+void shard_feed(Shard *s, size_t rule, Event *ev, const char *kbytes, size_t klen,
+                uint64_t hash);
+/* Fires every deadline <= t of every key of every rule, earliest first. */
+void shard_fire_due(Shard *s, int64_t t);
+/* Time moves to +infinity: every key's pending `within` fires. */
+void shard_advance_all(Shard *s);
+int64_t shard_next_deadline(const Shard *s);
+uint64_t shard_partials_live(const Shard *s);
+/* Adds this shard's counters of one rule to acc. */
+void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc);
+/* An allocation failed: the run must end with an error. */
+bool shard_failed(const Shard *s);
+
+#endif

@@ -1,0 +1,410 @@
+/* runtime/workers.c — worker threads, batches and queues (see workers.h). */
+#include "runtime/workers.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/partition.h"
+#include "runtime/shard.h"
+
+#define BATCH_ITEMS 256
+#define QUEUE_BATCHES 16
+
+typedef struct Item {
+    Event *ev;                 /* one reference, owned by the item */
+    size_t rule;
+    uint64_t hash;
+    size_t key_off, key_len;   /* into Batch.keys */
+} Item;
+
+typedef enum { BATCH_EVENTS, BATCH_END } BatchKind;
+
+typedef struct Batch {
+    struct Batch *next;
+    BatchKind kind;
+    bool fire_timeouts;        /* BATCH_END: end of input (true) or stop (false) */
+    Buf keys;                  /* key bytes of the items */
+    int64_t upto;              /* fire deadlines up to this time after the items */
+    size_t n, cap;
+    Item items[];              /* cap >= the number of rules: one event always fits */
+} Batch;
+
+typedef struct Worker {
+    Workers *owner;
+    Shard *shard;              /* touched only by the worker thread while it runs */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t lock;
+    pthread_cond_t nonempty, nonfull;
+    Batch *head, *tail;        /* the queue, under lock */
+    size_t queued;
+    Batch *filling;            /* owned by the sending thread */
+    int64_t sent_upto;
+    uint64_t pending;          /* partial matches left at a stop; read after join */
+} Worker;
+
+struct Workers {
+    const CompiledRuleSet *rs;
+    size_t n;
+    bool processing_time;
+    bool finished;
+    Worker *w;                 /* n of them */
+    EvalScratch *scratch;      /* the sending thread's */
+    Value *key_vals;
+    Buf key_bytes;
+    uint64_t *missing_key;     /* per rule, counted by the sending thread */
+    Event **copies;            /* per worker: this event's copy for it, during dispatch */
+    bool failed;
+};
+
+/* ---- batches and queues ----------------------------------------------------- */
+
+static Batch *batch_new(BatchKind kind, size_t n_rules)
+{
+    size_t cap = n_rules > BATCH_ITEMS ? n_rules : BATCH_ITEMS;
+    Batch *b = malloc(sizeof *b + cap * sizeof(Item));
+    if (!b)
+        return NULL;
+    b->cap = cap;
+    b->next = NULL;
+    b->kind = kind;
+    b->fire_timeouts = false;
+    b->n = 0;
+    Buf empty = BUF_INIT;
+    b->keys = empty;
+    b->upto = INT64_MIN;
+    return b;
+}
+
+static void batch_free(Batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        event_release(b->items[i].ev);
+    buf_free(&b->keys);
+    free(b);
+}
+
+static void queue_push(Worker *wk, Batch *b)
+{
+    pthread_mutex_lock(&wk->lock);
+    while (wk->queued >= QUEUE_BATCHES)
+        pthread_cond_wait(&wk->nonfull, &wk->lock);
+    if (wk->tail)
+        wk->tail->next = b;
+    else
+        wk->head = b;
+    wk->tail = b;
+    wk->queued++;
+    pthread_cond_signal(&wk->nonempty);
+    pthread_mutex_unlock(&wk->lock);
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for the next batch; on processing time fires the shard's timers meanwhile. */
+static Batch *queue_pop(Worker *wk)
+{
+    pthread_mutex_lock(&wk->lock);
+    while (!wk->head) {
+        int64_t due = wk->owner->processing_time ? shard_next_deadline(wk->shard) : INT64_MAX;
+        if (due == INT64_MAX) {
+            pthread_cond_wait(&wk->nonempty, &wk->lock);
+            continue;
+        }
+        struct timespec at = {(time_t)(due / 1000), (long)(due % 1000) * 1000000L};
+        if (pthread_cond_timedwait(&wk->nonempty, &wk->lock, &at) != 0 && !wk->head) {
+            pthread_mutex_unlock(&wk->lock);
+            shard_fire_due(wk->shard, wall_ms());
+            pthread_mutex_lock(&wk->lock);
+        }
+    }
+    Batch *b = wk->head;
+    wk->head = b->next;
+    if (!wk->head)
+        wk->tail = NULL;
+    wk->queued--;
+    pthread_cond_signal(&wk->nonfull);
+    pthread_mutex_unlock(&wk->lock);
+    return b;
+}
+
+static void *worker_main(void *arg)
+{
+    Worker *wk = arg;
+    for (;;) {
+        Batch *b = queue_pop(wk);
+        for (size_t i = 0; i < b->n; i++) {
+            const Item *it = &b->items[i];
+            shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
+                       it->hash);
+        }
+        if (b->upto != INT64_MIN)
+            shard_fire_due(wk->shard, b->upto);
+        bool end = b->kind == BATCH_END;
+        if (end) {
+            if (b->fire_timeouts)
+                shard_advance_all(wk->shard);
+            else
+                wk->pending = shard_partials_live(wk->shard);
+        }
+        batch_free(b);
+        if (end)
+            return NULL;
+    }
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
+                     const EngineSink *sink, bool processing_time)
+{
+    Workers *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return NULL;
+    ws->rs = rs;
+    ws->n = n;
+    ws->processing_time = processing_time;
+    ws->w = calloc(n, sizeof *ws->w);
+    ws->copies = calloc(n, sizeof *ws->copies);
+    ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
+    ws->scratch = expr_scratch_new();
+    size_t widest = 1;
+    for (size_t i = 0; i < rs->n_rules; i++)
+        if (rs->rules[i].n_keys > widest)
+            widest = rs->rules[i].n_keys;
+    ws->key_vals = calloc(widest, sizeof *ws->key_vals);
+    if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->key_vals) {
+        ws->finished = true;
+        workers_free(ws);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Worker *wk = &ws->w[i];
+        wk->owner = ws;
+        wk->sent_upto = INT64_MIN;
+        pthread_mutex_init(&wk->lock, NULL);
+        pthread_cond_init(&wk->nonempty, NULL);
+        pthread_cond_init(&wk->nonfull, NULL);
+        wk->shard = shard_new(rs, limits, sink);
+        if (!wk->shard || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+            workers_free(ws);
+            return NULL;
+        }
+        wk->started = true;
+    }
+    return ws;
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/* A private copy of an event for another thread: same bytes, slots re-pointed into
+ * the copy (decoded values point into the line or the string room). */
+static Event *event_copy(const Event *ev)
+{
+    Event *c = event_new(ev->line, ev->line_len, ev->n_slots);
+    if (!c)
+        return NULL;
+    memcpy(c->strbuf, ev->strbuf, ev->line_len);
+    c->id = ev->id;
+    c->time_ms = ev->time_ms;
+    c->origin = ev->origin;
+    c->origin_line = ev->origin_line;
+    const char *line_end = ev->line + ev->line_len + 1, *str_end = ev->strbuf + ev->line_len;
+    for (size_t i = 0; i < ev->n_slots; i++) {
+        Value v = ev->slots[i];
+        if (v.s >= ev->line && v.s < line_end)
+            v.s = c->line + (v.s - ev->line);
+        else if (v.s >= ev->strbuf && v.s < str_end)
+            v.s = c->strbuf + (v.s - ev->strbuf);
+        if (v.raw >= ev->line && v.raw < line_end)
+            v.raw = c->line + (v.raw - ev->line);
+        else if (v.raw >= ev->strbuf && v.raw < str_end)
+            v.raw = c->strbuf + (v.raw - ev->strbuf);
+        c->slots[i] = v;
+    }
+    return c;
+}
+
+static void send_filling(Worker *wk)
+{
+    Batch *b = wk->filling;
+    wk->filling = NULL;
+    if (b->upto > wk->sent_upto)
+        wk->sent_upto = b->upto;
+    queue_push(wk, b);
+}
+
+/* The event object worker `i` gets: the original for the first worker, copies for others. */
+static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
+{
+    if (ws->copies[i]) {
+        event_retain(ws->copies[i]);
+        return ws->copies[i];
+    }
+    Event *e = *original_used ? event_copy(ev) : ev;
+    if (!e)
+        return NULL;
+    if (e == ev) {
+        *original_used = true;
+        event_retain(ev);
+    }
+    ws->copies[i] = e;
+    return e;
+}
+
+static int add_item(Workers *ws, size_t ri, Event *ev, bool *original_used)
+{
+    const char *kb = ws->key_bytes.data;
+    size_t klen = ws->key_bytes.len;
+    uint64_t h = part_hash(kb, klen);
+    size_t i = (size_t)((h ^ (ri * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
+    Worker *wk = &ws->w[i];
+    if (!wk->filling && !(wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules)))
+        return -1;
+    Batch *b = wk->filling;
+    Event *mine = event_for(ws, i, ev, original_used);
+    if (!mine)
+        return -1;
+    size_t off = b->keys.len;
+    buf_append(&b->keys, kb, klen);
+    if (b->keys.failed) {
+        event_release(mine);
+        return -1;
+    }
+    b->items[b->n++] = (Item){mine, ri, h, off, klen};
+    b->upto = ev->time_ms;
+    return 0;
+}
+
+int workers_dispatch(Workers *ws, Event *ev)
+{
+    bool original_used = false;
+    /* Room for every rule first: a batch is never sent while this event is being
+     * routed (see below). */
+    for (size_t i = 0; i < ws->n; i++)
+        if (ws->w[i].filling && ws->w[i].filling->n + ws->rs->n_rules > ws->w[i].filling->cap)
+            send_filling(&ws->w[i]);
+    memset(ws->copies, 0, ws->n * sizeof *ws->copies);
+    for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
+        switch (rule_route(&ws->rs->rules[ri], ev, ws->scratch, ws->key_vals, &ws->key_bytes)) {
+        case ROUTE_FILTERED:
+            break;
+        case ROUTE_NO_KEY:
+            ws->missing_key[ri]++;
+            break;
+        case ROUTE_FAILED:
+            ws->failed = true;
+            break;
+        case ROUTE_KEYED:
+            if (add_item(ws, ri, ev, &original_used) < 0)
+                ws->failed = true;
+            break;
+        }
+    }
+    expr_scratch_reset(ws->scratch);
+    /* Every reference change of this event happens before any batch holding it is
+     * sent: from then on only its worker touches it. */
+    event_release(ev);
+    return ws->failed ? -1 : 0;
+}
+
+void workers_publish(Workers *ws, int64_t upto)
+{
+    for (size_t i = 0; i < ws->n; i++) {
+        Worker *wk = &ws->w[i];
+        if (!wk->filling && upto > wk->sent_upto)
+            wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules);   /* time progress only */
+        if (!wk->filling)
+            continue;
+        if (upto > wk->filling->upto)
+            wk->filling->upto = upto;
+        send_filling(wk);
+    }
+}
+
+/* ---- the end ---------------------------------------------------------------- */
+
+int workers_finish(Workers *ws, bool fire_timeouts, uint64_t *pending)
+{
+    if (!ws->finished) {
+        ws->finished = true;
+        for (size_t i = 0; i < ws->n; i++) {
+            Worker *wk = &ws->w[i];
+            if (!wk->started)
+                continue;
+            if (wk->filling)
+                send_filling(wk);
+            Batch *end = batch_new(BATCH_END, 0);
+            while (!end) {   /* the thread must end: wait for memory rather than leak it */
+                struct timespec ms = {0, 1000000L};
+                nanosleep(&ms, NULL);
+                end = batch_new(BATCH_END, 0);
+            }
+            end->fire_timeouts = fire_timeouts;
+            queue_push(wk, end);
+        }
+        for (size_t i = 0; i < ws->n; i++)
+            if (ws->w[i].started) {
+                pthread_join(ws->w[i].thread, NULL);
+                ws->w[i].started = false;
+            }
+    }
+    uint64_t left = 0;
+    bool failed = ws->failed;
+    if (!ws->w)
+        return -1;
+    for (size_t i = 0; i < ws->n; i++) {
+        left += ws->w[i].pending;
+        if (ws->w[i].shard && shard_failed(ws->w[i].shard))
+            failed = true;
+    }
+    if (pending)
+        *pending = left;
+    return failed ? -1 : 0;
+}
+
+void workers_rule_stats(const Workers *ws, size_t rule, EngineRuleStats *acc)
+{
+    acc->missing_key += ws->missing_key[rule];
+    for (size_t i = 0; i < ws->n; i++)
+        if (ws->w[i].shard)
+            shard_add_rule_stats(ws->w[i].shard, rule, acc);
+}
+
+void workers_free(Workers *ws)
+{
+    if (!ws)
+        return;
+    workers_finish(ws, false, NULL);
+    for (size_t i = 0; ws->w && i < ws->n; i++) {
+        Worker *wk = &ws->w[i];
+        while (wk->head) {
+            Batch *b = wk->head;
+            wk->head = b->next;
+            batch_free(b);
+        }
+        if (wk->filling)
+            batch_free(wk->filling);
+        shard_free(wk->shard);
+        if (wk->owner) {
+            pthread_mutex_destroy(&wk->lock);
+            pthread_cond_destroy(&wk->nonempty);
+            pthread_cond_destroy(&wk->nonfull);
+        }
+    }
+    free(ws->w);
+    free(ws->copies);
+    free(ws->missing_key);
+    free(ws->key_vals);
+    buf_free(&ws->key_bytes);
+    if (ws->scratch)
+        expr_scratch_free(ws->scratch);
+    free(ws);
+}

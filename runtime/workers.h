@@ -1,0 +1,41 @@
+/* runtime/workers.h — `--workers N` (N > 1): shards matching over threads.
+ *
+ * Owns: N worker threads, each with its own Shard (runtime/shard.h) and a bounded
+ * queue of batches from the engine's thread. The engine's thread evaluates each
+ * released event's filter and key per rule and sends (rule, event, key) to the
+ * worker chosen by the hash of (rule, key), so every key's events reach one worker
+ * in release order and that key's alerts keep their order. Queues have their own
+ * locks (no global lock); a full queue blocks the sender (backpressure). Events are
+ * reference-counted without atomics, so an event needed by several workers is
+ * copied: each event object is only ever touched by one thread at a time. Each
+ * worker fires its own timers: before each of its events, after each batch (up to
+ * the latest released time) and, on processing time, on a real timer. */
+#ifndef VIGIL_RUNTIME_WORKERS_H
+#define VIGIL_RUNTIME_WORKERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/engine.h"
+
+typedef struct Workers Workers;
+
+/* Starts n threads. rs, limits and sink are borrowed and must outlive the workers;
+ * sink->alert is called from the worker threads. NULL on failure. */
+Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
+                     const EngineSink *sink, bool processing_time);
+/* Routes one released event; takes over the caller's reference. -1 on allocation failure. */
+int workers_dispatch(Workers *w, Event *ev);
+/* Sends the batches being filled, and time progress up to `upto` to idle workers. */
+void workers_publish(Workers *w, int64_t upto);
+/* Ends the workers (joins them): with fire_timeouts every pending `within` fires
+ * first (end of input); otherwise the partial matches left are counted in *pending.
+ * -1 if a worker hit an allocation failure. Idempotent. */
+int workers_finish(Workers *w, bool fire_timeouts, uint64_t *pending);
+/* Counters of one rule summed over the workers (exact once they are finished). */
+void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
+/* Finishes without firing if still running, then frees everything. */
+void workers_free(Workers *w);
+
+#endif
