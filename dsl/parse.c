@@ -142,6 +142,26 @@ static void put_token_text(Buf *b, ParseCtx *pc, bool quote)
         buf_putc(b, '\'');
 }
 
+static bool is_comparison(const char *name)
+{
+    static const char *const OPS[] = {"==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~",
+                                      "'<'", "'>'"};
+    for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
+        if (strcmp(name, OPS[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool expects_expression(const char *const *expected, int n)
+{
+    int found = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(expected[i], "number") == 0 || strcmp(expected[i], "string") == 0 ||
+            strcmp(expected[i], "identifier") == 0)
+            found++;
+    return found == 3;
+}
+
 void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *got,
                         const char *const *expected, int n_expected)
 {
@@ -158,7 +178,15 @@ void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *
         put_token_text(&b, pc, strcmp(got, "identifier") == 0);
     }
     /* A long list of alternatives helps nobody; a short one says what to write. */
-    if (n_expected > 0 && n_expected <= 4) {
+    if (is_comparison(got)) {
+        buf_puts(&b, " (comparisons do not chain: write 'a < b and b < c')");
+    } else if (n_expected > 4 && expects_expression(expected, n_expected)) {
+        buf_puts(&b, ", expected an expression");
+    } else if (n_expected > 4) {
+        for (int i = 0; i < n_expected; i++)
+            if (strcmp(expected[i], "';'") == 0 && at.line > pc->prev_line && pc->prev_line > 0)
+                buf_printf(&b, " (is a ';' missing at the end of line %d?)", pc->prev_line);
+    } else if (n_expected > 0) {
         buf_puts(&b, ", expected ");
         for (int i = 0; i < n_expected; i++) {
             if (i > 0)
@@ -238,6 +266,8 @@ int parse_next_token(YYSTYPE *lval, YYLTYPE *lloc, ParseCtx *pc)
         pc->tok_len = 0;
         *lloc = span_at(pc, pc->pos, pc->pos);
     }
+    pc->prev_line = pc->tok_line;
+    pc->tok_line = lloc->end_line;
     return t;
 }
 

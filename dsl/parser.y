@@ -9,6 +9,7 @@
 %define api.pure full
 %define api.location.type {Span}
 %define parse.error custom
+%define parse.lac full
 %locations
 %parse-param {ParseCtx *pc}
 %lex-param {ParseCtx *pc}
@@ -97,6 +98,8 @@ struct ParseCtx {
     size_t pos;               /* scanner offset in input */
     size_t line_hint;         /* line index of the last lookup (tokens come in order) */
     size_t tok_off, tok_len;  /* the last token, quoted in syntax errors */
+    int prev_line;            /* last line of the token before it */
+    int tok_line;
     void *scanner;            /* yyscan_t */
     int start_token;          /* START_FILE or START_EXPR, handed out first */
     int errors;
@@ -476,12 +479,11 @@ args_ne
 
 static int yyreport_syntax_error(const yypcontext_t *ctx, ParseCtx *pc)
 {
-    enum { MAX_EXPECTED = 5 };
-    yysymbol_kind_t expected[MAX_EXPECTED];
-    int n = yypcontext_expected_tokens(ctx, expected, MAX_EXPECTED);
+    yysymbol_kind_t expected[YYNTOKENS];
+    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS);
     if (n < 0)
         n = 0;
-    const char *names[MAX_EXPECTED];
+    const char *names[YYNTOKENS];
     for (int i = 0; i < n; i++)
         names[i] = yysymbol_name(expected[i]);
     yysymbol_kind_t got = yypcontext_token(ctx);
