@@ -95,7 +95,7 @@ static int key_texts_build(KeyTexts *kt, const Value *key, size_t n)
     }
     for (size_t i = 0; i < n; i++) {
         offs[i] = kt->text.len;
-        alert_key_text(&key[i], &kt->text);
+        value_to_text(&key[i], &kt->text);   /* numbers keep their digits */
         buf_append(&kt->text, "", 1);
     }
     if (!kt->text.failed)

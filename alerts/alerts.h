@@ -69,8 +69,5 @@ void alerts_free(AlertRouter *ar);
 /* "info" ... "critical"; "match" / "timeout". */
 const char *alert_severity_name(Severity s);
 const char *alert_kind_name(NfaResultKind k);
-/* A key value as plain text for templates ({key.NAME}): strings unquoted, numbers
- * with their original digits. */
-void alert_key_text(const Value *v, Buf *out);
 
 #endif

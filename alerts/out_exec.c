@@ -334,8 +334,14 @@ static void child_feed(ExecChild *c)
 /* Signals timed-out children; returns true once the child has been reaped. */
 static bool child_check(ExecOutput *eo, ExecChild *c, int64_t now)
 {
-    int status;
+    int status = 0;
     pid_t r = waitpid(c->pid, &status, WNOHANG);
+    if (r < 0 && errno == ECHILD) {
+        /* SIGCHLD is ignored in this process, so the kernel reaped the child and its
+         * status is gone: count it as delivered rather than run it twice. */
+        r = c->pid;
+        status = 0;
+    }
     if (r == c->pid) {
         ExecJob *j = c->job;
         bool ok = false;

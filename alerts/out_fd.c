@@ -89,17 +89,20 @@ static void fdbuf_flush(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char
 static void fdbuf_add(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char *name,
                       const char *path, const char *line, size_t len, int64_t now)
 {
+    if (!buf_reserve(&fb->buf, len + 1)) {
+        /* Out of memory: write out what is buffered, then try again with that room. */
+        fb->buf.failed = false;
+        fdbuf_flush(fb, h, cfg, name, path);
+        if (!buf_reserve(&fb->buf, len + 1)) {
+            fb->buf.failed = false;
+            fd_health_result(h, cfg, name, path, 1, ENOMEM);
+            return;
+        }
+    }
     if (fb->lines == 0)
         fb->oldest_ms = now;
     buf_append(&fb->buf, line, len);
     buf_putc(&fb->buf, '\n');
-    if (fb->buf.failed) {
-        /* Out of memory: write what we have, then this line on its own. */
-        buf_clear(&fb->buf);
-        h->failed++;
-        fdbuf_flush(fb, h, cfg, name, path);
-        return;
-    }
     fb->lines++;
     if (fb->buf.len >= cfg->fd_buffer || now - fb->oldest_ms >= cfg->fd_max_delay_ms)
         fdbuf_flush(fb, h, cfg, name, path);

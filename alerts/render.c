@@ -30,39 +30,36 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+static bool json_ok(const char *text, size_t len)
+{
+    DecodeError derr;
+    return json_validate(text, len, DECODE_MAX_DEPTH, &derr);
+}
+
 /* Appends JSON text that should already be valid; anything else becomes a string. */
 static void put_json_checked(Buf *out, const char *text, size_t len)
 {
-    DecodeError derr;
-    if (json_validate(text, len, DECODE_MAX_DEPTH, &derr))
+    if (json_ok(text, len))
         buf_append(out, text, len);
     else
         buf_json_string(out, text, len);
 }
 
-/* A value as JSON, keeping the original text of values read from events. */
+/* A value as JSON: its original text when it has one (a 19-digit id stays exact),
+ * else (or if that text is not valid JSON) value_to_json. */
 static void put_value_json(Buf *out, const Value *v, Buf *tmp)
 {
+    if (v->raw && v->raw_len && json_ok(v->raw, v->raw_len)) {
+        buf_append(out, v->raw, v->raw_len);
+        return;
+    }
     buf_clear(tmp);
-    if (v->raw && v->raw_len)
-        buf_append(tmp, v->raw, v->raw_len);
-    else
-        value_to_json(v, tmp);
+    value_to_json(v, tmp);
     if (tmp->failed) {
         out->failed = true;
         return;
     }
     put_json_checked(out, tmp->data, tmp->len);
-}
-
-void alert_key_text(const Value *v, Buf *out)
-{
-    if (v->type == V_STR)
-        buf_append(out, v->s, v->len);
-    else if (v->type == V_NUM && v->raw)
-        buf_append(out, v->raw, v->raw_len);
-    else
-        value_to_text(v, out);
 }
 
 static void put_key(Buf *out, const CompiledRule *rule, const Value *key, size_t n_key, Buf *tmp)
