@@ -204,13 +204,20 @@ void decoder_free(Decoder *d)
     free(d);
 }
 
-static const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len)
+/* Member names are short: an inline byte loop beats a call to memcmp. */
+static inline bool same_bytes(const char *a, const char *b, size_t len)
 {
-    /* Length and first byte reject almost every non-matching name without a call. */
+    for (size_t i = 0; i < len; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+static inline const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len)
+{
     for (size_t i = 0; i < n->n_names; i++) {
         const NameEdge *edge = &n->names[i];
-        if (edge->len == len && (len == 0 || (edge->name[0] == name[0]
-                                              && memcmp(edge->name, name, len) == 0)))
+        if (edge->len == len && same_bytes(edge->name, name, len))
             return edge->child;
     }
     return NULL;
@@ -257,6 +264,24 @@ static inline uint64_t word_has_stop(uint64_t w)
     uint64_t below_space = w - ONES * 0x20;
     return (zero_q | zero_b | below_space | w) & HIGHS;
 }
+
+/* Index of the first byte flagged by word_has_stop. Borrows in its subtractions only
+ * run upward from a truly flagged byte, so the lowest flag is always exact; where the
+ * byte order or the builtin is unknown, 0 lets a byte loop find it. */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define EXACT_FIRST_FLAG 1
+static inline unsigned first_flagged_byte(uint64_t flags)
+{
+    return (unsigned)__builtin_ctzll(flags) / 8;
+}
+#else
+#define EXACT_FIRST_FLAG 0
+static inline unsigned first_flagged_byte(uint64_t flags)
+{
+    (void)flags;
+    return 0;
+}
+#endif
 
 static inline int hex_value(char c)
 {
@@ -322,21 +347,36 @@ typedef struct ScanError {
 /* Validates a string body starting after its opening quote. Returns the position
  * after the closing quote, or NULL with *e set. *escaped tells whether decoding is
  * more than a copy. */
-static const char *scan_string(const char *p, const char *end, bool *escaped, ScanError *e)
+#if defined(__GNUC__)
+#define HOT_INLINE inline __attribute__((always_inline))
+#else
+#define HOT_INLINE inline
+#endif
+
+static HOT_INLINE const char *scan_string(const char *p, const char *end, bool *escaped,
+                                          ScanError *e)
 {
     *escaped = false;
     for (;;) {
-        while (end - p >= 8) {
+        if (end - p >= 8) {
             uint64_t w;
             memcpy(&w, p, 8);
-            if (word_has_stop(w))
-                break;
-            p += 8;
+            uint64_t stops = word_has_stop(w);
+            if (stops == 0) {
+                p += 8;
+                continue;
+            }
+            p += first_flagged_byte(stops);
+#if !EXACT_FIRST_FLAG
+            while (!STR_STOP[(unsigned char)*p])
+                p++;
+#endif
+        } else {
+            while (p < end && !STR_STOP[(unsigned char)*p])
+                p++;
+            if (p == end)
+                goto unterminated;
         }
-        while (p < end && !STR_STOP[(unsigned char)*p])
-            p++;
-        if (p == end)
-            goto unterminated;
         unsigned char c = (unsigned char)*p;
         if (c == '"')
             return p + 1;

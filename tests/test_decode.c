@@ -200,6 +200,49 @@ START_TEST(last_duplicate_wins)
 }
 END_TEST
 
+/* The string scanner looks at 8 bytes at a time: put each kind of special byte at every
+ * position of a word, and check where it was found. */
+START_TEST(string_specials_at_every_position)
+{
+    static const char *const paths[] = { "s" };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    for (size_t k = 0; k < 20; k++) {
+        char run[32], line[128];
+        memset(run, 'a', k);
+        run[k] = '\0';
+        DecodeError err = { NULL, 0 };
+
+        snprintf(line, sizeof line, "{\"s\":\"%s\",\"t\":\"xxxxxxxxxxxx\"}", run);
+        Event *ev = decode_ok(&f, line);
+        ck_assert_uint_eq(ev->slots[0].len, k);
+        event_release(ev);
+
+        snprintf(line, sizeof line, "{\"s\":\"%s\\n\\\"bb\"}", run);
+        ev = decode_ok(&f, line);
+        ck_assert_uint_eq(ev->slots[0].len, k + 4);
+        ck_assert(ev->slots[0].s[k] == '\n' && ev->slots[0].s[k + 1] == '"');
+        event_release(ev);
+
+        snprintf(line, sizeof line, "{\"s\":\"%s\xc3\xa9\x7f\"}", run);
+        ev = decode_ok(&f, line);
+        ck_assert_uint_eq(ev->slots[0].len, k + 3);
+        event_release(ev);
+
+        snprintf(line, sizeof line, "{\"s\":\"%s\x1f-padding-padding\"}", run);
+        ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+        ck_assert_str_eq(err.reason, "control character in string");
+        ck_assert_uint_eq(err.offset, 6 + k);
+
+        snprintf(line, sizeof line, "{\"s\":\"%s\xe9-padding-padding\"}", run);
+        ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+        ck_assert_str_eq(err.reason, "invalid UTF-8");
+        ck_assert_uint_eq(err.offset, 6 + k);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
 static const struct {
     const char *line;
     const char *reason;
@@ -396,6 +439,7 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, numbers_keep_their_text);
     tcase_add_test(tc, escapes_and_surrogate_pairs);
     tcase_add_test(tc, last_duplicate_wins);
+    tcase_add_test(tc, string_specials_at_every_position);
     tcase_add_loop_test(tc, errors_have_reason_and_offset, 0,
                         (int)(sizeof BAD_LINES / sizeof BAD_LINES[0]));
     tcase_add_test(tc, nesting_limit);
