@@ -315,10 +315,11 @@ static int add_stream(InputSet *in, const char *spec, char **err)
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    int stat_errno = fstat(fd, &st) == 0 ? (S_ISDIR(st.st_mode) ? EISDIR : 0) : errno;
+    if (stat_errno != 0) {
         if (!is_stdin)
             close(fd);
-        *err = format_heap("cannot read %s: is a directory", spec);
+        *err = format_heap("cannot read %s: %s", spec, strerror(stat_errno));
         return -1;
     }
     Source *s = source_add(in, SRC_STREAM, fd, spec);
