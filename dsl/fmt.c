@@ -467,7 +467,7 @@ static const char *severity_word(Severity s)
     return WORDS[s];
 }
 
-static void put_action(Buf *b, const Action *a)
+static void put_action_head(Buf *b, const Action *a)
 {
     buf_puts(b, "alert ");
     if (a->severity_written) {
@@ -475,35 +475,82 @@ static void put_action(Buf *b, const Action *a)
         buf_putc(b, ' ');
     }
     put_template(b, &a->message);
-    if (a->n_fields > 0) {
-        buf_puts(b, " fields { ");
-        for (size_t i = 0; i < a->n_fields; i++) {
-            if (i > 0)
-                buf_puts(b, ", ");
-            put_name(b, a->fields[i].name);
-            buf_puts(b, ": ");
-            put_expr(b, a->fields[i].value);
-        }
-        buf_puts(b, " }");
+}
+
+static void put_action_fields(Buf *b, const Action *a)
+{
+    buf_puts(b, "fields { ");
+    for (size_t i = 0; i < a->n_fields; i++) {
+        if (i > 0)
+            buf_puts(b, ", ");
+        put_name(b, a->fields[i].name);
+        buf_puts(b, ": ");
+        put_expr(b, a->fields[i].value);
     }
-    if (a->n_to > 0) {
-        buf_puts(b, " to ");
-        for (size_t i = 0; i < a->n_to; i++) {
-            if (i > 0)
-                buf_puts(b, ", ");
-            put_name(b, a->to[i].name);
-        }
+    buf_puts(b, " }");
+}
+
+static void put_action_to(Buf *b, const Action *a)
+{
+    buf_puts(b, "to ");
+    for (size_t i = 0; i < a->n_to; i++) {
+        if (i > 0)
+            buf_puts(b, ", ");
+        put_name(b, a->to[i].name);
     }
 }
 
-static void put_on(Buf *b, const OnClause *on)
+/* Parts of an action after its head go on their own lines when `sep` is a
+ * newline plus indentation, or on the same line when it is a space. */
+static void put_action(Buf *b, const Action *a, const char *sep)
 {
-    buf_puts(b, on->trigger == ON_MATCH ? "on match" : "on timeout");
+    put_action_head(b, a);
+    if (a->n_fields > 0) {
+        buf_puts(b, sep);
+        put_action_fields(b, a);
+    }
+    if (a->n_to > 0) {
+        buf_puts(b, sep);
+        put_action_to(b, a);
+    }
+}
+
+static void put_on_with(Buf *b, const OnClause *on, const char *sep)
+{
+    buf_puts(b, on->trigger == ON_MATCH ? "on match " : "on timeout ");
     for (size_t i = 0; i < on->n_actions; i++) {
-        buf_putc(b, ' ');
-        put_action(b, &on->actions[i]);
+        if (i > 0)
+            buf_puts(b, sep);
+        put_action(b, &on->actions[i], sep);
     }
     buf_putc(b, ';');
+}
+
+#define FMT_LINE_WIDTH 100
+
+/* An `on` clause starting at `column`: one line if it fits, else one line per
+ * action part, aligned under the first action. */
+static void put_on(Buf *b, const OnClause *on, size_t column)
+{
+    Buf line = BUF_INIT;
+    put_on_with(&line, on, " ");
+    if (line.failed || column + line.len <= FMT_LINE_WIDTH) {
+        buf_append(b, line.data ? line.data : "", line.len);
+        b->failed |= line.failed;
+        buf_free(&line);
+        return;
+    }
+    buf_free(&line);
+    Buf sep = BUF_INIT;
+    buf_putc(&sep, '\n');
+    size_t pad = column + strlen(on->trigger == ON_MATCH ? "on match " : "on timeout ");
+    for (size_t i = 0; i < pad; i++)
+        buf_putc(&sep, ' ');
+    if (sep.failed)
+        b->failed = true;
+    else
+        put_on_with(b, on, sep.data);
+    buf_free(&sep);
 }
 
 /* Keys written in the statement `st`: from its index up to the next key statement. */
@@ -515,7 +562,7 @@ static size_t key_stmt_end(const Rule *r, size_t stmt)
     return r->n_keys;
 }
 
-static void put_stmt(Buf *b, const Rule *r, size_t i)
+static void put_stmt(Buf *b, const Rule *r, size_t i, size_t column)
 {
     const Stmt *st = &r->stmts[i];
     switch (st->kind) {
@@ -545,7 +592,7 @@ static void put_stmt(Buf *b, const Rule *r, size_t i)
         buf_putc(b, ';');
         return;
     case STMT_ON:
-        put_on(b, &r->on[st->index]);
+        put_on(b, &r->on[st->index], column);
         return;
     }
 }
@@ -599,7 +646,24 @@ typedef struct Printer {
     Buf out;
     const SourceFile *src;
     size_t next_comment;    /* comments before this index are printed */
+    size_t *marks;          /* heap: offsets in `out` where trailing comments start */
+    size_t n_marks, cap_marks;
 } Printer;
+
+static void add_mark(Printer *p, size_t offset)
+{
+    if (p->n_marks == p->cap_marks) {
+        size_t cap = p->cap_marks ? p->cap_marks * 2 : 16;
+        size_t *marks = realloc(p->marks, cap * sizeof *marks);
+        if (marks == NULL) {
+            p->out.failed = true;
+            return;
+        }
+        p->marks = marks;
+        p->cap_marks = cap;
+    }
+    p->marks[p->n_marks++] = offset;
+}
 
 static void indent(Printer *p, int depth)
 {
@@ -625,10 +689,14 @@ static void flush_comments_before(Printer *p, int line, int col, int depth)
  * the end of its line. */
 static void flush_trailing(Printer *p, int line)
 {
+    bool first = true;
     while (p->src && p->next_comment < p->src->n_comments) {
         const SourceComment *c = &p->src->comments[p->next_comment];
         if (c->line > line)
             return;
+        if (first)
+            add_mark(p, p->out.len);
+        first = false;
         buf_putc(&p->out, ' ');
         buf_puts(&p->out, c->text);
         p->next_comment++;
@@ -708,7 +776,7 @@ static void put_rule(Printer *p, const Rule *r)
         const Stmt *st = &r->stmts[i];
         flush_comments_before(p, st->span.line, st->span.col, 1);
         indent(p, 1);
-        put_stmt(&p->out, r, i);
+        put_stmt(&p->out, r, i, 2);
         end_line(p, last_line(st->span));
     }
     flush_comments_before(p, last_line(r->span), 1, 1);
@@ -734,10 +802,56 @@ static void put_decl(Printer *p, const RuleSet *rs, const RuleFile *f, const Dec
     }
 }
 
+/* Trailing comments on consecutive lines start in one column, as gofmt does;
+ * a line without one ends the group. Returns the aligned text (heap). */
+static char *align_trailing_comments(const Printer *p)
+{
+    Buf out = BUF_INIT;
+    const char *text = p->out.data ? p->out.data : "";
+    size_t len = p->out.len, m = 0, pos = 0;
+    while (pos < len) {
+        /* One group: consecutive lines that each carry a mark. */
+        size_t group_start = pos, width = 0, lines = 0, scan = pos, mk = m;
+        while (scan < len && mk < p->n_marks) {
+            const char *nl = memchr(text + scan, '\n', len - scan);
+            size_t end = nl ? (size_t)(nl - text) : len;
+            if (p->marks[mk] < scan || p->marks[mk] >= end)
+                break;
+            if (p->marks[mk] - scan > width)
+                width = p->marks[mk] - scan;
+            lines++;
+            mk++;
+            scan = end + 1;
+        }
+        if (lines == 0) {
+            const char *nl = memchr(text + pos, '\n', len - pos);
+            size_t end = nl ? (size_t)(nl - text) + 1 : len;
+            buf_append(&out, text + pos, end - pos);
+            pos = end;
+            continue;
+        }
+        pos = group_start;
+        for (size_t i = 0; i < lines; i++, m++) {
+            const char *nl = memchr(text + pos, '\n', len - pos);
+            size_t end = nl ? (size_t)(nl - text) + 1 : len;
+            buf_append(&out, text + pos, p->marks[m] - pos);
+            for (size_t k = p->marks[m] - pos; k < width; k++)
+                buf_putc(&out, ' ');
+            buf_append(&out, text + p->marks[m], end - p->marks[m]);
+            pos = end;
+        }
+    }
+    if (out.failed) {
+        buf_free(&out);
+        return NULL;
+    }
+    return buf_steal(&out);
+}
+
 char *dsl_fmt_file(const RuleSet *rs, size_t file_index)
 {
     const RuleFile *f = &rs->files[file_index];
-    Printer p = {BUF_INIT, f->src, 0};
+    Printer p = {BUF_INIT, f->src, 0, NULL, 0, 0};
     for (size_t i = 0; i < f->n_decls; i++) {
         const Decl *d = &f->decls[i];
         bool grouped = i > 0 && d->kind == DECL_OUTPUT && f->decls[i - 1].kind == DECL_OUTPUT;
@@ -749,9 +863,8 @@ char *dsl_fmt_file(const RuleSet *rs, size_t file_index)
     if (f->n_decls > 0 && p.src && p.next_comment < p.src->n_comments)
         buf_putc(&p.out, '\n');
     flush_comments_before(&p, 1 << 30, 0, 0);
-    if (p.out.failed) {
-        buf_free(&p.out);
-        return NULL;
-    }
-    return buf_steal(&p.out);
+    char *text = p.out.failed ? NULL : align_trailing_comments(&p);
+    buf_free(&p.out);
+    free(p.marks);
+    return text;
 }

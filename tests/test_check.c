@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dsl/check.h"
@@ -470,6 +471,104 @@ START_TEST(load_cross_file_duplicates)
 }
 END_TEST
 
+/* ---- the `vigil check` command ------------------------------------------------ */
+
+/* Runs a shell command; returns its exit status and its stdout (heap) in *out. */
+static int run_command(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(m);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        fwrite(chunk, 1, n, m);
+    fclose(m);
+    int status = pclose(p);
+    *out = text;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char *vigil_binary(char *buf, size_t size)
+{
+    const char *top = getenv("top_builddir");
+    char rel[1024];
+    snprintf(rel, sizeof rel, "%s/vigil", top ? top : ".");
+    /* Absolute, because some commands run from another directory. */
+    char *abs = realpath(rel, NULL);
+    ck_assert_msg(abs != NULL, "cannot find %s", rel);
+    snprintf(buf, size, "%s", abs);
+    free(abs);
+    return buf;
+}
+
+START_TEST(cli_accepts_every_conformance_rule_file)
+{
+    const char *shared = getenv("VIGIL_SHARED");
+    char dir[1024];
+    if (shared)
+        snprintf(dir, sizeof dir, "%s/conformance", shared);
+    DIR *d = shared ? opendir(dir) : NULL;
+    if (d == NULL) {
+        fprintf(stderr, "VIGIL_SHARED/conformance not found; skipping\n");
+        return;
+    }
+    char vigil[1024];
+    vigil_binary(vigil, sizeof vigil);
+    int checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char cmd[4096], *out = NULL;
+        snprintf(cmd, sizeof cmd, "'%s' check '%s/%s/rules.cep' 2>/dev/null", vigil, dir, e->d_name);
+        int rc = run_command(cmd, &out);
+        ck_assert_msg(rc == 0, "%s: vigil check exited %d", e->d_name, rc);
+        ck_assert_msg(strncmp(out, "1 file, ", 8) == 0 && strstr(out, ", 0 errors"),
+                      "%s: summary was '%s'", e->d_name, out);
+        free(out);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_int_gt(checked, 0);
+}
+END_TEST
+
+START_TEST(cli_reports_errors_and_usage)
+{
+    char vigil[1024], cmd[4096], *out = NULL;
+    vigil_binary(vigil, sizeof vigil);
+    char *dir = make_temp_dir();
+    write_file(dir, "bad.cep", "rule r { begin a where lenght(x) > 1; }\n");
+    write_file(dir, "good.cep", "rule g { begin a one_or_more; }\n");
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check bad.cep 2>&1", dir, vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_str_eq(out, "bad.cep:1:24: error: unknown function 'lenght' (did you mean 'len'?)\n"
+                          "rule r { begin a where lenght(x) > 1; }\n"
+                          "                       ^~~~~~\n");
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check good.cep 2>/dev/null", dir, vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, "1 file, 1 rule, 0 errors, 1 warning\n");
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' check 2>/dev/null", vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' check --bogus x.cep 2>/dev/null", vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' check --help", vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: vigil check"));
+    free(out);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
 /* ---- bad rule files with their expected output ---------------------------------- */
 
 static char *read_all(const char *path)
@@ -559,6 +658,10 @@ static Suite *check_suite(void)
     tcase_add_test(load, load_reports_missing_and_empty);
     tcase_add_test(load, load_cross_file_duplicates);
     suite_add_tcase(s, load);
+    TCase *cli = tcase_create("cli");
+    tcase_add_test(cli, cli_accepts_every_conformance_rule_file);
+    tcase_add_test(cli, cli_reports_errors_and_usage);
+    suite_add_tcase(s, cli);
     return s;
 }
 

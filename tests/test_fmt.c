@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "dsl/fmt.h"
@@ -227,6 +229,15 @@ static const FmtCase CASES[] = {
      "  on match alert \"m {key.u}\" alert critical 'raw {x}';\n"
      "  on timeout alert low \"t\" fields { k: key.u };\n"
      "}\n"},
+    /* long `on` clauses wrap under the first action; trailing comments align */
+    {"rule r {\n  key u; # k\n  begin a;     # the first\n  within 1m;\n"
+     "  on match alert high \"a fairly long message about user {u} and more text here\" fields "
+     "{ total: sum(a.x), n: count(a) } to stdout, log alert \"second\";\n}\n",
+     "rule r {\n  key u;   # k\n  begin a; # the first\n  within 1m;\n"
+     "  on match alert high \"a fairly long message about user {u} and more text here\"\n"
+     "           fields { total: sum(a.x), n: count(a) }\n"
+     "           to stdout, log\n"
+     "           alert \"second\";\n}\n"},
     /* comments: own-line before the next statement, trailing at the end of the line */
     {"# header\n\n# about r\nrule r { # opens\n  # the start\n  begin a;   // first\n"
      "  /* block */ next b;\n  # dangling\n} # closes\n# end\n",
@@ -346,6 +357,97 @@ START_TEST(round_trip_conformance)
 }
 END_TEST
 
+/* ---- the `vigil fmt` command ------------------------------------------------------ */
+
+static int run_command(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    Buf b = BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        buf_append(&b, chunk, n);
+    int status = pclose(p);
+    ck_assert(!b.failed);
+    *out = buf_steal(&b);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static size_t count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+START_TEST(cli_prints_checks_and_rewrites)
+{
+    const char *top = getenv("top_builddir");
+    char rel[1024], cmd[4096], *out = NULL;
+    snprintf(rel, sizeof rel, "%s/vigil", top ? top : ".");
+    char *vigil = realpath(rel, NULL);
+    ck_assert_msg(vigil != NULL, "cannot find %s", rel);
+    char dir[] = "/tmp/vigil-test-fmt-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[1100];
+    snprintf(path, sizeof path, "%s/r.cep", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("rule r{begin a where x>1;}", f);
+    fclose(f);
+    chmod(path, 0640);
+    const char *canonical = "rule r {\n  begin a where x > 1;\n}\n";
+
+    snprintf(cmd, sizeof cmd, "'%s' fmt '%s'", vigil, path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, canonical);
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' fmt --check '%s'", vigil, path);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_ptr_nonnull(strstr(out, "r.cep"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "'%s' fmt -w '%s'", vigil, path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, "");
+    free(out);
+    char *text = read_all(path);
+    ck_assert_str_eq(text, canonical);
+    free(text);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0640);
+    ck_assert_uint_eq(count_entries(dir), 1);   /* no temporary file left behind */
+    snprintf(cmd, sizeof cmd, "'%s' fmt --check '%s'", vigil, path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    free(out);
+
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("rule r { begin a where ; }\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' fmt -w '%s' 2>/dev/null", vigil, path);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    free(out);
+    text = read_all(path);
+    ck_assert_str_eq(text, "rule r { begin a where ; }\n");   /* left untouched */
+    free(text);
+    snprintf(cmd, sizeof cmd, "'%s' fmt 2>/dev/null", vigil);
+    ck_assert_int_eq(run_command(cmd, &out), 2);
+    free(out);
+
+    remove(path);
+    rmdir(dir);
+    free(vigil);
+}
+END_TEST
+
 /* ---- fingerprints ---------------------------------------------------------------------- */
 
 static uint64_t fingerprint_of(const char *text)
@@ -398,6 +500,7 @@ static Suite *fmt_suite(void)
     tcase_add_test(tc, expr_text);
     tcase_add_test(tc, round_trip_tree_files);
     tcase_add_test(tc, round_trip_conformance);
+    tcase_add_test(tc, cli_prints_checks_and_rewrites);
     suite_add_tcase(s, tc);
     TCase *fp = tcase_create("fingerprint");
     tcase_add_test(fp, fingerprint_ignores_actions_comments_layout);
