@@ -61,6 +61,7 @@ typedef struct Source {
     int port;               /* bound port (tcp listeners), else -1 */
     unsigned long clients;  /* connections accepted so far (listeners), for "#N" */
     bool is_unix;           /* listener family, for naming its clients */
+    bool out_of_fds;        /* listener: accept hit EMFILE/ENFILE; not polled until an fd frees */
     /* framing */
     char *buf;              /* heap, owned */
     size_t len, cap;
@@ -537,9 +538,16 @@ static void accept_clients(InputSet *in, Source *listener)
         int fd = accept4(listener->fd, (struct sockaddr *)&ss, &len,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
-                && errno != ECONNABORTED)
+            if (errno == EMFILE || errno == ENFILE) {
+                /* The pending client stays in the backlog and the listener stays
+                 * readable: stop polling it until a descriptor is freed, or we spin. */
+                log_error("input %s: accept: %s; waiting for a connection to close",
+                          listener->origin, strerror(errno));
+                listener->out_of_fds = true;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+                       && errno != ECONNABORTED) {
                 log_error("input %s: accept: %s", listener->origin, strerror(errno));
+            }
             return;
         }
         listener->clients++;
@@ -586,11 +594,13 @@ static bool ensure_pfds(InputSet *in, size_t n)
 static void remove_finished(InputSet *in)
 {
     size_t kept = 0;
+    bool freed_fd = false;
     for (size_t i = 0; i < in->n_sources; i++) {
         Source *s = in->sources[i];
         if (s->finished) {
             if (s->kind == SRC_CONNECTION)
                 in->n_connections--;
+            freed_fd |= s->owns_fd && s->fd >= 0;
             source_close(s);
             free(s);
         } else {
@@ -598,6 +608,8 @@ static void remove_finished(InputSet *in)
         }
     }
     in->n_sources = kept;
+    for (size_t i = 0; freed_fd && i < in->n_sources; i++)
+        in->sources[i]->out_of_fds = false;
 }
 
 int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
@@ -612,7 +624,7 @@ int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
     size_t n = 0;
     for (size_t i = 0; i < in->n_sources; i++) {
         Source *s = in->sources[i];
-        if (in->paused && s->kind != SRC_LISTENER)
+        if (s->kind == SRC_LISTENER ? s->out_of_fds : in->paused)
             continue;
         in->pfds[n] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
         in->polled[n++] = s;
