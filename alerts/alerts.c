@@ -174,6 +174,13 @@ int alerts_flush(AlertRouter *ar)
     return rc;
 }
 
+void alerts_idle(AlertRouter *ar)
+{
+    for (size_t i = 0; i < ar->n_outs; i++)
+        if (ar->outs[i]->ops->drain)
+            ar->outs[i]->ops->drain(ar->outs[i]);
+}
+
 void alerts_stats(const AlertRouter *ar, Buf *out)
 {
     buf_putc(out, '{');

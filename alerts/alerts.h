@@ -15,8 +15,9 @@
  * work in their own threads, so alerts_deliver never waits for a child or a network.
  *
  * Buffering: `stdout` and `file` outputs write in batches (64 KiB, or at the next alert
- * once the oldest buffered line is 100 ms old). Call alerts_flush at shutdown and
- * whenever the input goes idle, so no alert waits in a buffer while nothing happens. */
+ * once the oldest buffered line is 100 ms old). Call alerts_idle whenever the input
+ * goes idle (it never waits), so no alert sits in a buffer while nothing happens, and
+ * alerts_flush at shutdown. */
 #ifndef VIGIL_ALERTS_ALERTS_H
 #define VIGIL_ALERTS_ALERTS_H
 
@@ -56,8 +57,13 @@ int alert_render(const CompiledRule *rule, const CompiledAction *action,
  * outputs. A rule without any `on` clause uses the default action on match. */
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
                     const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch);
-/* Flushes buffered output (end of input, SIGTERM). Returns 0, or -1 if an output failed. */
+/* Flushes buffered output (end of input, SIGTERM), waiting at most flush_timeout_ms
+ * for exec children and network outputs to deliver what they hold. Returns 0, or -1
+ * if something is still undelivered or an output failed since the previous flush. */
 int alerts_flush(AlertRouter *ar);
+/* Writes out the stdout and file buffers without waiting for anything (call it when
+ * the input is idle). Exec and network outputs deliver on their own threads anyway. */
+void alerts_idle(AlertRouter *ar);
 /* Appends a JSON object with per-output counters and health to out:
  * {"stdout":{"kind":"stdout","sent":1,"failed":0,"dropped":0,"buffered":0,
  *  "healthy":true,"state":"ok"},"NAME":{...}} */

@@ -150,6 +150,14 @@ static int stdout_flush(Output *o, int64_t timeout_ms)
     return rc;
 }
 
+static void stdout_drain(Output *o)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    pthread_mutex_lock(&so->mu);
+    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    pthread_mutex_unlock(&so->mu);
+}
+
 static void fd_health_stats(const FdHealth *h, uint64_t buffered, OutStats *st)
 {
     st->sent = h->sent;
@@ -180,7 +188,8 @@ static void stdout_destroy(Output *o)
     free(so);
 }
 
-static const OutputOps stdout_ops = {stdout_write, stdout_flush, stdout_stats, stdout_destroy};
+static const OutputOps stdout_ops = {stdout_write, stdout_flush, stdout_drain, stdout_stats,
+                                     stdout_destroy};
 
 Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
 {
@@ -406,13 +415,26 @@ static int file_write(Output *o, const AlertMeta *m, const char *line, size_t le
     return rc;
 }
 
+static void file_drain_locked(FileOutput *fo)
+{
+    for (size_t i = 0; i < fo->n_files; i++)
+        fdbuf_flush(&fo->files[i].fb, &fo->h, fo->cfg, fo->base.name, fo->files[i].path);
+}
+
+static void file_drain(Output *o)
+{
+    FileOutput *fo = (FileOutput *)o;
+    pthread_mutex_lock(&fo->mu);
+    file_drain_locked(fo);
+    pthread_mutex_unlock(&fo->mu);
+}
+
 static int file_flush(Output *o, int64_t timeout_ms)
 {
     FileOutput *fo = (FileOutput *)o;
     (void)timeout_ms;
     pthread_mutex_lock(&fo->mu);
-    for (size_t i = 0; i < fo->n_files; i++)
-        fdbuf_flush(&fo->files[i].fb, &fo->h, fo->cfg, o->name, fo->files[i].path);
+    file_drain_locked(fo);
     int rc = fd_health_flush_result(&fo->h);
     pthread_mutex_unlock(&fo->mu);
     return rc;
@@ -441,7 +463,7 @@ static void file_destroy(Output *o)
     free(fo);
 }
 
-static const OutputOps file_ops = {file_write, file_flush, file_stats, file_destroy};
+static const OutputOps file_ops = {file_write, file_flush, file_drain, file_stats, file_destroy};
 
 Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
 {

@@ -49,6 +49,7 @@ typedef struct NetOutput {
     size_t cap, head, count;
     bool stop, kick;
     NetState state;
+    bool outage;             /* from a failure until the next successful connect */
     uint64_t sent, dropped, failed_at_flush;
     uint64_t failed;         /* always 0: lines are kept until sent or dropped */
     OutDropLog drops;
@@ -121,7 +122,7 @@ static void net_stats(Output *o, OutStats *st)
     st->failed = no->failed;
     st->dropped = no->dropped;
     st->buffered = no->count;
-    st->healthy = no->state != NET_DOWN;
+    st->healthy = !no->outage;
     st->state = net_state_name(no->state);
     pthread_mutex_unlock(&no->mu);
 }
@@ -232,6 +233,10 @@ static void net_set_state(NetOutput *no, NetState s)
 {
     pthread_mutex_lock(&no->mu);
     no->state = s;
+    if (s == NET_DOWN)
+        no->outage = true;
+    else if (s == NET_CONNECTED)
+        no->outage = false;
     pthread_mutex_unlock(&no->mu);
 }
 
@@ -372,7 +377,7 @@ static void net_destroy(Output *o)
     net_free_parts(no);
 }
 
-static const OutputOps net_ops = {net_write, net_flush, net_stats, net_destroy};
+static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy};
 
 /* Splits "HOST:PORT" or "[V6]:PORT". */
 static int net_parse_hostport(NetOutput *no, const char *s, const char *where, char **err)

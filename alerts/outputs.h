@@ -89,6 +89,9 @@ typedef struct OutputOps {
     /* Delivers what is buffered, waiting at most timeout_ms for asynchronous outputs.
      * Returns -1 if something is still undelivered or failed since the last flush. */
     int (*flush)(Output *o, int64_t timeout_ms);
+    /* Writes out what is buffered without waiting; NULL for outputs that deliver in
+     * their own thread. Leaves flush's "failed since" accounting alone. */
+    void (*drain)(Output *o);
     void (*stats)(Output *o, OutStats *st);
     void (*destroy)(Output *o);   /* stops threads and children, counts what is left */
 } OutputOps;

@@ -301,6 +301,31 @@ START_TEST(dev_full_reported_once_and_others_still_written)
 }
 END_TEST
 
+START_TEST(stdout_file_buffered_but_never_lost)
+{
+    const char *path = path_in_tmp("stdout.jsonl");
+    char *err = NULL;
+    Output *o = out_stdout_new(path, &cfg, &err);
+    ck_assert_ptr_nonnull(o);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    send_line(o, &m, "{\"a\":1}");
+    send_line(o, &m, "{\"b\":2}");
+    OutStats st;
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.buffered, 2);   /* batched: not written yet */
+    o->ops->drain(o);
+    char *text = slurp(path);
+    ck_assert_str_eq(text, "{\"a\":1}\n{\"b\":2}\n");
+    free(text);
+    send_line(o, &m, "{\"c\":3}");
+    o->ops->destroy(o);                  /* at exit the batch is written too */
+    text = slurp(path);
+    ck_assert_str_eq(text, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+    free(text);
+}
+END_TEST
+
 START_TEST(file_template_rejects_unknown_names)
 {
     OutputDecl d = file_decl("bad", "/tmp/{severity}/{key.user_id}.jsonl", DURATION_NONE);
@@ -464,6 +489,33 @@ START_TEST(exec_hang_killed_at_timeout)
 }
 END_TEST
 
+START_TEST(exec_queue_bounded_drops_counted)
+{
+    const char *argv[] = {"/bin/sleep", "0.2"};
+    OutputDecl d = exec_decl("slow", argv, 2, DURATION_NONE);
+    cfg.exec_children = 1;
+    cfg.exec_queue = 2;
+    char *err = NULL;
+    Output *o = out_exec_new(&d, &cfg, &err);
+    ck_assert_ptr_nonnull(o);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    int refused = 0;
+    for (int i = 0; i < 6; i++)
+        refused += o->ops->write(o, &m, "{}", 2) < 0;
+    /* One child runs, two wait: at least three of the six are refused at once. */
+    ck_assert_int_ge(refused, 3);
+    ck_assert(log_contains("the queue of alerts waiting for a program is full"));
+    o->ops->flush(o, 5000);
+    OutStats st;
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.dropped, (uint64_t)refused);
+    ck_assert_uint_eq(st.sent + st.dropped, 6);
+    ck_assert_uint_eq(st.buffered, 0);
+    o->ops->destroy(o);
+}
+END_TEST
+
 START_TEST(exec_argv0_must_be_literal)
 {
     const char *argv[] = {"/bin/{key.user_id}", "x"};
@@ -571,6 +623,46 @@ START_TEST(tcp_listener_up_late_gets_every_buffered_alert)
 }
 END_TEST
 
+START_TEST(tcp_reconnects_after_listener_restart)
+{
+    int port = free_port();
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", port);
+    OutputDecl d = net_decl(OUT_TCP, target);
+    int listener = listen_tcp(port);
+    char *err = NULL;
+    Output *o = out_net_new(&d, &cfg, &err);
+    ck_assert_ptr_nonnull(o);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    send_line(o, &m, "{\"n\":1}");
+    ck_assert_int_eq(o->ops->flush(o, 5000), 0);
+    char *got = read_lines(listener, 1);    /* accepts, reads, closes the connection */
+    ck_assert_str_eq(got, "{\"n\":1}\n");
+    free(got);
+    close(listener);                        /* and nobody listens for a while */
+    struct timespec delay = {0, 100 * 1000000L};
+    nanosleep(&delay, NULL);
+    send_line(o, &m, "{\"n\":2}");
+    send_line(o, &m, "{\"n\":3}");
+    nanosleep(&delay, NULL);
+    OutStats st;
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.buffered, 2);
+    ck_assert(!st.healthy);
+    listener = listen_tcp(port);
+    ck_assert_int_eq(o->ops->flush(o, 5000), 0);
+    got = read_lines(listener, 2);
+    ck_assert_str_eq(got, "{\"n\":2}\n{\"n\":3}\n");
+    free(got);
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.sent, 3);
+    ck_assert(st.healthy);
+    close(listener);
+    o->ops->destroy(o);
+}
+END_TEST
+
 START_TEST(tcp_overflow_counted_and_logged)
 {
     int port = free_port();   /* nobody listens */
@@ -644,6 +736,7 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(tf, file_rotates_by_alert_time);
     tcase_add_test(tf, dev_full_reported_once_and_others_still_written);
     tcase_add_test(tf, file_template_rejects_unknown_names);
+    tcase_add_test(tf, stdout_file_buffered_but_never_lost);
     suite_add_tcase(s, tf);
     TCase *te = tcase_create("exec");
     tcase_add_checked_fixture(te, setup, teardown);
@@ -653,12 +746,14 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(te, exec_missing_program_is_a_failure);
     tcase_add_test(te, exec_hang_killed_at_timeout);
     tcase_add_test(te, exec_argv0_must_be_literal);
+    tcase_add_test(te, exec_queue_bounded_drops_counted);
     suite_add_tcase(s, te);
     TCase *tn = tcase_create("net");
     tcase_add_checked_fixture(tn, setup, teardown);
     tcase_set_timeout(tn, 30);
     tcase_add_test(tn, tcp_listener_up_late_gets_every_buffered_alert);
     tcase_add_test(tn, tcp_overflow_counted_and_logged);
+    tcase_add_test(tn, tcp_reconnects_after_listener_restart);
     tcase_add_test(tn, unix_socket_streams_lines);
     tcase_add_test(tn, tcp_bad_address_rejected);
     suite_add_tcase(s, tn);
