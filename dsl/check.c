@@ -249,6 +249,8 @@ static void resolve_key_path(Checker *ck, Expr *e)
     e->u.path.key = k;
 }
 
+#define MIN_TYPO_LEN 4
+
 /* Resolves a path used as a value (not as an aggregate's argument). */
 static void check_path(Checker *ck, Expr *e)
 {
@@ -259,7 +261,9 @@ static void check_path(Checker *ck, Expr *e)
     if (n == 0)
         return;
     int step = path_step(ck, e);
-    if (step >= 0) {
+    /* A filter or key cannot read steps, so a bare name there is a field even
+     * when a step has the same name. */
+    if (step >= 0 && !(n == 1 && !ctx_has_match(ck))) {
         if (!ctx_has_match(ck)) {
             ERR(ck, e->span, "step '%s' cannot be read in %s: it runs before any match",
                 segs[0].name, ctx_name(ck));
@@ -278,7 +282,9 @@ static void check_path(Checker *ck, Expr *e)
         resolve_key_path(ck, e);
         return;
     }
-    if (n >= 2 && segs[0].name && ctx_has_match(ck)) {
+    /* `frist.amount` is more likely a typo than a nested field; names shorter
+     * than MIN_TYPO_LEN are too close to everything to guess (`c.x` vs step a). */
+    if (n >= 2 && segs[0].name && strlen(segs[0].name) >= MIN_TYPO_LEN && ctx_has_match(ck)) {
         const char **names = step_names(ck->rule);
         const char *near = names ? diag_nearest(segs[0].name, names, ck->rule->n_steps) : NULL;
         free(names);

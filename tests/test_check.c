@@ -141,6 +141,8 @@ static const BadCase BAD[] = {
      "t.cep:1:37: error: invalid regex: numbers out of order in {} quantifier"},
     {"rule r { begin a where s =~ \"\\u00e9\\u00e9(\"; }\n",
      "t.cep:1:43: error: invalid regex: missing closing parenthesis"},
+    {"rule r { begin a where s =~ 'a''(b'; }\n",
+     "t.cep:1:35: error: invalid regex: missing closing parenthesis"},
     {"rule r { begin a where regex_extract(s, '[a', 1) == \"x\"; }\n",
      "t.cep:1:44: error: invalid regex: missing terminating ] for character class"},
     {"rule r { begin a where s =~ t; }\n",
@@ -258,6 +260,9 @@ static const GoodCase GOOD[] = {
     {"rule r { begin a; next b within 2s; on timeout alert \"t\"; }\n", 0, NULL},
     {"rule r { begin a where s =~ '^\\d{3}-\\d{4}$' and t !~ \"a\\\\.b\"; }\n", 0, NULL},
     {"rule r { begin a where x in [1, \"a\", null]; }\n", 0, NULL},
+    /* a field named like a step in a filter; a short nested field near a step name */
+    {"rule r { filter first == 1; key first; begin first where c.x == 1; next b where bb.x > 1; }\n",
+     0, NULL},
     {"rule r { begin a where regex_extract(s, '(\\w+)', 1) == \"x\"; }\n", 0, NULL},
     {"output f file \"out/{date}/{hour}-{rule}-{key.user}-{severity}-{kind}.jsonl\" rotate 1h;\n"
      "output p exec [\"/bin/pager\", \"{rule}\"] timeout 5s;\n"
