@@ -1,12 +1,100 @@
-/* cli/cmd_explain.c — `vigil explain`. Placeholder until its issue lands. */
+/* cli/cmd_explain.c — `vigil explain [--dot] FILE|DIR [RULE]`: print the compiled
+ * NFA of each rule (or of RULE) as text or Graphviz dot.
+ *
+ * Owns nothing beyond the call: the compiled rule set is freed before return. */
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/commands.h"
+#include "dsl/diag.h"
+#include "nfa/nfa.h"
+#include "rules/ruleset.h"
+
+static void explain_usage(FILE *out)
+{
+    fprintf(out, "usage: vigil explain [--dot] FILE|DIR [RULE]\n\n"
+                 "Shows the automaton each rule compiles to: its states and their take,\n"
+                 "ignore and proceed edges with conditions. With --dot, prints Graphviz\n"
+                 "(render with `dot -Tsvg`). With RULE, only that rule.\n");
+}
+
+typedef struct ExplainArgs {
+    bool dot, help;
+    const char *path;
+    const char *rule;
+} ExplainArgs;
+
+static bool parse_args(int argc, char **argv, ExplainArgs *a)
+{
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '\0'; i++) {
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            a->help = true;
+            return true;
+        }
+        if (!strcmp(argv[i], "--dot")) {
+            a->dot = true;
+            continue;
+        }
+        fprintf(stderr, "vigil explain: unknown option '%s'\n", argv[i]);
+        return false;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "vigil explain: no rule file given\n");
+        return false;
+    }
+    a->path = argv[i++];
+    if (i < argc)
+        a->rule = argv[i++];
+    if (i < argc) {
+        fprintf(stderr, "vigil explain: unexpected argument '%s'\n", argv[i]);
+        return false;
+    }
+    return true;
+}
 
 int cmd_explain(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "vigil explain: not built yet\n");
-    return EXIT_USAGE;
+    ExplainArgs a = {0};
+    if (!parse_args(argc, argv, &a)) {
+        explain_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        explain_usage(stdout);
+        return EXIT_OK;
+    }
+    Diags diags;
+    diags_init(&diags);
+    const char *paths[1] = {a.path};
+    CompiledRuleSet *rs = ruleset_load(paths, 1, &diags);
+    diags_print(&diags, stderr);
+    diags_free(&diags);
+    if (!rs)
+        return EXIT_RULES;
+    int rc = EXIT_OK;
+    if (a.rule) {
+        int ri = ruleset_find(rs, a.rule);
+        if (ri < 0) {
+            fprintf(stderr, "vigil explain: no rule '%s' in %s\n", a.rule, a.path);
+            rc = EXIT_USAGE;
+        } else {
+            nfa_explain(rs->rules[ri].nfa, stdout, a.dot);
+        }
+    } else {
+        for (size_t i = 0; i < rs->n_rules; i++) {
+            if (i > 0 && !a.dot)
+                fputc('\n', stdout);
+            nfa_explain(rs->rules[i].nfa, stdout, a.dot);
+        }
+    }
+    if (fflush(stdout) != 0)
+        rc = EXIT_IO;
+    ruleset_free(rs);
+    return rc;
 }

@@ -1,0 +1,48 @@
+/* tests/test_nfa_harness.h — drives rule text and JSON lines through the matcher API
+ * (no runtime): one NfaKey per rule, results as canonical strings, for the NFA tests.
+ *
+ * A result string is "KIND STEP:[ID,...] STEP:[...]" (steps in pattern order, ids
+ * from each event's "id" field), prefixed by "RULE|" with NH_WITH_RULE and with
+ * "@MS" after KIND with NH_WITH_TIME. Results are kept sorted (a multiset). */
+#ifndef VIGIL_TESTS_NFA_HARNESS_H
+#define VIGIL_TESTS_NFA_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nfa/nfa.h"
+
+enum {
+    NH_WITH_RULE = 1,      /* prefix results with the rule name */
+    NH_WITH_TIME = 2,      /* add the result time in ms */
+    NH_BY_ACTIONS = 4,     /* keep a kind only if the rule has an `on` clause for it */
+};
+
+typedef struct NfaHarness NfaHarness;
+
+/* Parses, checks and compiles `text` (a whole rule file). NULL with *err (heap) on
+ * failure. max_partials: the cap (0: none). */
+NfaHarness *nh_new(const char *text, int flags, size_t max_partials, char **err);
+void nh_free(NfaHarness *h);
+/* Feeds one JSON object line to every rule; time from the numeric "ts" (seconds)
+ * or, if absent, "ms". False with *err on a bad line. */
+bool nh_feed_line(NfaHarness *h, const char *line, char **err);
+/* Feeds compact events: "ID:N@TS[,FIELD=JSON...] ..." becomes
+ * {"id":"ID","n":"N","ts":TS,"FIELD":JSON}; a token "!TS" advances time to TS. */
+bool nh_feed_compact(NfaHarness *h, const char *events, char **err);
+/* Advances every rule to `ms` (INT64_MAX: end of input). */
+void nh_advance(NfaHarness *h, long long ms);
+/* Sorted results so far. */
+char **nh_results(NfaHarness *h, size_t *n);
+/* Live partial matches summed over rules (from the counters) and dropped ones. */
+unsigned long long nh_live(const NfaHarness *h);
+unsigned long long nh_dropped(const NfaHarness *h);
+/* True if every rule's key is NULL (nothing held). */
+bool nh_idle(const NfaHarness *h);
+const Nfa *nh_nfa(const NfaHarness *h, size_t rule);
+
+/* Compares results with `expected` (lines separated by ';' or '\n', blanks ignored).
+ * Returns NULL if equal as multisets, else a heap message listing differences. */
+char *nh_diff(NfaHarness *h, const char *expected);
+
+#endif

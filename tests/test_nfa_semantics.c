@@ -1,0 +1,507 @@
+/* tests/test_nfa_semantics.c — table-driven semantics of the matcher: each case is a
+ * rule body, an event list and the exact multiset of results (Flink CEP semantics;
+ * several are ports of the worked examples of the Flink docs and its ITCases).
+ *
+ * Events are compact: "ID:N@TS[,FIELD=JSON]" is {"id":"ID","n":"N","ts":TS,...}
+ * (TS in seconds); "!TS" advances time. Results: "KIND[@MS] STEP:[IDS] ...". */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfa/nfa.h"
+#include "tests/test_nfa_harness.h"
+
+#define T NH_WITH_TIME
+
+typedef struct SemCase {
+    const char *name;
+    const char *body;     /* rule body without `on` (one is appended) */
+    const char *events;
+    const char *expect;   /* results separated by ';' */
+    int flags;
+    size_t cap;           /* max_partials, 0: none */
+} SemCase;
+
+#define A "where n == \"a\""
+#define B "where n == \"b\""
+#define C "where n == \"c\""
+#define D "where n == \"d\""
+
+static const SemCase cases[] = {
+    /* ---- contiguity of single steps ---------------------------------------- */
+    {"strict_adjacent", "begin a " A "; next b " B "; skip no_skip;",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]", 0, 0},
+    {"strict_gap_fails", "begin a " A "; next b " B "; skip no_skip;",
+     "a1:a@1 c1:c@2 b1:b@3", "", 0, 0},
+    {"strict_restart", "begin a " A "; next b " B "; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a2] b:[b1]", 0, 0},
+    {"relaxed_gap", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 c1:c@2 b1:b@3", "match a:[a1] b:[b1]", 0, 0},
+    {"relaxed_first_only", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3", "match a:[a1] b:[b1]", 0, 0},
+    {"relaxed_two_starts", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a1] b:[b1]; match a:[a2] b:[b1]", 0, 0},
+    {"any_branches", "begin a " A "; followed_by_any b " B "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3 b2:b@4", "match a:[a1] b:[b1]; match a:[a1] b:[b2]", 0, 0},
+    {"any_two_starts", "begin a " A "; followed_by_any b " B "; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3 b2:b@4",
+     "match a:[a1] b:[b1]; match a:[a1] b:[b2]; match a:[a2] b:[b1]; match a:[a2] b:[b2]", 0, 0},
+    {"three_next_relaxed", "begin a " A "; next b " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 x:x@3 c1:c@4", "match a:[a1] b:[b1] c:[c1]", 0, 0},
+    {"three_relaxed_then_strict", "begin a " A "; followed_by b " B "; next c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 x:x@3 c1:c@4", "", 0, 0},
+    {"three_relaxed_then_strict_ok", "begin a " A "; followed_by b " B "; next c " C "; skip no_skip;",
+     "a1:a@1 x:x@2 b1:b@3 c1:c@4", "match a:[a1] b:[b1] c:[c1]", 0, 0},
+    {"any_then_relaxed", "begin a " A "; followed_by_any b " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 c1:c@4",
+     "match a:[a1] b:[b1] c:[c1]; match a:[a1] b:[b2] c:[c1]", 0, 0},
+    {"no_where_takes_anything", "begin a " A "; next b; skip no_skip;",
+     "a1:a@1 x1:x@2", "match a:[a1] b:[x1]", 0, 0},
+    {"begin_no_where", "begin a; next b " B "; skip no_skip;",
+     "x1:x@1 b1:b@2 b2:b@3", "match a:[x1] b:[b1]; match a:[b1] b:[b2]", 0, 0},
+    {"single_step", "begin a " A "; skip no_skip;",
+     "a1:a@1 x:x@2 a2:a@3", "match a:[a1]; match a:[a2]", 0, 0},
+    {"filter_counts_for_strict", "filter n != \"x\"; begin a " A "; next b " B "; skip no_skip;",
+     "a1:a@1 x1:x@2 b1:b@3", "match a:[a1] b:[b1]", 0, 0},
+    {"same_event_both_steps", "begin a where n == \"a\" or n == \"b\"; followed_by b " B "; skip no_skip;",
+     "b1:b@1 b2:b@2", "match a:[b1] b:[b2]", 0, 0},
+
+    /* ---- optional ------------------------------------------------------------ */
+    {"optional_middle_skipped", "begin a " A "; next b " B " optional; next c " C "; skip no_skip;",
+     "a1:a@1 c1:c@2", "match a:[a1] c:[c1]", 0, 0},
+    {"optional_middle_taken", "begin a " A "; next b " B " optional; next c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3", "match a:[a1] b:[b1] c:[c1]", 0, 0},
+    {"optional_middle_relaxed", "begin a " A "; followed_by b " B " optional; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3", "match a:[a1] b:[b1] c:[c1]; match a:[a1] c:[c1]", 0, 0},
+    {"optional_middle_relaxed_gap", "begin a " A "; followed_by b " B " optional; followed_by c " C "; skip no_skip;",
+     "a1:a@1 x:x@2 b1:b@3 x2:x@4 c1:c@5", "match a:[a1] b:[b1] c:[c1]; match a:[a1] c:[c1]", 0, 0},
+    {"optional_end_no_skip", "begin a " A "; followed_by b " B " optional; skip no_skip;",
+     "a1:a@1 b1:b@2", "match a:[a1]; match a:[a1] b:[b1]", 0, 0},
+    {"optional_end_past_last", "begin a " A "; followed_by b " B " optional;",
+     "a1:a@1 b1:b@2", "match a:[a1]", 0, 0},
+    {"optional_begin", "begin a " A " optional; next b " B "; skip no_skip;",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]; match b:[b1]", 0, 0},
+    {"optional_begin_absent", "begin a " A " optional; next b " B "; skip no_skip;",
+     "x:x@1 b1:b@2", "match b:[b1]", 0, 0},
+    {"optional_begin_past_last", "begin a " A " optional; next b " B ";",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]", 0, 0},
+    {"two_optionals", "begin a " A "; followed_by b " B " optional; followed_by c " C " optional; followed_by d " D "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3 d1:d@4",
+     "match a:[a1] b:[b1] c:[c1] d:[d1]; match a:[a1] b:[b1] d:[d1]; match a:[a1] c:[c1] d:[d1]; match a:[a1] d:[d1]", 0, 0},
+
+    /* ---- times --------------------------------------------------------------- */
+    {"times2_consecutive_gap", "begin a " A "; next b " B " times 2 consecutive; skip no_skip;",
+     "a1:a@1 b1:b@2 x:x@3 b2:b@4", "", 0, 0},
+    {"times2_consecutive", "begin a " A "; next b " B " times 2 consecutive; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3", "match a:[a1] b:[b1,b2]", 0, 0},
+    {"times2_relaxed_inner", "begin a " A "; next b " B " times 2; skip no_skip;",
+     "a1:a@1 b1:b@2 x:x@3 b2:b@4", "match a:[a1] b:[b1,b2]", 0, 0},
+    {"times2_strict_first", "begin a " A "; next b " B " times 2; skip no_skip;",
+     "a1:a@1 x:x@2 b1:b@3 b2:b@4", "", 0, 0},
+    {"times2_followed_by", "begin a " A "; followed_by b " B " times 2; skip no_skip;",
+     "a1:a@1 x:x@2 b1:b@3 x2:x@4 b2:b@5 b3:b@6", "match a:[a1] b:[b1,b2]", 0, 0},
+    {"times2_any_combinations", "begin a " A "; followed_by_any b " B " times 2 allow_combinations; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 b3:b@4",
+     "match a:[a1] b:[b1,b2]; match a:[a1] b:[b1,b3]; match a:[a1] b:[b2,b3]", 0, 0},
+    {"times2_any_no_combinations", "begin a " A "; followed_by_any b " B " times 2; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 b3:b@4",
+     "match a:[a1] b:[b1,b2]; match a:[a1] b:[b2,b3]", 0, 0},
+    {"times_range_2_3", "begin a " A "; next b " B " times 2..3; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 b3:b@4 c1:c@5",
+     "match a:[a1] b:[b1,b2] c:[c1]; match a:[a1] b:[b1,b2,b3] c:[c1]", 0, 0},
+    {"times_range_2_3_short", "begin a " A "; next b " B " times 2..3; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 c1:c@4", "match a:[a1] b:[b1,b2] c:[c1]", 0, 0},
+    {"times_range_0_2", "begin a " A "; followed_by b " B " times 0..2; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 c1:c@4",
+     "match a:[a1] c:[c1]; match a:[a1] b:[b1] c:[c1]; match a:[a1] b:[b1,b2] c:[c1]", 0, 0},
+    {"times_range_at_end", "begin a " A "; next b " B " times 1..3; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 b3:b@4 b4:b@5",
+     "match a:[a1] b:[b1]; match a:[a1] b:[b1,b2]; match a:[a1] b:[b1,b2,b3]", 0, 0},
+    {"times3_sliding_no_skip", "begin a " A " times 3; skip no_skip;",
+     "a1:a@1 a2:a@2 a3:a@3 a4:a@4",
+     "match a:[a1,a2,a3]; match a:[a2,a3,a4]", 0, 0},
+    {"times3_to_next", "begin a " A " times 3; skip to_next;",
+     "a1:a@1 a2:a@2 a3:a@3 a4:a@4",
+     "match a:[a1,a2,a3]; match a:[a2,a3,a4]", 0, 0},
+    {"times3_past_last", "begin a " A " times 3;",
+     "a1:a@1 a2:a@2 a3:a@3 a4:a@4 a5:a@5 a6:a@6 a7:a@7",
+     "match a:[a1,a2,a3]; match a:[a4,a5,a6]", 0, 0},
+    {"times2_optional", "begin a " A "; followed_by b " B " times 2 optional; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3 b2:b@4 c2:c@5",
+     "match a:[a1] c:[c1]; match a:[a1] b:[b1,b2] c:[c2]", 0, 0},
+
+    /* ---- loops ----------------------------------------------------------------- */
+    {"loop_begin_no_skip", "begin a " A " one_or_more; skip no_skip;",
+     "a1:a@1 a2:a@2 a3:a@3",
+     "match a:[a1]; match a:[a1,a2]; match a:[a1,a2,a3]; match a:[a2]; match a:[a2,a3]; match a:[a3]", 0, 0},
+    {"loop_begin_past_last", "begin a " A " one_or_more;",
+     "a1:a@1 a2:a@2 a3:a@3", "match a:[a1]; match a:[a2]; match a:[a3]", 0, 0},
+    {"loop_begin_to_next", "begin a " A " one_or_more; skip to_next;",
+     "a1:a@1 a2:a@2 a3:a@3", "match a:[a1]; match a:[a2]; match a:[a3]", 0, 0},
+    {"loop_times2_plus", "begin a " A " times 2+; skip no_skip;",
+     "a1:a@1 a2:a@2 a3:a@3",
+     "match a:[a1,a2]; match a:[a1,a2,a3]; match a:[a2,a3]", 0, 0},
+    {"loop_relaxed_inner", "begin s " C "; followed_by a " A " one_or_more; followed_by e " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 x:x@3 a2:a@4 b1:b@5",
+     "match s:[c1] a:[a1] e:[b1]; match s:[c1] a:[a1,a2] e:[b1]", 0, 0},
+    {"loop_consecutive", "begin s " C "; followed_by a " A " one_or_more consecutive; followed_by e " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 x:x@3 a2:a@4 b1:b@5",
+     "match s:[c1] a:[a1] e:[b1]", 0, 0},
+    {"loop_combinations", "begin s " C "; followed_by a " A " one_or_more allow_combinations; followed_by e " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 a2:a@3 a3:a@4 b1:b@5",
+     "match s:[c1] a:[a1] e:[b1]; match s:[c1] a:[a1,a2] e:[b1]; match s:[c1] a:[a1,a3] e:[b1]; "
+     "match s:[c1] a:[a1,a2,a3] e:[b1]", 0, 0},
+    {"loop_any_start", "begin s " C "; followed_by_any a " A " one_or_more; followed_by e " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 a2:a@3 b1:b@4",
+     "match s:[c1] a:[a1] e:[b1]; match s:[c1] a:[a1,a2] e:[b1]; match s:[c1] a:[a2] e:[b1]", 0, 0},
+    {"loop_optional_end", "begin c " C "; followed_by a " A " one_or_more optional; skip no_skip;",
+     "c1:c@1 a1:a@2 a2:a@3",
+     "match c:[c1]; match c:[c1] a:[a1]; match c:[c1] a:[a1,a2]", 0, 0},
+    {"loop_optional_middle", "begin c " C "; followed_by a " A " one_or_more optional; followed_by b " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 b1:b@3",
+     "match c:[c1] b:[b1]; match c:[c1] a:[a1] b:[b1]", 0, 0},
+    {"loop_strict_next_then_loop", "begin a " A "; next b " B " one_or_more; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 x:x@4 b3:b@5",
+     "match a:[a1] b:[b1]; match a:[a1] b:[b1,b2]; match a:[a1] b:[b1,b2,b3]", 0, 0},
+    {"loop_skip_past_last_strict_end", "begin b " B " one_or_more; next c " C ";",
+     "b1:b@1 b2:b@2 c1:c@3 b3:b@4 c2:c@5",
+     "match b:[b1,b2] c:[c1]; match b:[b3] c:[c2]", 0, 0},
+    {"loop_until", "begin a " A "; followed_by b " B " one_or_more until n == \"x\"; skip no_skip;",
+     "a1:a@1 b1:b@2 b2:b@3 x1:x@4 b3:b@5",
+     "match a:[a1] b:[b1]; match a:[a1] b:[b1,b2]", 0, 0},
+    {"loop_until_first_event", "begin a " A " one_or_more until n == \"x\"; skip no_skip;",
+     "a1:a@1 x1:x@2 a2:a@3",
+     "match a:[a1]; match a:[a2]", 0, 0},
+    {"loop_until_on_same_event", "begin a where n == \"a\" or n == \"x\" one_or_more until n == \"x\"; skip no_skip;",
+     "a1:a@1 x1:x@2",
+     "match a:[a1]", 0, 0},
+    {"loop_until_then_step", "begin a " A " one_or_more until n == \"x\"; followed_by b where n == \"x\" or n == \"b\"; skip no_skip;",
+     "a1:a@1 a2:a@2 x1:x@3",
+     "match a:[a1] b:[x1]; match a:[a1,a2] b:[x1]; match a:[a2] b:[x1]", 0, 0},
+    {"greedy_loop", "begin a " A " one_or_more greedy; followed_by b where n == \"a\" or n == \"b\"; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3",
+     "match a:[a1,a2] b:[b1]; match a:[a2] b:[b1]", 0, 0},
+    {"reluctant_loop", "begin a " A " one_or_more; followed_by b where n == \"a\" or n == \"b\"; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3",
+     "match a:[a1] b:[a2]; match a:[a1,a2] b:[b1]; match a:[a2] b:[b1]", 0, 0},
+    {"greedy_loop_at_end", "begin a " A " one_or_more greedy; skip no_skip;",
+     "a1:a@1 a2:a@2", "match a:[a1]; match a:[a1,a2]; match a:[a2]", 0, 0},
+
+    /* ---- iterative conditions ------------------------------------------------ */
+    {"iterative_step_field", "begin a " A "; followed_by b where n == \"b\" and v > a.v; skip no_skip;",
+     "a1:a@1,v=5 b1:b@2,v=3 b2:b@3,v=7", "match a:[a1] b:[b2]", 0, 0},
+    {"iterative_count", "begin a where n == \"a\" and count(a) < 2 one_or_more; skip no_skip;",
+     "a1:a@1 a2:a@2 a3:a@3",
+     "match a:[a1]; match a:[a1,a2]; match a:[a2]; match a:[a2,a3]; match a:[a3]", 0, 0},
+    {"iterative_sum_greedy", "begin a where sum(a.p) + p < 10 one_or_more greedy; next c;",
+     "p1:x@1,p=4 p2:x@2,p=4 p3:x@3,p=4 p4:x@4,p=1",
+     "match a:[p1,p2] c:[p3]", 0, 0},
+    {"iterative_time", "begin a " A "; followed_by b where n == \"b\" and time() - time(a) < 5s; skip no_skip;",
+     "a1:a@1 b1:b@7 a2:a@8 b2:b@9", "match a:[a2] b:[b2]", 0, 0},
+
+    /* ---- negation ------------------------------------------------------------ */
+    {"not_next_blocks", "begin a " A "; not_next x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3", "", 0, 0},
+    {"not_next_passes", "begin a " A "; not_next x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 y:y@2 b1:b@3 c1:c@4", "match a:[a1] c:[c1]", 0, 0},
+    {"not_next_direct", "begin a " A "; not_next x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 c1:c@2", "match a:[a1] c:[c1]", 0, 0},
+    {"not_next_then_strict", "begin a " A "; not_next x " B "; next c " C "; skip no_skip;",
+     "a1:a@1 y:y@2 c1:c@3", "", 0, 0},
+    {"not_next_at_end", "begin a " A "; not_next x " B "; skip no_skip;",
+     "a1:a@1 y:y@2", "match@2000 a:[a1]", T, 0},
+    {"not_next_at_end_blocked", "begin a " A "; not_next x " B "; skip no_skip;",
+     "a1:a@1 b1:b@2", "", 0, 0},
+    {"not_next_at_end_no_next", "begin a " A "; not_next x " B "; skip no_skip;",
+     "a1:a@1", "", 0, 0},
+    {"not_followed_by_blocks", "begin a " A "; not_followed_by x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 y:y@2 b1:b@3 c1:c@4", "", 0, 0},
+    {"not_followed_by_passes", "begin a " A "; not_followed_by x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 y:y@2 c1:c@3 b1:b@4", "match a:[a1] c:[c1]", 0, 0},
+    {"not_followed_by_any_kills_branch", "begin a " A "; not_followed_by x " B "; followed_by_any c " C "; skip no_skip;",
+     "a1:a@1 c1:c@2 b1:b@3 c2:c@4", "match a:[a1] c:[c1]", 0, 0},
+    {"not_followed_by_after_loop", "begin a " A " one_or_more; not_followed_by x " B "; followed_by c " C "; skip no_skip;",
+     "a1:a@1 b1:b@2 a2:a@3 c1:c@4", "match a:[a2] c:[c1]", 0, 0},
+    {"not_followed_by_tail", "begin a " A "; not_followed_by x " B "; within 5s; skip no_skip;",
+     "a1:a@1 y:y@3", "match@6000 a:[a1]", T, 0},
+    {"not_followed_by_tail_blocked", "begin a " A "; not_followed_by x " B "; within 5s; skip no_skip;",
+     "a1:a@1 b1:b@3", "", T, 0},
+    {"not_followed_by_tail_late_b", "begin a " A "; not_followed_by x " B "; within 5s; skip no_skip;",
+     "a1:a@1 b1:b@6", "match@6000 a:[a1]", T, 0},
+    {"not_followed_by_tail_step_within", "begin a " A "; not_followed_by x " B " within 2s; skip no_skip;",
+     "a1:a@1 y:y@2", "match@3000 a:[a1]", T, 0},
+    {"not_followed_by_tail_advance", "begin a " A "; not_followed_by x " B "; within 5s; skip no_skip;",
+     "a1:a@1 !7 b1:b@8", "match@6000 a:[a1]", T, 0},
+    {"not_followed_by_tail_two", "begin a " A "; not_followed_by x " B "; within 5s; skip no_skip;",
+     "a1:a@1 a2:a@3 b1:b@4", "", T, 0},
+    {"not_followed_by_before_optional", "begin a " A "; not_followed_by x " B "; followed_by_any c " C " optional; followed_by_any d " D "; skip no_skip;",
+     "a1:a@1 c1:c@2 b1:b@3 d1:d@4", "match a:[a1] c:[c1] d:[d1]", 0, 0},
+    {"not_followed_by_before_optional_skipped", "begin a " A "; not_followed_by x " B "; followed_by_any c " C " optional; followed_by_any d " D "; skip no_skip;",
+     "a1:a@1 b1:b@2 d1:d@3", "", 0, 0},
+
+    /* ---- within and timeouts -------------------------------------------------- */
+    {"within_timeout", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@1 x:x@3", "timeout@6000 a:[a1]", T, 0},
+    {"within_edge_is_dead", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@0 b1:b@5", "timeout@5000 a:[a1]", T, 0},
+    {"within_just_inside", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@0 b1:b@4.999", "match@4999 a:[a1] b:[b1]", T, 0},
+    {"within_timeout_before_same_time", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@0 a2:a@5 b1:b@5", "timeout@5000 a:[a1]; match@5000 a:[a2] b:[b1]", T, 0},
+    {"within_timeout_carries_events", "begin a " A "; next b " B "; followed_by c " C "; within 10s; skip no_skip;",
+     "a1:a@1 b1:b@2", "timeout@11000 a:[a1] b:[b1]", T, 0},
+    {"within_advance", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@1 !6 b1:b@6", "timeout@6000 a:[a1]", T, 0},
+    {"within_advance_early", "begin a " A "; followed_by b " B "; within 5s; skip no_skip;",
+     "a1:a@1 !5.5 b1:b@5.9", "match@5900 a:[a1] b:[b1]", T, 0},
+    {"step_within_timeout", "begin a " A "; followed_by b " B " within 2s; skip no_skip;",
+     "a1:a@1 b1:b@4", "timeout@3000 a:[a1]", T, 0},
+    {"step_within_ok", "begin a " A "; followed_by b " B " within 2s; skip no_skip;",
+     "a1:a@1 b1:b@2.5", "match@2500 a:[a1] b:[b1]", T, 0},
+    {"step_within_from_previous", "begin a " A "; followed_by b " B "; followed_by c " C " within 2s; skip no_skip;",
+     "a1:a@1 b1:b@5 c1:c@6.5", "match@6500 a:[a1] b:[b1] c:[c1]", T, 0},
+    {"step_within_from_previous_late", "begin a " A "; followed_by b " B "; followed_by c " C " within 2s; skip no_skip;",
+     "a1:a@1 b1:b@5 c1:c@7", "timeout@7000 a:[a1] b:[b1]", T, 0},
+    {"rule_and_step_within", "begin a " A "; followed_by b " B "; followed_by c " C " within 2s; within 5s; skip no_skip;",
+     "a1:a@1 b1:b@5 c1:c@6.5", "timeout@6000 a:[a1] b:[b1]", T, 0},
+    {"within_loop_timeouts", "begin a " A " one_or_more; within 3s; skip no_skip;",
+     "a1:a@0 a2:a@1",
+     "match@0 a:[a1]; match@1000 a:[a1,a2]; match@1000 a:[a2]; timeout@3000 a:[a1,a2]; timeout@4000 a:[a2]", T, 0},
+    {"within_end_of_input_fires", "begin a " A "; followed_by b " B "; followed_by c " C "; within 1h; skip no_skip;",
+     "a1:a@1 b1:b@2", "timeout@3601000 a:[a1] b:[b1]", T, 0},
+    {"no_within_end_of_input_silent", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1", "", 0, 0},
+    {"within_any_timeouts", "begin a " A "; followed_by_any b " B "; within 5s; skip no_skip;",
+     "a1:a@1 b1:b@2", "match@2000 a:[a1] b:[b1]; timeout@6000 a:[a1]", T, 0},
+
+    /* ---- skip strategies and hold-back ---------------------------------------- */
+    {"skip_past_last_relaxed", "begin a " A "; followed_by b " B ";",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a1] b:[b1]", 0, 0},
+    {"skip_to_next_relaxed", "begin a " A "; followed_by b " B "; skip to_next;",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a1] b:[b1]; match a:[a2] b:[b1]", 0, 0},
+    {"skip_any_past_last", "begin a " A "; followed_by_any b " B ";",
+     "a1:a@1 b1:b@2 b2:b@3", "match a:[a1] b:[b1]", 0, 0},
+    {"skip_to_first_missing_step", "begin a " A " optional; followed_by b " B "; skip to_first a;",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]; match b:[b1]", 0, 0},
+    {"skip_to_last_missing_step", "begin a " A " optional; followed_by b " B "; skip to_last a;",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]; match b:[b1]", 0, 0},
+    {"skip_past_last_optional_begin", "begin a " A " optional; followed_by b " B ";",
+     "a1:a@1 b1:b@2", "match a:[a1] b:[b1]", 0, 0},
+    {"holdback_past_last", "begin a " A "; followed_by b where n == \"b\" and v == a.v;",
+     "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2 b1:b@4,v=1", "match a:[a1] b:[b1]", 0, 0},
+    {"holdback_to_next", "begin a " A "; followed_by b where n == \"b\" and v == a.v; skip to_next;",
+     "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2 b1:b@4,v=1",
+     "match a:[a1] b:[b1]; match a:[a2] b:[b2]", 0, 0},
+    {"holdback_no_skip", "begin a " A "; followed_by b where n == \"b\" and v == a.v; skip no_skip;",
+     "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2 b1:b@4,v=1",
+     "match a:[a1] b:[b1]; match a:[a2] b:[b2]", 0, 0},
+    {"holdback_released_at_end", "begin a " A "; followed_by b where n == \"b\" and v == a.v;",
+     "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2", "match a:[a2] b:[b2]", 0, 0},
+    {"holdback_released_by_timeout", "begin a " A "; followed_by b where n == \"b\" and v == a.v; within 5s;",
+     "a1:a@0,v=1 a2:a@1,v=2 b2:b@2,v=2 x:x@6",
+     "timeout@5000 a:[a1]; match@2000 a:[a2] b:[b2]", T, 0},
+    {"skip_to_first_b", "begin b " B " one_or_more; next c " C "; skip to_first b;",
+     "b1:b@1 b2:b@2 c1:c@3", "match b:[b1,b2] c:[c1]; match b:[b2] c:[c1]", 0, 0},
+    {"skip_to_last_b", "begin b " B " one_or_more; next c " C "; skip to_last b;",
+     "b1:b@1 b2:b@2 b3:b@3 c1:c@4", "match b:[b1,b2,b3] c:[c1]; match b:[b3] c:[c1]", 0, 0},
+    {"skip_to_last_c_prunes_all", "begin b " B " one_or_more; next c " C "; skip to_last c;",
+     "b1:b@1 b2:b@2 c1:c@3", "match b:[b1,b2] c:[c1]", 0, 0},
+    {"skip_to_first_a_three", "begin a " A "; followed_by b " B "; followed_by c " C "; skip to_first b;",
+     "a1:a@1 a2:a@2 b1:b@3 c1:c@4",
+     "match a:[a1] b:[b1] c:[c1]", 0, 0},
+    {"skip_to_next_times", "begin a " A " times 2; skip to_next;",
+     "a1:a@1 a2:a@2 a3:a@3", "match a:[a1,a2]; match a:[a2,a3]", 0, 0},
+    {"skip_past_last_then_new", "begin a " A "; next b " B ";",
+     "a1:a@1 b1:b@2 a2:a@3 b2:b@4", "match a:[a1] b:[b1]; match a:[a2] b:[b2]", 0, 0},
+
+    /* ---- the cap --------------------------------------------------------------- */
+    {"cap_drops_oldest", "begin a " A "; followed_by_any b " B "; skip no_skip;",
+     "a1:a@1 a2:a@2 a3:a@3 b1:b@4", "match a:[a2] b:[b1]; match a:[a3] b:[b1]", 0, 2},
+    {"cap_one", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a2] b:[b1]", 0, 1},
+
+    /* ---- ports of worked examples (Flink docs and ITCases, own cases) -------- */
+    {"docs_strict_abc", "begin a " A "; next b " B "; skip no_skip;",
+     "a1:a@1 c:c@2 b1:b@3 b2:b@4", "", 0, 0},
+    {"docs_relaxed_abc", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 c:c@2 b1:b@3 b2:b@4", "match a:[a1] b:[b1]", 0, 0},
+    {"docs_any_abc", "begin a " A "; followed_by_any b " B "; skip no_skip;",
+     "a1:a@1 c:c@2 b1:b@3 b2:b@4", "match a:[a1] b:[b1]; match a:[a1] b:[b2]", 0, 0},
+    {"docs_skip_no_skip", "begin b " B " one_or_more; next c " C "; skip no_skip;",
+     "b1:b@1 b2:b@2 b3:b@3 c1:c@4",
+     "match b:[b1,b2,b3] c:[c1]; match b:[b2,b3] c:[c1]; match b:[b3] c:[c1]", 0, 0},
+    {"docs_skip_past_last", "begin b " B " one_or_more; next c " C ";",
+     "b1:b@1 b2:b@2 b3:b@3 c1:c@4", "match b:[b1,b2,b3] c:[c1]", 0, 0},
+    {"itcase_start_middle_end", "begin s where n == \"start\"; followed_by m where n == \"middle\" and v > 5; followed_by e where n == \"end\"; skip no_skip;",
+     "s1:start@1 m1:middle@2,v=3 m2:middle@3,v=7 x:x@4 e1:end@5",
+     "match s:[s1] m:[m2] e:[e1]", 0, 0},
+    {"itcase_branching", "begin s where n == \"start\"; followed_by_any m where n == \"middle\"; followed_by_any e where n == \"end\"; skip no_skip;",
+     "s1:start@1 m1:middle@2 m2:middle@3 e1:end@4 e2:end@5",
+     "match s:[s1] m:[m1] e:[e1]; match s:[s1] m:[m1] e:[e2]; match s:[s1] m:[m2] e:[e1]; match s:[s1] m:[m2] e:[e2]", 0, 0},
+    {"itcase_zero_or_more_between", "begin s " C "; followed_by m " A " one_or_more optional; followed_by e " B "; skip no_skip;",
+     "c1:c@1 a1:a@2 a2:a@3 b1:b@4",
+     "match s:[c1] e:[b1]; match s:[c1] m:[a1] e:[b1]; match s:[c1] m:[a1,a2] e:[b1]", 0, 0},
+    {"itcase_times_optional_end", "begin s " C "; followed_by m " A " times 2 optional; skip no_skip;",
+     "c1:c@1 a1:a@2 a2:a@3", "match s:[c1]; match s:[c1] m:[a1,a2]", 0, 0},
+    {"esper_every_a_b", "begin a " A "; followed_by b " B "; skip no_skip;",
+     "a1:a@1 b1:b@2 a2:a@3 x:x@4 a3:a@5 b2:b@6",
+     "match a:[a1] b:[b1]; match a:[a2] b:[b2]; match a:[a3] b:[b2]", 0, 0},
+};
+
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static char *rule_text(const SemCase *c)
+{
+    static const char fmt[] = "time ts;\nrule r { %s on match alert \"m\"; }\n";
+    size_t n = sizeof fmt + strlen(c->body);
+    char *t = malloc(n);
+    ck_assert_ptr_nonnull(t);
+    snprintf(t, n, fmt, c->body);
+    return t;
+}
+
+START_TEST(test_case)
+{
+    const SemCase *c = &cases[_i];
+    char *text = rule_text(c);
+    char *err = NULL;
+    NfaHarness *h = nh_new(text, c->flags, c->cap, &err);
+    ck_assert_msg(h != NULL, "%s: %s", c->name, err ? err : "?");
+    ck_assert_msg(nh_feed_compact(h, c->events, &err), "%s: %s", c->name, err ? err : "?");
+    nh_advance(h, INT64_MAX);
+    char *diff = nh_diff(h, c->expect);
+    ck_assert_msg(diff == NULL, "%s:%s", c->name, diff ? diff : "");
+    ck_assert_msg(nh_idle(h), "%s: state left after end of input", c->name);
+    ck_assert_uint_eq(nh_live(h), 0);
+    nh_free(h);
+    free(text);
+}
+END_TEST
+
+/* ---- cases that look inside the run ------------------------------------------- */
+
+static NfaHarness *harness(const char *body, int flags, size_t cap)
+{
+    SemCase c = {.body = body};
+    char *text = rule_text(&c);
+    char *err = NULL;
+    NfaHarness *h = nh_new(text, flags, cap, &err);
+    ck_assert_msg(h != NULL, "%s", err ? err : "?");
+    free(text);
+    return h;
+}
+
+static void feed(NfaHarness *h, const char *events)
+{
+    char *err = NULL;
+    ck_assert_msg(nh_feed_compact(h, events, &err), "%s", err ? err : "?");
+}
+
+START_TEST(test_holdback_waits)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b where n == \"b\" and v == a.v;", 0, 0);
+    feed(h, "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2");
+    size_t n;
+    nh_results(h, &n);
+    ck_assert_uint_eq(n, 0);                 /* a1 started earlier and is pending */
+    ck_assert(!nh_idle(h));
+    feed(h, "b1:b@4,v=1");
+    char *diff = nh_diff(h, "match a:[a1] b:[b1]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    nh_free(h);
+}
+END_TEST
+
+START_TEST(test_no_skip_emits_at_once)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b where n == \"b\" and v == a.v; skip no_skip;", 0, 0);
+    feed(h, "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2");
+    char *diff = nh_diff(h, "match a:[a2] b:[b2]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    nh_free(h);
+}
+END_TEST
+
+START_TEST(test_counters_and_idle)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b " B "; skip no_skip;", 0, 0);
+    feed(h, "x:x@1");
+    ck_assert(nh_idle(h));                   /* an event that starts nothing allocates nothing */
+    feed(h, "a1:a@2 a2:a@3");
+    ck_assert_uint_eq(nh_live(h), 2);
+    feed(h, "b1:b@4");
+    ck_assert_uint_eq(nh_live(h), 0);
+    ck_assert(nh_idle(h));
+    nh_free(h);
+}
+END_TEST
+
+START_TEST(test_cap_counts_drops)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by_any b " B "; skip no_skip;", 0, 2);
+    feed(h, "a1:a@1 a2:a@2 a3:a@3 a4:a@4");
+    ck_assert_uint_eq(nh_live(h), 2);
+    ck_assert_uint_eq(nh_dropped(h), 2);
+    nh_free(h);
+}
+END_TEST
+
+START_TEST(test_deadline)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b " B " within 2s; followed_by c " C "; within 10s; skip no_skip;", T, 0);
+    feed(h, "a1:a@1");
+    /* rule within from a1 (11 s) and step within of b from a1 (3 s): the earlier */
+    nh_advance(h, 2999);
+    size_t n;
+    nh_results(h, &n);
+    ck_assert_uint_eq(n, 0);
+    nh_advance(h, 3000);
+    char *diff = nh_diff(h, "timeout@3000 a:[a1]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    ck_assert(nh_idle(h));
+    nh_free(h);
+}
+END_TEST
+
+START_TEST(test_compile_errors)
+{
+    static const char *const bad[] = {
+        "begin a " A " optional; not_next x " B "; followed_by c " C ";",
+        "begin a " A "; followed_by b " B " optional; not_followed_by x " B "; followed_by c " C ";",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        SemCase c = {.body = bad[i]};
+        char *text = rule_text(&c);
+        char *err = NULL;
+        NfaHarness *h = nh_new(text, 0, 0, &err);
+        ck_assert_msg(h == NULL, "accepted: %s", bad[i]);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(err, "optional") != NULL, "%s", err);
+        free(err);
+        free(text);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("nfa_semantics");
+    TCase *tc = tcase_create("table");
+    tcase_add_loop_test(tc, test_case, 0, (int)N_CASES);
+    suite_add_tcase(s, tc);
+    TCase *tr = tcase_create("run");
+    tcase_add_test(tr, test_holdback_waits);
+    tcase_add_test(tr, test_no_skip_emits_at_once);
+    tcase_add_test(tr, test_counters_and_idle);
+    tcase_add_test(tr, test_cap_counts_drops);
+    tcase_add_test(tr, test_deadline);
+    tcase_add_test(tr, test_compile_errors);
+    suite_add_tcase(s, tr);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
