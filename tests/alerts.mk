@@ -10,3 +10,4 @@ TESTS += tests/test_alerts
 tests_test_alerts_SOURCES = tests/test_alerts.c
 tests_test_alerts_CFLAGS = $(TEST_CFLAGS)
 tests_test_alerts_LDADD = $(TEST_LIBS)
+EXTRA_DIST += docs/alerts.md
