@@ -395,6 +395,52 @@ START_TEST(deliver_to_declared_outputs)
 }
 END_TEST
 
+static void count_log(void *user, const char *msg)
+{
+    Buf *b = user;
+    buf_puts(b, msg);
+    buf_putc(b, '\n');
+}
+
+START_TEST(failing_output_does_not_stop_the_others)
+{
+    Buf text = BUF_INIT;
+    buf_printf(&text,
+        "output full file \"/dev/full\";\n"
+        "output ok file \"%s/ok.jsonl\";\n"
+        "rule r { begin a; on match alert \"x\" to full, ok; }\n", fx.dir);
+    load_rules(text.data);
+    buf_free(&text);
+    Buf log = BUF_INIT;
+    AlertOptions opts = {.stdout_path = "/dev/full", .log = count_log, .log_user = &log};
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
+    ck_assert_msg(ar != NULL, "%s", err);
+    const CompiledRule *r = rule("r");
+    Event *e = decode("{\"n\":1}", T_2026);
+    take(r, "a", e);
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    for (int i = 0; i < 3; i++)
+        alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+    ck_assert_int_eq(alerts_flush(ar), -1);
+    Buf stats = BUF_INIT;
+    alerts_stats(ar, &stats);
+    ck_assert_ptr_nonnull(strstr(stats.data, "\"full\":{\"kind\":\"file\",\"sent\":0,\"failed\":3,"
+                                             "\"dropped\":0,\"buffered\":0,\"healthy\":false"));
+    ck_assert_ptr_nonnull(strstr(stats.data, "\"ok\":{\"kind\":\"file\",\"sent\":3,\"failed\":0"));
+    buf_free(&stats);
+    alerts_free(ar);
+    ck_assert_str_eq(log.data, "output full: cannot write to /dev/full: No space left on device "
+                               "(alerts are lost and counted until it works again)\n");
+    buf_free(&log);
+    char path[128];
+    snprintf(path, sizeof path, "%s/ok.jsonl", fx.dir);
+    char *ok = slurp(path);
+    ck_assert_int_eq(count_lines(ok), 3);
+    free(ok);
+}
+END_TEST
+
 static Suite *alerts_suite(void)
 {
     Suite *s = suite_create("alerts");
@@ -411,6 +457,7 @@ static Suite *alerts_suite(void)
     tcase_add_checked_fixture(td, setup, teardown);
     tcase_set_timeout(td, 30);
     tcase_add_test(td, deliver_to_declared_outputs);
+    tcase_add_test(td, failing_output_does_not_stop_the_others);
     suite_add_tcase(s, td);
     return s;
 }
