@@ -71,7 +71,8 @@ static int list_cep_files(const char *dir, char ***out, size_t *n_out, Diags *di
         free_names(names, n);
         return -1;
     }
-    qsort(names, n, sizeof *names, compare_names);
+    if (n > 1)
+        qsort(names, n, sizeof *names, compare_names);
     *out = names;
     *n_out = n;
     return 0;
