@@ -50,7 +50,7 @@ typedef struct NetOutput {
     bool stop, kick;
     NetState state;
     bool outage;             /* from a failure until the next successful connect */
-    uint64_t sent, dropped, failed_at_flush;
+    uint64_t sent, dropped, dropped_at_flush;
     uint64_t failed;         /* always 0: lines are kept until sent or dropped */
     OutDropLog drops;
     pthread_t thread;
@@ -97,8 +97,8 @@ static int net_flush(Output *o, int64_t timeout_ms)
     pthread_cond_signal(&no->wake);
     while (no->count && out_now_ms() < deadline)
         out_cond_wait_until(&no->idle, &no->mu, deadline);
-    int rc = (no->count || no->dropped != no->failed_at_flush) ? -1 : 0;
-    no->failed_at_flush = no->dropped;
+    int rc = (no->count || no->dropped != no->dropped_at_flush) ? -1 : 0;
+    no->dropped_at_flush = no->dropped;
     pthread_mutex_unlock(&no->mu);
     return rc;
 }
