@@ -73,7 +73,8 @@ int cmd_explain(int argc, char **argv)
     diags_init(&diags);
     const char *paths[1] = {a.path};
     CompiledRuleSet *rs = ruleset_load(paths, 1, &diags);
-    diags_print(&diags, stderr);
+    if (!rs || diags.errors)   /* warnings are `vigil check`'s business */
+        diags_print(&diags, stderr);
     diags_free(&diags);
     if (!rs)
         return EXIT_RULES;

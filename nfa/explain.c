@@ -43,12 +43,18 @@ static void cond_text(const Nfa *nfa, uint32_t c, Buf *out, bool nested)
     }
 }
 
+/* The largest unit that divides the duration, as the rule language writes it. */
 static void duration_text(int64_t ms, Buf *out)
 {
-    if (ms % 1000 == 0)
-        buf_printf(out, "%" PRId64 "s", ms / 1000);
-    else
-        buf_printf(out, "%" PRId64 "ms", ms);
+    static const struct { int64_t ms; const char *unit; } units[] = {
+        {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (ms % units[i].ms == 0) {
+            buf_printf(out, "%" PRId64 "%s", ms / units[i].ms, units[i].unit);
+            return;
+        }
+    buf_printf(out, "%" PRId64 "ms", ms);
 }
 
 static const char *skip_name(SkipKind k)
