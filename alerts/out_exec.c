@@ -196,6 +196,38 @@ static void job_done(ExecOutput *eo, ExecJob *j, bool ok)
     job_free(j);
 }
 
+/* posix_spawnp with stdin from `in_fd`, stdout to our stderr, default signal
+ * handling and mask, in a new process group. 0, or an errno value. */
+static int spawn_child(char *const argv[], int in_fd, pid_t *pid)
+{
+    static const int dfl_signals[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+                                      SIGCHLD, SIGUSR1, SIGUSR2};
+    sigset_t none, dfl;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    for (size_t i = 0; i < sizeof dfl_signals / sizeof dfl_signals[0]; i++)
+        sigaddset(&dfl, dfl_signals[i]);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc != 0)
+        return rc;
+    rc = posix_spawnattr_init(&at);
+    if (rc == 0) {
+        if (!(rc = posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO)) &&
+            !(rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO)) &&
+            !(rc = posix_spawnattr_setsigmask(&at, &none)) &&
+            !(rc = posix_spawnattr_setsigdefault(&at, &dfl)) &&
+            !(rc = posix_spawnattr_setpgroup(&at, 0)) &&
+            !(rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                                 POSIX_SPAWN_SETPGROUP)))
+            rc = posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
+        posix_spawnattr_destroy(&at);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
 static void exec_spawn(ExecOutput *eo, ExecJob *j)
 {
     int p[2];
@@ -204,32 +236,8 @@ static void exec_spawn(ExecOutput *eo, ExecJob *j)
         job_done(eo, j, false);
         return;
     }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    sigset_t none, dfl;
-    sigemptyset(&none);
-    sigemptyset(&dfl);
-    int dfl_signals[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof dfl_signals / sizeof dfl_signals[0]; i++)
-        sigaddset(&dfl, dfl_signals[i]);
     pid_t pid = -1;
-    int rc = posix_spawn_file_actions_init(&fa);
-    if (rc == 0) {
-        rc = posix_spawnattr_init(&at);
-        if (rc == 0) {
-            if (!(rc = posix_spawn_file_actions_adddup2(&fa, p[0], STDIN_FILENO)) &&
-                !(rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO)) &&
-                !(rc = posix_spawnattr_setsigmask(&at, &none)) &&
-                !(rc = posix_spawnattr_setsigdefault(&at, &dfl)) &&
-                !(rc = posix_spawnattr_setpgroup(&at, 0)) &&
-                !(rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-                                                     POSIX_SPAWN_SETSIGDEF |
-                                                     POSIX_SPAWN_SETPGROUP)))
-                rc = posix_spawnp(&pid, j->argv[0], &fa, &at, j->argv, environ);
-            posix_spawnattr_destroy(&at);
-        }
-        posix_spawn_file_actions_destroy(&fa);
-    }
+    int rc = spawn_child(j->argv, p[0], &pid);
     close(p[0]);
     if (rc != 0) {
         close(p[1]);
