@@ -1,12 +1,482 @@
-/* cli/cmd_run.c — `vigil run`. Placeholder until its issue lands. */
+/* cli/cmd_run.c — `vigil run`: the streaming daemon's main loop.
+ *
+ * Owns: option parsing, the wiring of inputs -> engine -> alert outputs, the
+ * dead-letter and late files (cli/rejects.h), signals, the progress line and the
+ * --stats summary. Signals are blocked and polled between input reads (at most
+ * RUN_POLL_SLICE_MS apart), so no handler and no global state is needed. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "alerts/alerts.h"
+#include "base/buf.h"
 #include "cli/commands.h"
+#include "cli/rejects.h"
+#include "dsl/diag.h"
+#include "rules/ruleset.h"
+#include "runtime/engine.h"
+#include "runtime/input.h"
+
+#define RUN_POLL_SLICE_MS 100
+#define RUN_DEFAULT_MAX_LINE (1024 * 1024)
+#define RUN_PROGRESS_PERIOD_MS 1000
+
+typedef struct RunOptions {
+    const char **inputs;       /* argv strings (borrowed); heap array, owned */
+    size_t n_inputs;
+    const char *output, *late, *errors, *control;
+    bool watch, stats;
+    unsigned long workers;
+    size_t max_line, max_partials;
+    const char *const *rule_paths;   /* borrowed from argv */
+    size_t n_rule_paths;
+} RunOptions;
+
+typedef struct Run {
+    const CompiledRuleSet *rs;
+    AlertRouter *alerts;
+    Engine *engine;
+    InputSet *inputs;
+    Rejects rejects;
+    bool event_time;
+    bool fatal;
+    bool progress;
+    uint64_t lines_seen;       /* lines handed over by the input, to notice idleness */
+    int64_t started_ms, last_progress_ms;
+} Run;
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fputs("usage: vigil run [OPTIONS] FILE|DIR...\n"
+          "\n"
+          "Streams JSON events (one object per line) through the rules in FILE|DIR (every\n"
+          "*.cep file of a DIR) and writes alerts as JSON lines to the rules' outputs.\n"
+          "\n"
+          "Options:\n"
+          "  -i, --input SRC      read events from SRC; repeatable. `-` is stdin (the\n"
+          "                       default), a file path, tcp://HOST:PORT or unix:PATH\n"
+          "                       (listen; many clients at once)\n"
+          "  -o, --output DEST    where the `stdout` output goes: `-` (default) or a file\n"
+          "      --late FILE      append late events (event time older than the\n"
+          "                       watermark) to FILE as JSON lines with the reason\n"
+          "      --errors FILE    append malformed input lines (dead letters) to FILE as\n"
+          "                       JSON lines {\"input\",\"line\",\"reason\",\"text\"}; without\n"
+          "                       it they are counted and logged to stderr, rate-limited\n"
+          "      --watch          reload when a rule file changes (SIGHUP always reloads)\n"
+          "      --control PATH   serve `vigil ctl` on a Unix socket (mode 0600)\n"
+          "      --workers N      worker threads (default 1); events are sharded by\n"
+          "                       (rule, key) so each key's events stay in order\n"
+          "      --stats          print a JSON summary to stderr at exit\n"
+          "      --max-line BYTES longest accepted input line (default 1M; K/M/G suffixes)\n"
+          "      --max-partials N partial matches kept per key; when full the oldest is\n"
+          "                       dropped and counted (default 10000)\n"
+          "  -h, --help           show this help\n"
+          "\n"
+          "Time: with a `time` declaration events are reordered within its lateness and\n"
+          "matched in event-time order; the end of input moves time to +infinity, so\n"
+          "pending `within` timeouts fire. Without one, time is the arrival time and\n"
+          "timeouts fire on a real timer.\n"
+          "\n"
+          "Signals: SIGTERM and SIGINT stop reading, process every event already\n"
+          "accepted (the reorder buffer too), write their alerts, flush the outputs and\n"
+          "exit 0; pending partial matches are counted, not fired as timeouts.\n"
+          "\n"
+          "Exit status: 0 ok, 1 rule errors, 2 usage error, 3 I/O or runtime failure.\n",
+          out);
+}
+
+/* BYTES with an optional K, M or G (binary) suffix. */
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && end[1] == 'B')
+        end += 2;
+    else if (*end == 'B')
+        end++;
+    if (*end || v == 0 || v > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)(v << shift);
+    return true;
+}
+
+enum { OPT_LATE = 256, OPT_ERRORS, OPT_WATCH, OPT_CONTROL, OPT_WORKERS, OPT_STATS,
+       OPT_MAX_LINE, OPT_MAX_PARTIALS };
+
+static const struct option run_long_options[] = {
+    {"input", required_argument, NULL, 'i'},
+    {"output", required_argument, NULL, 'o'},
+    {"late", required_argument, NULL, OPT_LATE},
+    {"errors", required_argument, NULL, OPT_ERRORS},
+    {"watch", no_argument, NULL, OPT_WATCH},
+    {"control", required_argument, NULL, OPT_CONTROL},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"max-line", required_argument, NULL, OPT_MAX_LINE},
+    {"max-partials", required_argument, NULL, OPT_MAX_PARTIALS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int bad_value(const char *opt, const char *value)
+{
+    fprintf(stderr, "vigil run: invalid value '%s' for %s\n", value, opt);
+    return EXIT_USAGE;
+}
+
+/* Returns -1 to continue, or an exit code (help, usage error). */
+static int parse_options(int argc, char **argv, RunOptions *o)
+{
+    memset(o, 0, sizeof *o);
+    o->workers = 1;
+    o->max_line = RUN_DEFAULT_MAX_LINE;
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    if (!o->inputs) {
+        fprintf(stderr, "vigil run: out of memory\n");
+        return EXIT_IO;
+    }
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":i:o:h", run_long_options, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'i': o->inputs[o->n_inputs++] = optarg; break;
+        case 'o': o->output = optarg; break;
+        case OPT_LATE: o->late = optarg; break;
+        case OPT_ERRORS: o->errors = optarg; break;
+        case OPT_WATCH: o->watch = true; break;
+        case OPT_CONTROL: o->control = optarg; break;
+        case OPT_STATS: o->stats = true; break;
+        case OPT_WORKERS:
+            errno = 0;
+            o->workers = strtoul(optarg, &end, 10);
+            if (errno || *end || end == optarg || o->workers < 1 || o->workers > 256)
+                return bad_value("--workers (1..256)", optarg);
+            break;
+        case OPT_MAX_LINE:
+            if (!parse_size(optarg, &o->max_line))
+                return bad_value("--max-line", optarg);
+            break;
+        case OPT_MAX_PARTIALS:
+            if (!parse_size(optarg, &o->max_partials))
+                return bad_value("--max-partials", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return EXIT_OK;
+        case ':':
+            fprintf(stderr, "vigil run: option '%s' needs a value\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, "vigil run: unknown option '%s'\n", argv[optind - 1]);
+            fprintf(stderr, "Try 'vigil run --help'.\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "vigil run: no rule files given\n");
+        fprintf(stderr, "usage: vigil run [OPTIONS] FILE|DIR...   (see 'vigil run --help')\n");
+        return EXIT_USAGE;
+    }
+    if (o->n_inputs == 0)
+        o->inputs[o->n_inputs++] = "-";
+    o->rule_paths = (const char *const *)argv + optind;
+    o->n_rule_paths = (size_t)(argc - optind);
+    return -1;
+}
+
+/* ---- engine callbacks ------------------------------------------------------- */
+
+static void deliver_alert(void *user, size_t rule, const Value *key, size_t n_key,
+                          const NfaResult *r, EvalScratch *scratch)
+{
+    Run *run = user;
+    alerts_deliver(run->alerts, &run->rs->rules[rule], key, n_key, r, scratch);
+}
+
+static void dead_letter(void *user, const char *origin, uint64_t line_no, const char *reason,
+                        const char *text, size_t len)
+{
+    Run *run = user;
+    rejects_dead_letter(&run->rejects, origin, line_no, reason, text, len, mono_ms());
+}
+
+static void late_event(void *user, const Event *ev, int64_t watermark)
+{
+    Run *run = user;
+    rejects_late(&run->rejects, ev, watermark, mono_ms());
+}
+
+static void on_line(void *user, const InputLine *line)
+{
+    Run *run = user;
+    run->lines_seen++;
+    if (run->fatal)
+        return;
+    int64_t now = run->event_time ? 0 : wall_ms();
+    if (engine_line(run->engine, line->text, line->len, line->origin, line->line_no, now) < 0)
+        run->fatal = true;
+}
+
+static void on_reject(void *user, const InputLine *line, const char *reason)
+{
+    Run *run = user;
+    run->lines_seen++;
+    engine_reject(run->engine, line->text, line->len, line->origin, line->line_no, reason);
+}
+
+/* ---- progress and statistics ------------------------------------------------ */
+
+static void show_progress(Run *run, bool final)
+{
+    int64_t now = mono_ms();
+    if (!run->progress || (!final && now - run->last_progress_ms < RUN_PROGRESS_PERIOD_MS))
+        return;
+    run->last_progress_ms = now;
+    if (final) {
+        fputs("\r\033[K", stderr);
+        return;
+    }
+    uint64_t done = 0, total = 0;
+    input_progress(run->inputs, &done, &total);
+    EngineStats st;
+    engine_stats(run->engine, &st);
+    double secs = (double)(now - run->started_ms) / 1000.0;
+    fprintf(stderr, "\r\033[K%llu events, %.0f events/s, %.0f%%", (unsigned long long)st.events,
+            secs > 0 ? (double)st.events / secs : 0.0,
+            total ? 100.0 * (double)done / (double)total : 0.0);
+}
+
+static void print_stats(Run *run)
+{
+    Buf b = BUF_INIT;
+    EngineStats st;
+    engine_stats(run->engine, &st);
+    struct rusage ru;
+    long peak_kb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+    double secs = (double)(mono_ms() - run->started_ms) / 1000.0;
+    buf_puts(&b, "{\"engine\":");
+    engine_stats_json(run->engine, &b);
+    buf_puts(&b, ",\"outputs\":");
+    alerts_stats(run->alerts, &b);
+    buf_printf(&b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f}", peak_kb,
+               secs, secs > 0 ? (double)st.events / secs : 0.0);
+    if (!b.failed)
+        fprintf(stderr, "%s\n", b.data);
+    buf_free(&b);
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+/* Takes every pending signal; true when one asks to stop. */
+static bool stop_requested(const sigset_t *set)
+{
+    struct timespec zero = {0, 0};
+    bool stop = false;
+    int sig;
+    while ((sig = sigtimedwait(set, NULL, &zero)) > 0) {
+        if (sig == SIGHUP)
+            fprintf(stderr, "vigil run: SIGHUP: rule reload is not yet supported\n");
+        else
+            stop = true;
+    }
+    return stop;
+}
+
+static int poll_timeout(Run *run)
+{
+    if (run->event_time)
+        return RUN_POLL_SLICE_MS;
+    int64_t next = engine_next_deadline(run->engine);
+    if (next == INT64_MAX)
+        return RUN_POLL_SLICE_MS;
+    int64_t wait = next - wall_ms();
+    return wait < 0 ? 0 : wait > RUN_POLL_SLICE_MS ? RUN_POLL_SLICE_MS : (int)wait;
+}
+
+/* Reads until end of input or a stop signal. Returns 1 on stop, 0 at end, -1 on error. */
+static int read_loop(Run *run, const sigset_t *signals)
+{
+    InputHandler h = {on_line, on_reject, run};
+    for (;;) {
+        if (stop_requested(signals))
+            return 1;
+        uint64_t before = run->lines_seen;
+        int rc = input_poll(run->inputs, poll_timeout(run), &h);
+        if (run->fatal || rc < 0)
+            return -1;
+        if (!run->event_time && engine_tick(run->engine, wall_ms()) < 0)
+            return -1;
+        if (run->lines_seen == before)
+            alerts_idle(run->alerts);   /* idle: no alert waits in a buffer */
+        rejects_tick(&run->rejects, mono_ms(), false);
+        show_progress(run, false);
+        if (rc == 0)
+            return 0;
+    }
+}
+
+static bool any_file_input(const RunOptions *o)
+{
+    for (size_t i = 0; i < o->n_inputs; i++)
+        if (strcmp(o->inputs[i], "-") && strncmp(o->inputs[i], "tcp://", 6) &&
+            strncmp(o->inputs[i], "unix:", 5))
+            return true;
+    return false;
+}
+
+static int open_inputs(Run *run, const RunOptions *o)
+{
+    run->inputs = input_set_new(o->max_line);
+    if (!run->inputs) {
+        fprintf(stderr, "vigil run: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < o->n_inputs; i++) {
+        char *err = NULL;
+        if (input_add(run->inputs, o->inputs[i], &err) < 0) {
+            fprintf(stderr, "vigil run: %s: %s\n", o->inputs[i], err ? err : "cannot open");
+            free(err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int start(Run *run, const RunOptions *o)
+{
+    AlertOptions aopts = {.stdout_path = o->output};
+    char *err = NULL;
+    run->alerts = alerts_new(run->rs, &aopts, &err);
+    if (!run->alerts) {
+        fprintf(stderr, "vigil run: %s\n", err ? err : "cannot open the outputs");
+        free(err);
+        return -1;
+    }
+    EngineSink sink = {deliver_alert, dead_letter, late_event, run};
+    EngineOptions eopts = {o->max_partials, o->workers};
+    run->engine = engine_new(run->rs, &eopts, &sink, &err);
+    if (!run->engine) {
+        fprintf(stderr, "vigil run: %s\n", err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
+    return open_inputs(run, o);
+}
+
+static void warn_unsupported(const RunOptions *o)
+{
+    if (o->watch)
+        fprintf(stderr, "vigil run: --watch is not yet supported; rules will not reload\n");
+    if (o->control)
+        fprintf(stderr, "vigil run: --control is not yet supported; no control socket\n");
+}
+
+static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
+{
+    Run run = {.rs = rs, .event_time = rs->event_time};
+    if (rejects_open(&run.rejects, o->errors, o->late) < 0)
+        return EXIT_IO;
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    /* Left blocked on return: a second SIGTERM during the final flush must not kill
+     * the process before the outputs are flushed; vigil exits right after. */
+    sigprocmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);   /* a closed output is an error to report, not a death */
+    int code = EXIT_OK;
+    run.started_ms = run.last_progress_ms = mono_ms();
+    if (start(&run, o) < 0) {
+        code = EXIT_IO;
+    } else {
+        run.progress = isatty(STDERR_FILENO) && any_file_input(o);
+        int how = read_loop(&run, &signals);
+        int end = how == 1 ? engine_stop(run.engine) : engine_finish(run.engine);
+        if (how < 0 || end < 0) {
+            fprintf(stderr, "vigil run: stopped on %s\n",
+                    run.fatal || end < 0 ? "an allocation failure" : "an input error");
+            code = EXIT_IO;
+        }
+        show_progress(&run, true);
+        if (alerts_flush(run.alerts) < 0) {
+            fprintf(stderr, "vigil run: an output failed; some alerts were not delivered\n");
+            code = EXIT_IO;
+        }
+        EngineStats st;
+        engine_stats(run.engine, &st);
+        if (how == 1 && st.pending_at_stop)
+            fprintf(stderr, "vigil run: stopped with %llu partial matches pending (not fired)\n",
+                    (unsigned long long)st.pending_at_stop);
+        if (o->stats)
+            print_stats(&run);
+    }
+    if (rejects_close(&run.rejects) < 0) {
+        fprintf(stderr, "vigil run: writing --errors or --late failed\n");
+        code = EXIT_IO;
+    }
+    engine_free(run.engine);   /* joins the workers, which may still reference inputs */
+    if (run.inputs)
+        input_set_free(run.inputs);
+    if (run.alerts)
+        alerts_free(run.alerts);
+    return code;
+}
 
 int cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "vigil run: not built yet\n");
-    return EXIT_USAGE;
+    RunOptions o;
+    int code = parse_options(argc, argv, &o);
+    if (code >= 0) {
+        free(o.inputs);
+        return code;
+    }
+    warn_unsupported(&o);
+    Diags diags;
+    diags_init(&diags);
+    CompiledRuleSet *rs = ruleset_load(o.rule_paths, o.n_rule_paths, &diags);
+    diags_print(&diags, stderr);
+    diags_free(&diags);
+    if (!rs) {
+        free(o.inputs);
+        return EXIT_RULES;
+    }
+    code = run_rules(&o, rs);
+    ruleset_free(rs);
+    free(o.inputs);
+    return code;
 }

@@ -69,7 +69,9 @@ void rejects_dead_letter(Rejects *r, const char *origin, uint64_t line_no, const
     if (log->file) {
         record_head(&r->line, origin, line_no, reason);
         buf_puts(&r->line, ",\"text\":");
-        buf_json_string(&r->line, text, len);
+        buf_json_string(&r->line, text, len > REJECTS_MAX_TEXT ? REJECTS_MAX_TEXT : len);
+        if (len > REJECTS_MAX_TEXT)
+            buf_printf(&r->line, ",\"truncated_from\":%zu", len);
         buf_putc(&r->line, '}');
         write_record(log, &r->line);
         return;

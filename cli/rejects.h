@@ -5,7 +5,8 @@
  * the stderr log used when a file is not given: the first REJECTS_LOG_FIRST lines
  * are logged one by one, then one summary line per REJECTS_LOG_PERIOD_MS. Each file
  * record is one JSON line: {"input":"f.jsonl","line":12,"reason":"...","text":"..."}
- * (late events carry "event" with the original object instead of "text"). */
+ * (late events carry "event" with the original object instead of "text"; a cut text
+ * comes with "truncated_from": the line's length). */
 #ifndef VIGIL_CLI_REJECTS_H
 #define VIGIL_CLI_REJECTS_H
 
@@ -18,6 +19,9 @@
 
 #define REJECTS_LOG_FIRST 10
 #define REJECTS_LOG_PERIOD_MS 10000
+/* Longer rejected lines are cut in the record (a dead-letter file must not grow by a
+ * megabyte per bad line); the record then says how long the line was. */
+#define REJECTS_MAX_TEXT 65536
 
 typedef struct RejectLog {
     FILE *file;              /* owned; NULL: log to stderr, rate-limited */

@@ -22,6 +22,7 @@ struct Shard {
     RuleState *rules;          /* rs->n_rules, heap, owned */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_bytes;
+    int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
     bool failed;
     /* the (rule, key) whose NFA is running, for the result callback */
     size_t cur_rule;
@@ -46,6 +47,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
         return NULL;
     s->rs = rs;
     s->sink = sink;
+    s->fired_upto = INT64_MIN;
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
     s->key_vals = calloc(widest_key(rs), sizeof *s->key_vals);
@@ -173,6 +175,11 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
 
 void shard_fire_due(Shard *s, int64_t t)
 {
+    /* settle() arms every timer after the time it handles, so nothing new can be due
+     * at or before a time already fired: many events at one time cost one check. */
+    if (t <= s->fired_upto)
+        return;
+    s->fired_upto = t;
     size_t ri = 0;
     while (next_due(s, t, &ri)) {
         PartEntry *pe = deadline_top(&s->rules[ri].timers);

@@ -1,0 +1,14 @@
+#!/bin/sh
+# --workers 2 gives the same alert multiset as one worker, and each key's alerts in
+# the same order.
+. "$top_srcdir/tests/e2e/lib.sh"
+gen_events 5000 > "$TMP/ev"
+"$VIGIL" run --workers 1 "$DATA/bursts.cep" < "$TMP/ev" > "$TMP/a1" || fail "1 worker"
+"$VIGIL" run --workers 2 "$DATA/bursts.cep" < "$TMP/ev" > "$TMP/a2" 2> /dev/null || fail "2 workers"
+same_alerts "$TMP/a1" "$TMP/a2" "--workers 2 changed the alerts"
+for u in u0 u1 u2 u3 u4 u5 u6; do
+    grep "\"key\":{\"user\":\"$u\"}" "$TMP/a1" | grep '"rule":"burst"' > "$TMP/k1"
+    grep "\"key\":{\"user\":\"$u\"}" "$TMP/a2" | grep '"rule":"burst"' > "$TMP/k2"
+    cmp -s "$TMP/k1" "$TMP/k2" || fail "alerts of key $u out of order with 2 workers"
+done
+exit 0

@@ -1,0 +1,355 @@
+/* tests/test_engine_run.c — the engine over real compiled rules: deadline order
+ * across keys, suppression, missing keys, idle keys leaving the table, late and
+ * malformed lines, stop versus end of input, processing-time timers, workers. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "dsl/diag.h"
+#include "rules/ruleset.h"
+#include "runtime/engine.h"
+
+/* ---- fixtures --------------------------------------------------------------- */
+
+typedef struct Seen {
+    pthread_mutex_t lock;      /* workers deliver from their threads */
+    char lines[256][160];      /* "rule kind key time" per alert */
+    size_t n;
+    char dead[16][160];        /* "origin:line reason" */
+    size_t n_dead;
+    size_t n_late;
+    uint64_t late_line;
+} Seen;
+
+static CompiledRuleSet *load_rules(const char *text)
+{
+    char path[] = "/tmp/vigil-test-engine-XXXXXX.cep";
+    int fd = mkstemps(path, 4);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    Diags d;
+    diags_init(&d);
+    const char *p = path;
+    CompiledRuleSet *rs = ruleset_load(&p, 1, &d);
+    if (!rs)
+        diags_print(&d, stderr);
+    diags_free(&d);
+    unlink(path);
+    ck_assert_ptr_nonnull(rs);
+    return rs;
+}
+
+static void on_alert(void *user, size_t rule, const Value *key, size_t n_key,
+                     const NfaResult *r, EvalScratch *scratch)
+{
+    (void)scratch;
+    (void)rule;
+    Seen *s = user;
+    char k[64] = "-";
+    if (n_key && key[0].type == V_STR)
+        snprintf(k, sizeof k, "%.*s", (int)key[0].len, key[0].s);
+    pthread_mutex_lock(&s->lock);
+    ck_assert_uint_lt(s->n, 256);
+    snprintf(s->lines[s->n++], 160, "%zu %s %s %lld", rule,
+             r->kind == NFA_MATCH ? "match" : "timeout", k, (long long)r->time_ms);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void on_dead(void *user, const char *origin, uint64_t line_no, const char *reason,
+                    const char *text, size_t len)
+{
+    (void)text;
+    (void)len;
+    Seen *s = user;
+    ck_assert_uint_lt(s->n_dead, 16);
+    snprintf(s->dead[s->n_dead++], 160, "%s:%llu %s", origin, (unsigned long long)line_no,
+             reason);
+}
+
+static void on_late(void *user, const Event *ev, int64_t watermark)
+{
+    (void)watermark;
+    Seen *s = user;
+    s->n_late++;
+    s->late_line = ev->origin_line;
+}
+
+static Engine *start(const CompiledRuleSet *rs, Seen *seen, size_t workers)
+{
+    memset(seen, 0, sizeof *seen);
+    pthread_mutex_init(&seen->lock, NULL);
+    EngineSink sink = {on_alert, on_dead, on_late, seen};
+    EngineOptions opts = {0, workers};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    return e;
+}
+
+static void feed(Engine *e, const char *const *lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "t", i + 1, 0), 0);
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char pair_rules[] =
+    "time ts epoch_ms;\n"
+    "rule pair { key user; begin a where type == \"start\"; followed_by b where type == \"end\";\n"
+    "  within 10s; on match alert \"m\"; on timeout alert \"t\"; }\n"
+    "rule ping { key user; begin p where type == \"ping\"; on match alert \"p\"; }\n";
+
+/* ---- tests ------------------------------------------------------------------ */
+
+START_TEST(deadlines_fire_before_later_events_of_other_keys)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    const char *ev[] = {
+        "{\"ts\":0,\"type\":\"start\",\"user\":\"u1\"}",
+        "{\"ts\":100000,\"type\":\"ping\",\"user\":\"u2\"}",
+    };
+    feed(e, ev, N(ev));
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_str_eq(s.lines[0], "0 timeout u1 10000");
+    ck_assert_str_eq(s.lines[1], "1 match u2 100000");
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 2);
+    EngineRuleStats st;
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.timeouts, 1);
+    ck_assert_uint_eq(st.keys_live, 0);   /* idle keys leave the table */
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(end_of_input_fires_timeouts_but_stop_does_not)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    const char *ev[] = {
+        "{\"ts\":0,\"type\":\"start\",\"user\":\"u1\"}",
+        "{\"ts\":1000,\"type\":\"start\",\"user\":\"u2\"}",
+        "{\"ts\":2000,\"type\":\"end\",\"user\":\"u2\"}",
+    };
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    feed(e, ev, N(ev));
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_str_eq(s.lines[0], "0 match u2 2000");
+    ck_assert_str_eq(s.lines[1], "0 timeout u1 10000");
+    engine_free(e);
+
+    e = start(rs, &s, 1);
+    feed(e, ev, N(ev));
+    ck_assert_int_eq(engine_stop(e), 0);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_str_eq(s.lines[0], "0 match u2 2000");
+    EngineStats st;
+    engine_stats(e, &st);
+    ck_assert_uint_eq(st.pending_at_stop, 1);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(suppress_drops_alerts_within_the_window_per_key)
+{
+    CompiledRuleSet *rs = load_rules(
+        "time ts epoch_ms;\n"
+        "rule hit { key user; begin a where type == \"x\"; suppress 1m; on match alert \"h\"; }\n");
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    const char *ev[] = {
+        "{\"ts\":0,\"type\":\"x\",\"user\":\"u1\"}",
+        "{\"ts\":10000,\"type\":\"x\",\"user\":\"u1\"}",
+        "{\"ts\":20000,\"type\":\"x\",\"user\":\"u2\"}",
+        "{\"ts\":59999,\"type\":\"x\",\"user\":\"u1\"}",
+        "{\"ts\":60000,\"type\":\"x\",\"user\":\"u1\"}",
+    };
+    feed(e, ev, N(ev));
+    EngineRuleStats st;
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.keys_live, 2);   /* idle, but still suppressing */
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 3);
+    ck_assert_str_eq(s.lines[0], "0 match u1 0");
+    ck_assert_str_eq(s.lines[1], "0 match u2 20000");
+    ck_assert_str_eq(s.lines[2], "0 match u1 60000");
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.matches, 5);
+    ck_assert_uint_eq(st.suppressed, 2);
+    ck_assert_uint_eq(st.alerts, 3);
+    ck_assert_uint_eq(st.keys_live, 0);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(missing_or_null_key_is_counted_and_skipped)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    const char *ev[] = {
+        "{\"ts\":0,\"type\":\"ping\"}",
+        "{\"ts\":1,\"type\":\"ping\",\"user\":null}",
+        "{\"ts\":2,\"type\":\"ping\",\"user\":\"u\"}",
+    };
+    feed(e, ev, N(ev));
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 1);
+    EngineRuleStats st;
+    engine_rule_stats(e, 1, &st);
+    ck_assert_uint_eq(st.missing_key, 2);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(malformed_and_late_lines_go_to_the_sink_with_positions)
+{
+    CompiledRuleSet *rs = load_rules(
+        "time ts epoch_ms lateness 5s;\n"
+        "rule ping { key user; begin p where type == \"ping\"; on match alert \"p\"; }\n");
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    const char *ev[] = {
+        "{\"ts\":10000,\"type\":\"ping\",\"user\":\"a\"}",
+        "{\"ts\":",
+        "{\"type\":\"ping\",\"user\":\"a\"}",
+        "{\"ts\":20000,\"type\":\"ping\",\"user\":\"b\"}",
+        "{\"ts\":14999,\"type\":\"ping\",\"user\":\"c\"}",
+        "{\"ts\":15000,\"type\":\"ping\",\"user\":\"d\"}",
+    };
+    feed(e, ev, N(ev));
+    engine_reject(e, "xxxx", 4, "t", 7, "line too long");
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n_dead, 3);
+    ck_assert(strncmp(s.dead[0], "t:2 ", 4) == 0);
+    ck_assert_str_eq(s.dead[1], "t:3 missing or unparsable time field 'ts'");
+    ck_assert_str_eq(s.dead[2], "t:7 line too long");
+    ck_assert_uint_eq(s.n_late, 1);
+    ck_assert_uint_eq(s.late_line, 5);
+    ck_assert_uint_eq(s.n, 3);   /* a, d (at the watermark) and b, in time order */
+    ck_assert_str_eq(s.lines[0], "0 match a 10000");
+    ck_assert_str_eq(s.lines[1], "0 match d 15000");
+    ck_assert_str_eq(s.lines[2], "0 match b 20000");
+    EngineStats st;
+    engine_stats(e, &st);
+    ck_assert_uint_eq(st.lines, 7);
+    ck_assert_uint_eq(st.events, 4);
+    ck_assert_uint_eq(st.malformed, 3);
+    ck_assert_uint_eq(st.late, 1);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(processing_time_timeouts_fire_on_tick)
+{
+    CompiledRuleSet *rs = load_rules(
+        "rule pair { key user; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 1s; on timeout alert \"t\"; }\n");
+    Seen s;
+    Engine *e = start(rs, &s, 1);
+    const char *start_ev = "{\"type\":\"start\",\"user\":\"u\"}";
+    ck_assert_int_eq(engine_line(e, start_ev, strlen(start_ev), "t", 1, 5000), 0);
+    ck_assert_int_eq(engine_next_deadline(e), 6000);
+    ck_assert_int_eq(engine_tick(e, 5999), 0);
+    ck_assert_uint_eq(s.n, 0);
+    ck_assert_int_eq(engine_tick(e, 6000), 0);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_str_eq(s.lines[0], "0 timeout u 6000");
+    ck_assert_int_eq(engine_next_deadline(e), INT64_MAX);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
+static int cmp_lines(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+START_TEST(workers_give_the_same_alerts_with_per_key_order)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    Buf text = BUF_INIT;
+    char **lines = calloc(400, sizeof *lines);
+    for (int i = 0; i < 400; i++) {
+        static const char *types[] = {"start", "end", "ping", "end", "start"};
+        buf_clear(&text);
+        buf_printf(&text, "{\"ts\":%d,\"type\":\"%s\",\"user\":\"u%d\"}", i * 700,
+                   types[i % 5], i % 7);
+        lines[i] = strdup(text.data);
+    }
+    Seen one, four;
+    Engine *e = start(rs, &one, 1);
+    feed(e, (const char *const *)lines, 400);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    e = start(rs, &four, 4);
+    feed(e, (const char *const *)lines, 400);
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_gt(one.n, 20);
+    ck_assert_uint_eq(one.n, four.n);
+    /* per (rule, key) the order is the same */
+    for (int r = 0; r < 2; r++)
+        for (int u = 0; u < 7; u++) {
+            char key[16];
+            snprintf(key, sizeof key, " u%d ", u);
+            size_t j = 0;
+            for (size_t i = 0; i < one.n; i++) {
+                if (one.lines[i][0] != '0' + r || !strstr(one.lines[i], key))
+                    continue;
+                while (j < four.n && (four.lines[j][0] != '0' + r || !strstr(four.lines[j], key)))
+                    j++;
+                ck_assert_uint_lt(j, four.n);
+                ck_assert_str_eq(four.lines[j], one.lines[i]);
+                j++;
+            }
+        }
+    qsort(one.lines, one.n, sizeof one.lines[0], cmp_lines);
+    qsort(four.lines, four.n, sizeof four.lines[0], cmp_lines);
+    for (size_t i = 0; i < one.n; i++)
+        ck_assert_str_eq(one.lines[i], four.lines[i]);
+    EngineRuleStats st;
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.keys_live, 0);
+    engine_free(e);
+    for (int i = 0; i < 400; i++)
+        free(lines[i]);
+    free(lines);
+    buf_free(&text);
+    ruleset_free(rs);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine_run");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, deadlines_fire_before_later_events_of_other_keys);
+    tcase_add_test(tc, end_of_input_fires_timeouts_but_stop_does_not);
+    tcase_add_test(tc, suppress_drops_alerts_within_the_window_per_key);
+    tcase_add_test(tc, missing_or_null_key_is_counted_and_skipped);
+    tcase_add_test(tc, malformed_and_late_lines_go_to_the_sink_with_positions);
+    tcase_add_test(tc, processing_time_timeouts_fire_on_tick);
+    tcase_add_test(tc, workers_give_the_same_alerts_with_per_key_order);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
