@@ -383,7 +383,8 @@ static int cmp_str(const void *a, const void *b)
 
 char **nh_results(NfaHarness *h, size_t *n)
 {
-    qsort(h->results.v, h->results.n, sizeof *h->results.v, cmp_str);
+    if (h->results.n > 1)
+        qsort(h->results.v, h->results.n, sizeof *h->results.v, cmp_str);
     *n = h->results.n;
     return h->results.v;
 }
@@ -400,6 +401,11 @@ bool nh_idle(const NfaHarness *h)
 }
 
 const Nfa *nh_nfa(const NfaHarness *h, size_t rule) { return h->rules[rule].nfa; }
+
+long long nh_deadline(const NfaHarness *h, size_t rule)
+{
+    return (long long)nfa_key_deadline(h->rules[rule].key);
+}
 
 /* ---- comparing ------------------------------------------------------------------ */
 
@@ -434,7 +440,8 @@ char *nh_diff(NfaHarness *h, const char *expected)
         if (*p)
             p++;
     }
-    qsort(want.v, want.n, sizeof *want.v, cmp_str);
+    if (want.n > 1)
+        qsort(want.v, want.n, sizeof *want.v, cmp_str);
     size_t n_got;
     char **got = nh_results(h, &n_got);
     Buf msg = BUF_INIT;

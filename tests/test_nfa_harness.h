@@ -40,6 +40,8 @@ unsigned long long nh_dropped(const NfaHarness *h);
 /* True if every rule's key is NULL (nothing held). */
 bool nh_idle(const NfaHarness *h);
 const Nfa *nh_nfa(const NfaHarness *h, size_t rule);
+/* nfa_key_deadline of a rule's key. */
+long long nh_deadline(const NfaHarness *h, size_t rule);
 
 /* Compares results with `expected` (lines separated by ';' or '\n', blanks ignored).
  * Returns NULL if equal as multisets, else a heap message listing differences. */

@@ -508,8 +508,10 @@ END_TEST
 START_TEST(test_deadline)
 {
     NfaHarness *h = harness("begin a " A "; followed_by b " B " within 2s; followed_by c " C "; within 10s; skip no_skip;", T, 0);
+    ck_assert_int_eq(nh_deadline(h, 0), INT64_MAX);
     feed(h, "a1:a@1");
     /* rule within from a1 (11 s) and step within of b from a1 (3 s): the earlier */
+    ck_assert_int_eq(nh_deadline(h, 0), 3000);
     nh_advance(h, 2999);
     size_t n;
     nh_results(h, &n);
@@ -518,6 +520,10 @@ START_TEST(test_deadline)
     char *diff = nh_diff(h, "timeout@3000 a:[a1]");
     ck_assert_msg(diff == NULL, "%s", diff);
     ck_assert(nh_idle(h));
+    ck_assert_int_eq(nh_deadline(h, 0), INT64_MAX);
+    feed(h, "a2:a@20 b2:b@21");
+    /* now waiting for c: only the rule within from a2 is left */
+    ck_assert_int_eq(nh_deadline(h, 0), 30000);
     nh_free(h);
 }
 END_TEST
