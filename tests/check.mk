@@ -11,10 +11,11 @@ tests_test_fmt_SOURCES = tests/test_fmt.c
 tests_test_fmt_CFLAGS = $(TEST_CFLAGS)
 tests_test_fmt_LDADD = $(TEST_LIBS)
 
-EXTRA_DIST += tests/data/check tests/fuzz/corpus tests/fuzz/fuzz_rules.c
+EXTRA_DIST += tests/data/check tests/fuzz/corpus tests/fuzz/fuzz_rules.c tests/fuzz/rules.dict
 
 # libFuzzer target for the front end (configure --enable-fuzzing, CC=clang):
-#   tests/fuzz/fuzz_rules -max_total_time=60 $(srcdir)/tests/fuzz/corpus/rules
+#   mkdir work; tests/fuzz/fuzz_rules -dict=SRC/tests/fuzz/rules.dict -max_total_time=60
+#       work SRC/tests/fuzz/corpus/rules
 if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz_rules
 tests_fuzz_fuzz_rules_SOURCES = tests/fuzz/fuzz_rules.c
