@@ -392,10 +392,36 @@ static void put_times(Buf *b, const Quantifier *q)
     }
 }
 
-/* `as_written` keeps duration text; the matching text wants canonical values. */
-static void put_step(Buf *b, const Step *s, bool as_written)
+/* A top-level `and`/`or` chain broken before each operator, continuation lines
+ * indented to `pad` (the column where the expression starts). */
+static void put_chain(Buf *b, const Expr *e, size_t pad)
+{
+    if (e->kind != EX_BINARY || (e->u.binary.op != BIN_AND && e->u.binary.op != BIN_OR)) {
+        put_expr(b, e);
+        return;
+    }
+    BinaryOp op = e->u.binary.op;
+    int prec = binary_prec(op);
+    const Expr *lhs = e->u.binary.lhs;
+    if (lhs->kind == EX_BINARY && lhs->u.binary.op == op)
+        put_chain(b, lhs, pad);
+    else
+        put_expr_prec(b, lhs, prec);
+    buf_putc(b, '\n');
+    for (size_t i = 0; i < pad; i++)
+        buf_putc(b, ' ');
+    buf_puts(b, binary_text(op));
+    buf_putc(b, ' ');
+    put_expr_prec(b, e->u.binary.rhs, prec + 1);
+}
+
+/* `as_written` keeps duration text; the matching text wants canonical values.
+ * A `where` is broken into lines when `wrap_pad` > 0. Returns the offset of the
+ * where expression from the start of the statement (0 if none). */
+static size_t put_step_with(Buf *b, const Step *s, bool as_written, size_t wrap_pad)
 {
     const Quantifier *q = &s->quant;
+    size_t start = b->len, where_at = 0;
     buf_puts(b, step_keyword(s->kind));
     buf_putc(b, ' ');
     put_name(b, s->name);
@@ -408,7 +434,11 @@ static void put_step(Buf *b, const Step *s, bool as_written)
     }
     if (s->where) {
         buf_puts(b, " where ");
-        put_expr(b, s->where);
+        where_at = b->len - start;
+        if (wrap_pad > 0)
+            put_chain(b, s->where, wrap_pad);
+        else
+            put_expr(b, s->where);
     }
     put_times(b, q);
     if (q->optional) buf_puts(b, " optional");
@@ -420,6 +450,31 @@ static void put_step(Buf *b, const Step *s, bool as_written)
         put_expr(b, q->until);
     }
     buf_putc(b, ';');
+    return where_at;
+}
+
+static void put_step(Buf *b, const Step *s, bool as_written)
+{
+    put_step_with(b, s, as_written, 0);
+}
+
+#define FMT_LINE_WIDTH 100
+
+/* A step starting at `column`: its `where` is broken at top-level and/or when
+ * the line would be too long. */
+static void put_step_at(Buf *b, const Step *s, size_t column)
+{
+    Buf line = BUF_INIT;
+    size_t where_at = put_step_with(&line, s, true, 0);
+    bool fits = column + line.len <= FMT_LINE_WIDTH;
+    bool breakable = s->where && s->where->kind == EX_BINARY &&
+                     (s->where->u.binary.op == BIN_AND || s->where->u.binary.op == BIN_OR);
+    if (line.failed || fits || !breakable)
+        buf_append(b, line.data ? line.data : "", line.len);
+    else
+        put_step_with(b, s, true, column + where_at);
+    b->failed |= line.failed;
+    buf_free(&line);
 }
 
 static void put_key(Buf *b, const KeyDecl *k)
@@ -526,8 +581,6 @@ static void put_on_with(Buf *b, const OnClause *on, const char *sep)
     buf_putc(b, ';');
 }
 
-#define FMT_LINE_WIDTH 100
-
 /* An `on` clause starting at `column`: one line if it fits, else one line per
  * action part, aligned under the first action. */
 static void put_on(Buf *b, const OnClause *on, size_t column)
@@ -576,7 +629,7 @@ static void put_stmt(Buf *b, const Rule *r, size_t i, size_t column)
         put_keys(b, r, st->index, key_stmt_end(r, i));
         return;
     case STMT_STEP:
-        put_step(b, &r->steps[st->index], true);
+        put_step_at(b, &r->steps[st->index], column);
         return;
     case STMT_WITHIN:
         buf_puts(b, "within ");
@@ -648,7 +701,25 @@ typedef struct Printer {
     size_t next_comment;    /* comments before this index are printed */
     size_t *marks;          /* heap: offsets in `out` where trailing comments start */
     size_t n_marks, cap_marks;
+    int last_line;          /* source line of the last thing printed; 0 at a block start */
 } Printer;
+
+/* One blank line, never two, never at the top. */
+static void blank_line(Printer *p)
+{
+    size_t n = p->out.len;
+    const char *t = p->out.data;
+    if (n == 0 || (n >= 2 && t[n - 1] == '\n' && t[n - 2] == '\n'))
+        return;
+    buf_putc(&p->out, '\n');
+}
+
+/* Keeps one blank line where the source had at least one. */
+static void separate(Printer *p, int line)
+{
+    if (p->last_line > 0 && line > p->last_line + 1)
+        blank_line(p);
+}
 
 static void add_mark(Printer *p, size_t offset)
 {
@@ -678,9 +749,11 @@ static void flush_comments_before(Printer *p, int line, int col, int depth)
         const SourceComment *c = &p->src->comments[p->next_comment];
         if (c->line > line || (c->line == line && c->col >= col))
             return;
+        separate(p, c->line);
         indent(p, depth);
         buf_puts(&p->out, c->text);
         buf_putc(&p->out, '\n');
+        p->last_line = c->end_line;
         p->next_comment++;
     }
 }
@@ -697,6 +770,8 @@ static void flush_trailing(Printer *p, int line)
         if (first)
             add_mark(p, p->out.len);
         first = false;
+        if (c->end_line > p->last_line)
+            p->last_line = c->end_line;
         buf_putc(&p->out, ' ');
         buf_puts(&p->out, c->text);
         p->next_comment++;
@@ -705,6 +780,7 @@ static void flush_trailing(Printer *p, int line)
 
 static void end_line(Printer *p, int source_line)
 {
+    p->last_line = source_line;
     flush_trailing(p, source_line);
     buf_putc(&p->out, '\n');
 }
@@ -772,9 +848,11 @@ static void put_rule(Printer *p, const Rule *r)
     put_name(&p->out, r->name);
     buf_puts(&p->out, " {");
     end_line(p, r->name_span.line);
+    p->last_line = 0;   /* no blank line right after `{` */
     for (size_t i = 0; i < r->n_stmts; i++) {
         const Stmt *st = &r->stmts[i];
         flush_comments_before(p, st->span.line, st->span.col, 1);
+        separate(p, st->span.line);
         indent(p, 1);
         put_stmt(&p->out, r, i, 2);
         end_line(p, last_line(st->span));
@@ -851,17 +929,17 @@ static char *align_trailing_comments(const Printer *p)
 char *dsl_fmt_file(const RuleSet *rs, size_t file_index)
 {
     const RuleFile *f = &rs->files[file_index];
-    Printer p = {BUF_INIT, f->src, 0, NULL, 0, 0};
+    Printer p = {BUF_INIT, f->src, 0, NULL, 0, 0, 0};
     for (size_t i = 0; i < f->n_decls; i++) {
         const Decl *d = &f->decls[i];
+        /* Declarations are set apart, except a run of outputs. */
         bool grouped = i > 0 && d->kind == DECL_OUTPUT && f->decls[i - 1].kind == DECL_OUTPUT;
         if (i > 0 && !grouped)
-            buf_putc(&p.out, '\n');
+            blank_line(&p);
         flush_comments_before(&p, d->span.line, d->span.col, 0);
+        separate(&p, d->span.line);
         put_decl(&p, rs, f, d);
     }
-    if (f->n_decls > 0 && p.src && p.next_comment < p.src->n_comments)
-        buf_putc(&p.out, '\n');
     flush_comments_before(&p, 1 << 30, 0, 0);
     char *text = p.out.failed ? NULL : align_trailing_comments(&p);
     buf_free(&p.out);

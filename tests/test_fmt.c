@@ -241,8 +241,17 @@ static const FmtCase CASES[] = {
     /* comments: own-line before the next statement, trailing at the end of the line */
     {"# header\n\n# about r\nrule r { # opens\n  # the start\n  begin a;   // first\n"
      "  /* block */ next b;\n  # dangling\n} # closes\n# end\n",
-     "# header\n# about r\nrule r { # opens\n  # the start\n  begin a; // first\n"
-     "  /* block */\n  next b;\n  # dangling\n} # closes\n\n# end\n"},
+     "# header\n\n# about r\nrule r { # opens\n  # the start\n  begin a; // first\n"
+     "  /* block */\n  next b;\n  # dangling\n} # closes\n# end\n"},
+    /* one blank line kept where the source had any, none after `{` or before `}` */
+    {"rule r {\n\n  begin a;\n\n\n  # b\n  next b;\n  next c;\n\n}\n\n\n\nrule s { begin a; }\n",
+     "rule r {\n  begin a;\n\n  # b\n  next b;\n  next c;\n}\n\nrule s {\n  begin a;\n}\n"},
+    /* a long where breaks before each top-level and/or */
+    {"rule r { followed_by_any approvals where type == \"approval\" and role == \"manager\" and not "
+     "contains(approvals.manager, manager) or x times 2; }\n",
+     "rule r {\n  followed_by_any approvals where type == \"approval\" and role == \"manager\" and "
+     "not contains(approvals.manager, manager)\n"
+     "                                  or x times 2;\n}\n"},
 };
 
 START_TEST(formats_exactly)
