@@ -12,45 +12,45 @@ void deadline_init(DeadlineHeap *d)
 void deadline_free(DeadlineHeap *d)
 {
     for (size_t i = 0; i < d->n; i++)
-        d->h[i]->heap_pos = SIZE_MAX;
+        d->h[i].entry->heap_pos = SIZE_MAX;
     free(d->h);
     deadline_init(d);
 }
 
-static void place(DeadlineHeap *d, size_t i, PartEntry *e)
+static void place(DeadlineHeap *d, size_t i, DeadlineSlot s)
 {
-    d->h[i] = e;
-    e->heap_pos = i;
+    d->h[i] = s;
+    s.entry->heap_pos = i;
 }
 
 static void sift_up(DeadlineHeap *d, size_t i)
 {
-    PartEntry *e = d->h[i];
+    DeadlineSlot s = d->h[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (d->h[parent]->deadline <= e->deadline)
+        if (d->h[parent].deadline <= s.deadline)
             break;
         place(d, i, d->h[parent]);
         i = parent;
     }
-    place(d, i, e);
+    place(d, i, s);
 }
 
 static void sift_down(DeadlineHeap *d, size_t i)
 {
-    PartEntry *e = d->h[i];
+    DeadlineSlot s = d->h[i];
     for (;;) {
         size_t child = 2 * i + 1;
         if (child >= d->n)
             break;
-        if (child + 1 < d->n && d->h[child + 1]->deadline < d->h[child]->deadline)
+        if (child + 1 < d->n && d->h[child + 1].deadline < d->h[child].deadline)
             child++;
-        if (d->h[child]->deadline >= e->deadline)
+        if (d->h[child].deadline >= s.deadline)
             break;
         place(d, i, d->h[child]);
         i = child;
     }
-    place(d, i, e);
+    place(d, i, s);
 }
 
 static void heap_delete(DeadlineHeap *d, PartEntry *e)
@@ -58,12 +58,12 @@ static void heap_delete(DeadlineHeap *d, PartEntry *e)
     size_t i = e->heap_pos;
     e->heap_pos = SIZE_MAX;
     e->deadline = INT64_MAX;
-    PartEntry *last = d->h[--d->n];
+    DeadlineSlot last = d->h[--d->n];
     if (i == d->n)
         return;
     place(d, i, last);
     sift_up(d, i);
-    sift_down(d, last->heap_pos);
+    sift_down(d, last.entry->heap_pos);
 }
 
 int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
@@ -76,19 +76,20 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     if (e->heap_pos == SIZE_MAX) {
         if (d->n == d->cap) {
             size_t cap = d->cap ? d->cap * 2 : 64;
-            PartEntry **h = realloc(d->h, cap * sizeof *h);
+            DeadlineSlot *h = realloc(d->h, cap * sizeof *h);
             if (!h)
                 return -1;
             d->h = h;
             d->cap = cap;
         }
         e->deadline = deadline;
-        place(d, d->n++, e);
+        place(d, d->n++, (DeadlineSlot){deadline, e});
         sift_up(d, e->heap_pos);
         return 0;
     }
     int64_t old = e->deadline;
     e->deadline = deadline;
+    d->h[e->heap_pos].deadline = deadline;
     if (deadline < old)
         sift_up(d, e->heap_pos);
     else if (deadline > old)

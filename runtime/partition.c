@@ -1,6 +1,7 @@
-/* runtime/partition.c — per-rule partition table: chained hash table of key entries
- * with stable entry addresses (the deadline heap points at entries), growing at load
- * 1 and shrinking at load 1/8. */
+/* runtime/partition.c — per-rule partition table: open addressing (linear probing,
+ * backward-shift deletion, so no tombstones) over separately allocated entries with
+ * stable addresses (the deadline heap points at them); grows past load 1/2 and
+ * shrinks below 1/8. */
 #include "runtime/partition.h"
 
 #include <stdlib.h>
@@ -8,12 +9,12 @@
 
 #include "base/hash.h"
 
-#define PART_MIN_BUCKETS 16
+#define PART_MIN_SLOTS 16
 
 void part_table_init(PartTable *t)
 {
-    t->buckets = NULL;
-    t->n_buckets = 0;
+    t->slots = NULL;
+    t->n_slots = 0;
     t->count = 0;
 }
 
@@ -65,34 +66,39 @@ uint64_t part_hash(const char *kbytes, size_t klen)
 
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
-    if (!t->n_buckets)
+    if (!t->n_slots)
         return NULL;
-    for (PartEntry *e = t->buckets[hash & (t->n_buckets - 1)]; e; e = e->next)
-        if (e->hash == hash && e->klen == klen && !memcmp(e->kbytes, kbytes, klen))
-            return e;
+    size_t mask = t->n_slots - 1;
+    for (size_t i = hash & mask; t->slots[i].entry; i = (i + 1) & mask) {
+        const PartEntry *e = t->slots[i].entry;
+        if (t->slots[i].hash == hash && e->klen == klen && !memcmp(e->kbytes, kbytes, klen))
+            return t->slots[i].entry;
+    }
     return NULL;
 }
 
-/* Relinks every entry into a new bucket array; on allocation failure keeps the old one
- * (a table that cannot resize still works, only slower). */
-static void rehash(PartTable *t, size_t n_buckets)
+static void place_slot(PartSlot *slots, size_t n_slots, PartSlot s)
 {
-    PartEntry **nb = calloc(n_buckets, sizeof *nb);
-    if (!nb)
-        return;
-    for (size_t b = 0; b < t->n_buckets; b++) {
-        PartEntry *e = t->buckets[b];
-        while (e) {
-            PartEntry *next = e->next;
-            size_t i = e->hash & (n_buckets - 1);
-            e->next = nb[i];
-            nb[i] = e;
-            e = next;
-        }
-    }
-    free(t->buckets);
-    t->buckets = nb;
-    t->n_buckets = n_buckets;
+    size_t mask = n_slots - 1, i = s.hash & mask;
+    while (slots[i].entry)
+        i = (i + 1) & mask;
+    slots[i] = s;
+}
+
+/* Moves every entry into a new slot array; on allocation failure keeps the old one
+ * (a table that cannot resize still works while it has room). */
+static bool resize(PartTable *t, size_t n_slots)
+{
+    PartSlot *ns = calloc(n_slots, sizeof *ns);
+    if (!ns)
+        return false;
+    for (size_t i = 0; i < t->n_slots; i++)
+        if (t->slots[i].entry)
+            place_slot(ns, n_slots, t->slots[i]);
+    free(t->slots);
+    t->slots = ns;
+    t->n_slots = n_slots;
+    return true;
 }
 
 static size_t value_bytes(const Value *v)
@@ -116,11 +122,10 @@ static const char *copy_bytes(char **cursor, const char *src, size_t len)
 PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t hash,
                        const Value *key, size_t n_key)
 {
-    if (!t->n_buckets) {
-        rehash(t, PART_MIN_BUCKETS);
-        if (!t->n_buckets)
-            return NULL;
-    }
+    /* keep at least one empty slot, whatever resize managed */
+    if ((t->count + 1) * 2 > t->n_slots &&
+        !resize(t, t->n_slots ? t->n_slots * 2 : PART_MIN_SLOTS) && t->count + 1 >= t->n_slots)
+        return NULL;
     size_t extra = klen + 1;
     for (size_t i = 0; i < n_key; i++)
         extra += value_bytes(&key[i]);
@@ -146,54 +151,61 @@ PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t h
     e->kbytes = copy_bytes(&cursor, kbytes, klen);
     *cursor = '\0';
     e->klen = klen;
-    size_t b = hash & (t->n_buckets - 1);
-    e->next = t->buckets[b];
-    t->buckets[b] = e;
-    if (++t->count > t->n_buckets)
-        rehash(t, t->n_buckets * 2);
+    place_slot(t->slots, t->n_slots, (PartSlot){hash, e});
+    t->count++;
     return e;
+}
+
+/* Is slot `home` cyclically within (gap, at]? Then the entry at `at` may not move to gap. */
+static bool home_between(size_t gap, size_t home, size_t at)
+{
+    return gap <= at ? (gap < home && home <= at) : (gap < home || home <= at);
 }
 
 void part_remove(PartTable *t, PartEntry *e)
 {
-    PartEntry **link = &t->buckets[e->hash & (t->n_buckets - 1)];
-    while (*link && *link != e)
-        link = &(*link)->next;
-    if (!*link)
+    if (!t->n_slots)
         return;
-    *link = e->next;
+    size_t mask = t->n_slots - 1, gap = e->hash & mask;
+    while (t->slots[gap].entry && t->slots[gap].entry != e)
+        gap = (gap + 1) & mask;
+    if (!t->slots[gap].entry)
+        return;
     free(e);
     t->count--;
-    if (t->n_buckets > PART_MIN_BUCKETS && t->count < t->n_buckets / 8)
-        rehash(t, t->n_buckets / 2);
+    /* backward shift: pull later entries of the probe run into the gap */
+    for (size_t at = (gap + 1) & mask; t->slots[at].entry; at = (at + 1) & mask) {
+        if (home_between(gap, t->slots[at].hash & mask, at))
+            continue;
+        t->slots[gap] = t->slots[at];
+        gap = at;
+    }
+    t->slots[gap].entry = NULL;
+    if (t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
+        resize(t, t->n_slots / 2);
 }
 
-PartEntry *part_next(const PartTable *t, size_t *bucket, PartEntry *e)
+PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
 {
-    if (e && e->next)
-        return e->next;
-    size_t b = e ? *bucket + 1 : *bucket;
-    for (; b < t->n_buckets; b++)
-        if (t->buckets[b]) {
-            *bucket = b;
-            return t->buckets[b];
+    for (size_t i = e ? *pos + 1 : *pos; i < t->n_slots; i++)
+        if (t->slots[i].entry) {
+            *pos = i;
+            return t->slots[i].entry;
         }
-    *bucket = t->n_buckets;
+    *pos = t->n_slots;
     return NULL;
 }
 
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user)
 {
-    for (size_t b = 0; b < t->n_buckets; b++) {
-        PartEntry *e = t->buckets[b];
-        while (e) {
-            PartEntry *next = e->next;
-            if (drop)
-                drop(e, user);
-            free(e);
-            e = next;
-        }
+    for (size_t i = 0; i < t->n_slots; i++) {
+        PartEntry *e = t->slots[i].entry;
+        if (!e)
+            continue;
+        if (drop)
+            drop(e, user);
+        free(e);
     }
-    free(t->buckets);
+    free(t->slots);
     part_table_init(t);
 }

@@ -5,7 +5,7 @@
  * copies of the key Values, so the key outlives the event that created it. The
  * entry's NfaKey is owned by the entry but freed by the caller (the table does not
  * know the NFA): free it with nfa_key_free before part_remove. Entries are removed
- * when a key goes idle, and the bucket array shrinks with them, so memory follows
+ * when a key goes idle, and the slot array shrinks with them, so memory follows
  * the number of live keys. Not thread-safe: one table per rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
@@ -19,7 +19,6 @@
 #include "nfa/value.h"
 
 typedef struct PartEntry {
-    struct PartEntry *next;   /* hash chain */
     uint64_t hash;
     NfaKey *nfa;              /* this key's partial matches; NULL while idle */
     int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
@@ -31,9 +30,16 @@ typedef struct PartEntry {
     size_t klen;
 } PartEntry;
 
+/* Open addressing with linear probing: the hash sits in the slot, so a probe compares
+ * entries only on a full hash match and never touches the cold ones. */
+typedef struct PartSlot {
+    uint64_t hash;
+    PartEntry *entry;         /* NULL: empty */
+} PartSlot;
+
 typedef struct PartTable {
-    PartEntry **buckets;      /* heap, owned; n_buckets is a power of two */
-    size_t n_buckets;
+    PartSlot *slots;          /* heap, owned; n_slots is a power of two, at most half full */
+    size_t n_slots;
     size_t count;
 } PartTable;
 
@@ -48,9 +54,9 @@ PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t h
                        const Value *key, size_t n_key);
 /* Unlinks and frees an entry (its NfaKey must already be freed or NULL). */
 void part_remove(PartTable *t, PartEntry *e);
-/* Iteration: start with *bucket = 0 and e = NULL; returns the entry after e, or NULL
- * at the end. The table must not change during an iteration (collect, then remove). */
-PartEntry *part_next(const PartTable *t, size_t *bucket, PartEntry *e);
+/* Iteration: start with *pos = 0 and e = NULL; returns the entry after e, or NULL at
+ * the end. The table must not change during an iteration (collect, then remove). */
+PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e);
 /* Frees every entry, calling drop(entry, user) first on each (may be NULL). */
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user);
 

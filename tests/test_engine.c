@@ -204,7 +204,7 @@ START_TEST(partition_grows_and_finds_every_key)
         ck_assert_ptr_nonnull(add_key(&t, name));
     }
     ck_assert_uint_eq(t.count, 10000);
-    ck_assert_uint_ge(t.n_buckets, 8192);
+    ck_assert_uint_ge(t.n_slots, 8192);
     for (int i = 0; i < 10000; i++) {
         snprintf(name, sizeof name, "user-%d", i);
         PartEntry *e = find_key(&t, name);
@@ -243,6 +243,31 @@ START_TEST(partition_entry_owns_copies_of_the_key)
 }
 END_TEST
 
+START_TEST(partition_removal_keeps_other_keys_reachable)
+{
+    PartTable t;
+    part_table_init(&t);
+    char name[32];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "key:%d", i);
+        add_key(&t, name);
+    }
+    for (int i = 1; i < 2000; i += 2) {
+        snprintf(name, sizeof name, "key:%d", i);
+        part_remove(&t, find_key(&t, name));
+    }
+    ck_assert_uint_eq(t.count, 1000);
+    for (int i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "key:%d", i);
+        if (i % 2)
+            ck_assert_ptr_null(find_key(&t, name));
+        else
+            ck_assert_ptr_nonnull(find_key(&t, name));
+    }
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
 static int drops_seen;
 static void count_entry(PartEntry *e, void *user)
 {
@@ -260,7 +285,7 @@ START_TEST(partition_shrinks_to_zero_when_keys_go_idle)
         snprintf(name, sizeof name, "k%d", i);
         add_key(&t, name);
     }
-    size_t big = t.n_buckets;
+    size_t big = t.n_slots;
     for (int i = 0; i < 5000; i++) {
         snprintf(name, sizeof name, "k%d", i);
         PartEntry *e = find_key(&t, name);
@@ -269,7 +294,7 @@ START_TEST(partition_shrinks_to_zero_when_keys_go_idle)
         ck_assert_ptr_null(find_key(&t, name));
     }
     ck_assert_uint_eq(t.count, 0);
-    ck_assert_uint_lt(t.n_buckets, big / 64);
+    ck_assert_uint_lt(t.n_slots, big / 64);
     /* still usable after shrinking */
     add_key(&t, "again");
     add_key(&t, "other");
@@ -350,6 +375,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tp, partition_null_or_missing_key_has_no_bytes);
     tcase_add_test(tp, partition_grows_and_finds_every_key);
     tcase_add_test(tp, partition_entry_owns_copies_of_the_key);
+    tcase_add_test(tp, partition_removal_keeps_other_keys_reachable);
     tcase_add_test(tp, partition_shrinks_to_zero_when_keys_go_idle);
     tcase_add_test(tp, partition_iteration_visits_every_entry_once);
     suite_add_tcase(s, tp);
