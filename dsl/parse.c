@@ -356,7 +356,8 @@ int lex_suffixed_number(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t le
     int64_t unit = duration_unit_ms(text + digits, len - digits);
     if (unit == 0) {
         parse_error(pc, token_span(pc),
-                    "invalid duration '%.*s' (write a whole number and one of ms, s, m, h, d)",
+                    "invalid number or duration '%.*s' (a duration is a whole number and one of "
+                    "ms, s, m, h, d)",
                     (int)len, text);
         return YYUNDEF;
     }
@@ -421,7 +422,8 @@ static size_t put_utf8(char *out, unsigned long cp)
 #define REPLACEMENT_CHAR 0xFFFDUL
 
 /* Decodes `\uXXXX` (and a following low surrogate) at in[i]; returns the source
- * bytes used and the code point in *cp (U+FFFD after an error). */
+ * bytes used and the code point in *cp (U+FFFD for a lone surrogate, 'u' for a bad
+ * escape: the result is never longer than the escape). */
 static size_t decode_u_escape(ParseCtx *pc, size_t base, const char *in, size_t len, size_t i,
                               bool report, unsigned long *cp)
 {
@@ -431,6 +433,7 @@ static size_t decode_u_escape(ParseCtx *pc, size_t base, const char *in, size_t 
         if (report)
             parse_error(pc, span_at(pc, base + i, base + i + 2),
                         "invalid \\u escape: expected 4 hex digits");
+        *cp = 'u';
         return 2;
     }
     if (hi >= 0xDC00 && hi <= 0xDFFF) {
@@ -447,7 +450,7 @@ static size_t decode_u_escape(ParseCtx *pc, size_t base, const char *in, size_t 
     if (lo < 0xDC00 || lo > 0xDFFF) {
         if (report)
             parse_error(pc, span_at(pc, base + i, base + i + 6),
-                        "unpaired high surrogate \\u%.4s (expected a \\uDC00-\\uDFFF escape after it)",
+                        "unpaired high surrogate \\u%.4s (a \\uDC00-\\uDFFF escape must follow)",
                         in + i + 2);
         return 6;
     }
@@ -492,7 +495,8 @@ static size_t decode_string(ParseCtx *pc, size_t base, size_t len, bool raw, boo
             default:
                 if (report)
                     parse_error(pc, span_at(pc, base + i, base + i + 2),
-                                "invalid escape '\\%c' in string (valid: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)",
+                                "invalid escape '\\%c' in string (valid: \\\" \\\\ \\/ "
+                                "\\b \\f \\n \\r \\t \\uXXXX)",
                                 c);
                 out[n++] = c;
                 break;
@@ -824,7 +828,8 @@ static bool push_expr_part(ParseCtx *pc, Vec *parts, const char *d, size_t a, si
     while (k < b && (d[k] == ' ' || d[k] == '\t'))
         k++;
     if (k == b) {
-        parse_error(pc, span_at(pc, map[a - 1], map[b] + 1), "empty '{}' in template (write '{{' for a literal brace)");
+        parse_error(pc, span_at(pc, map[a - 1], map[b] + 1),
+                    "empty '{}' in template (write '{{' for a literal brace)");
         return true;
     }
     SrcPos *pos = malloc((b - a + 1) * sizeof *pos);
@@ -864,7 +869,8 @@ static bool split_template(ParseCtx *pc, const char *d, size_t n, const size_t *
             size_t close = find_closing_brace(d, n, i + 1);
             if (close == n) {
                 parse_error(pc, span_at(pc, map[i], map[i] + 1),
-                            "'{' without a matching '}' in template (write '{{' for a literal brace)");
+                        "'{' without a matching '}' in template (write '{{' for a literal "
+                        "brace)");
                 break;
             }
             ok = push_literal_part(pc, parts, &lit) &&
@@ -999,7 +1005,7 @@ bool parse_push_stok(ParseCtx *pc, Vec *v, const Tok *t, Span span)
     return true;
 }
 
-/* Applies `rotate DUR` / `timeout DUR` to an output; false only on a bad option. */
+/* Applies `rotate DUR` / `timeout DUR` to an output, reporting misplaced options. */
 static void output_options(ParseCtx *pc, OutputDecl *o, const Vec *opts)
 {
     static const char *const KIND_NAMES[] = {"file", "exec", "tcp", "unix"};
@@ -1011,7 +1017,8 @@ static void output_options(ParseCtx *pc, OutputDecl *o, const Vec *opts)
         bool applies = slot && (slot == &o->rotate_ms ? o->kind == OUT_FILE : o->kind == OUT_EXEC);
         if (!slot)
             parse_error(pc, opt[i].name_span,
-                        "unknown output option '%s' (expected 'rotate DUR' for file outputs or 'timeout DUR' for exec outputs)",
+                        "unknown output option '%s' (expected 'rotate DUR' for file outputs or "
+                        "'timeout DUR' for exec outputs)",
                         name);
         else if (!applies)
             parse_error(pc, opt[i].name_span, "'%s' does not apply to %s outputs", name,
@@ -1161,9 +1168,8 @@ static const char *key_text(ParseCtx *pc, const Expr *e)
     return text;
 }
 
-bool parse_push_key(ParseCtx *pc, Vec *v, const Tok *name, Span name_span, Expr *e, Span span)
+bool parse_push_key(ParseCtx *pc, Vec *v, const Tok *name, Expr *e, Span span)
 {
-    (void)name_span;
     KeyDecl *k = vec_push(pc, v, sizeof *k);
     if (!k)
         return false;
@@ -1223,14 +1229,16 @@ static bool first_repetition(ParseCtx *pc, Step *s, Span span)
 {
     if (s->quant.times_span.line == 0)
         return true;
-    parse_error(pc, span, "a step takes one repetition ('times' or 'one_or_more'); this is a second one");
+    parse_error(pc, span,
+                "a step takes one repetition ('times' or 'one_or_more'); this is a second one");
     return false;
 }
 
 void parse_times(ParseCtx *pc, Step *s, const Tok *n, const Tok *m, bool plus, Span span)
 {
     long min = 0, max = 0;
-    if (!first_repetition(pc, s, span) || !whole_number(pc, n, INT_MAX, span, "a repeat count", &min))
+    if (!first_repetition(pc, s, span) ||
+        !whole_number(pc, n, INT_MAX, span, "a repeat count", &min))
         return;
     if (m && !whole_number(pc, m, INT_MAX, span, "a repeat count", &max))
         return;

@@ -149,7 +149,7 @@ bool parse_output_decl(ParseCtx *pc, const Tok *name, Span name_span, const Tok 
 void parse_rule_begin(ParseCtx *pc, const Tok *name, Span name_span);
 bool parse_rule_end(ParseCtx *pc, Span span);
 bool parse_filter(ParseCtx *pc, Expr *cond, Span span);
-bool parse_push_key(ParseCtx *pc, Vec *v, const Tok *name, Span name_span, Expr *e, Span span);
+bool parse_push_key(ParseCtx *pc, Vec *v, const Tok *name, Expr *e, Span span);
 bool parse_keys(ParseCtx *pc, const Vec *keys, Span span);
 Step *parse_step_new(ParseCtx *pc);
 void parse_step_within(ParseCtx *pc, Step *s, const Tok *dur, Span span);
@@ -198,14 +198,23 @@ bool parse_push_expr(ParseCtx *pc, Vec *v, ExprV e);
 }
 
 %code {
+#include <string.h>
+
 static int yylex(YYSTYPE *lval, YYLTYPE *lloc, ParseCtx *pc)
 {
     return parse_next_token(lval, lloc, pc);
 }
 
+/* Bison's own messages: "memory exhausted" means its stack outgrew YYMAXDEPTH
+ * (input nested absurdly deep) unless a builder ran out of memory first. */
 static void yyerror(YYLTYPE *loc, ParseCtx *pc, const char *msg)
 {
-    parse_error(pc, *loc, "%s", msg);
+    if (pc->oom)
+        return;
+    if (strcmp(msg, "memory exhausted") == 0)
+        parse_error(pc, *loc, "input nested too deeply for the parser");
+    else
+        parse_error(pc, *loc, "%s", msg);
 }
 
 #define CHECK_MEM(x) do { if (!(x)) { parse_oom(pc); YYNOMEM; } } while (0)
@@ -326,11 +335,11 @@ stmt
     ;
 
 key_items
-    : expr                        { $$ = (Vec){0}; CHECK_MEM(parse_push_key(pc, &$$, NULL, @1, $1.e, @1)); }
-    | IDENT '=' expr              { $$ = (Vec){0}; CHECK_MEM(parse_push_key(pc, &$$, &$1, @1, $3.e, @$)); }
-    | key_items ',' expr          { $$ = $1; CHECK_MEM(parse_push_key(pc, &$$, NULL, @3, $3.e, @3)); }
+    : expr                        { $$ = (Vec){0}; CHECK_MEM(parse_push_key(pc, &$$, NULL, $1.e, @1)); }
+    | IDENT '=' expr              { $$ = (Vec){0}; CHECK_MEM(parse_push_key(pc, &$$, &$1, $3.e, @$)); }
+    | key_items ',' expr          { $$ = $1; CHECK_MEM(parse_push_key(pc, &$$, NULL, $3.e, @3)); }
     | key_items ',' IDENT '=' expr
-        { $$ = $1; CHECK_MEM(parse_push_key(pc, &$$, &$3, @3, $5.e, span_join(@3, @5))); }
+        { $$ = $1; CHECK_MEM(parse_push_key(pc, &$$, &$3, $5.e, span_join(@3, @5))); }
     ;
 
 step_kind

@@ -208,11 +208,11 @@ END_TEST
 START_TEST(invalid_durations)
 {
     Lexed *lx = lex("within 10min;");
-    assert_one_error(lx, 1, 8, "invalid duration '10min'");
+    assert_one_error(lx, 1, 8, "invalid number or duration '10min'");
     lexed_free(lx);
 
     lx = lex("\n  1.5s");
-    assert_one_error(lx, 2, 3, "invalid duration '1.5s'");
+    assert_one_error(lx, 2, 3, "invalid number or duration '1.5s'");
     lexed_free(lx);
 
     lx = lex("99999999999999999999d");
@@ -266,6 +266,13 @@ START_TEST(bad_escapes)
 
     lx = lex("\"\\u12G4\"");
     assert_one_error(lx, 1, 2, "expected 4 hex digits");
+    ck_assert_str_eq(lx->tok[0].text, "u12G4");
+    lexed_free(lx);
+
+    /* a cut-off escape never decodes to more bytes than it was written with */
+    lx = lex("\"\\u\"");
+    assert_one_error(lx, 1, 2, "expected 4 hex digits");
+    ck_assert_str_eq(lx->tok[0].text, "u");
     lexed_free(lx);
 }
 END_TEST

@@ -258,6 +258,7 @@ START_TEST(nesting_is_capped)
         buf_putc(&b, '(');
     ck_assert_ptr_null(dsl_parse_expr(rs, b.data, &d));
     ck_assert_uint_eq(d.errors, 3);
+    ck_assert_ptr_nonnull(strstr(d.items[2].message, "nested too deeply"));
     buf_free(&b);
     diags_free(&d);
     ast_ruleset_free(rs);
