@@ -548,6 +548,105 @@ START_TEST(test_compile_errors)
 }
 END_TEST
 
+/* ---- every combination: invariants ------------------------------------------
+ * Each second-step kind x quantifier x following step x skip strategy x within runs
+ * over one pseudo-random stream; whatever the results, every match must list its
+ * events in input order, and after end of input nothing may be left. */
+
+static const char *const combo_kinds[] = {"next", "followed_by", "followed_by_any"};
+static const char *const combo_quants[] = {
+    "", "optional", "times 2", "times 1..2", "times 2 optional", "times 0..2", "one_or_more",
+    "one_or_more optional", "one_or_more consecutive", "one_or_more allow_combinations",
+    "one_or_more greedy", "times 1..3 greedy", "times 2+", "one_or_more until n == \"x\"",
+};
+static const char *const combo_tails[] = {
+    "followed_by c " C ";",
+    "next c " C ";",
+    "not_followed_by x where n == \"x\"; followed_by c " C ";",
+    "not_next x where n == \"x\"; followed_by c " C ";",
+    "not_followed_by x where n == \"x\";",
+    "",
+};
+static const char *const combo_skips[] = {"no_skip", "to_next", "past_last_event", "to_first b",
+                                          "to_last b"};
+static const char *const combo_withins[] = {"", "within 3s;"};
+
+#define N_KINDS (sizeof combo_kinds / sizeof *combo_kinds)
+#define N_QUANTS (sizeof combo_quants / sizeof *combo_quants)
+#define N_TAILS (sizeof combo_tails / sizeof *combo_tails)
+#define N_SKIPS (sizeof combo_skips / sizeof *combo_skips)
+#define N_WITHINS (sizeof combo_withins / sizeof *combo_withins)
+#define N_COMBOS (N_KINDS * N_QUANTS * N_TAILS * N_SKIPS * N_WITHINS)
+
+static void combo_events(char *out, size_t size)
+{
+    static const char names[] = "abcxab";
+    unsigned x = 12345;
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < 40 && len + 32 < size; i++) {
+        x = x * 1103515245u + 12345u;
+        char n = names[(x >> 16) % 6];
+        len += (size_t)snprintf(out + len, size - len, "e%02d:%c@%d.%d ", i, n, i / 2, (i % 2) * 5);
+    }
+}
+
+/* Ids e00..e39 in a result must appear in strictly increasing order. */
+static bool ids_in_order(const char *r)
+{
+    int last = -1;
+    for (const char *p = strchr(r, 'e'); p; p = strchr(p + 1, 'e')) {
+        if (p[1] < '0' || p[1] > '9')
+            continue;
+        int id = (p[1] - '0') * 10 + (p[2] - '0');
+        if (id <= last)
+            return false;
+        last = id;
+    }
+    return true;
+}
+
+START_TEST(test_combination)
+{
+    size_t i = (size_t)_i;
+    const char *within = combo_withins[i % N_WITHINS];
+    i /= N_WITHINS;
+    const char *skip = combo_skips[i % N_SKIPS];
+    i /= N_SKIPS;
+    const char *tail = combo_tails[i % N_TAILS];
+    i /= N_TAILS;
+    const char *quant = combo_quants[i % N_QUANTS];
+    const char *kind = combo_kinds[i / N_QUANTS];
+    char body[512];
+    snprintf(body, sizeof body, "begin a " A "; %s b " B " %s; %s %s skip %s;", kind, quant,
+             tail, within, skip);
+    SemCase c = {.body = body};
+    char *text = rule_text(&c);
+    char *err = NULL;
+    NfaHarness *h = nh_new(text, 0, 0, &err);
+    free(text);
+    if (!h) {
+        /* rejected combinations: a negation after an optional step, a tail without within */
+        ck_assert_msg(err && (strstr(err, "a negation after an optional step") ||
+                              strstr(err, "as the last step needs 'within'")),
+                      "%s: %s", body, err ? err : "?");
+        free(err);
+        return;
+    }
+    char events[2048];
+    combo_events(events, sizeof events);
+    ck_assert_msg(nh_feed_compact(h, events, &err), "%s: %s", body, err ? err : "?");
+    nh_advance(h, INT64_MAX);
+    size_t n;
+    char **res = nh_results(h, &n);
+    for (size_t k = 0; k < n; k++)
+        ck_assert_msg(ids_in_order(res[k]), "%s: events out of order: %s", body, res[k]);
+    ck_assert_msg(nh_idle(h), "%s: state left after end of input", body);
+    ck_assert_uint_eq(nh_live(h), 0);
+    nh_free(h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nfa_semantics");
@@ -562,6 +661,9 @@ int main(void)
     tcase_add_test(tr, test_deadline);
     tcase_add_test(tr, test_compile_errors);
     suite_add_tcase(s, tr);
+    TCase *tcomb = tcase_create("combinations");
+    tcase_add_loop_test(tcomb, test_combination, 0, (int)N_COMBOS);
+    suite_add_tcase(s, tcomb);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
