@@ -5,6 +5,7 @@ libvigil_a_SOURCES += \
 	dsl/lexer.l \
 	dsl/parser.y \
 	dsl/parse.c dsl/parse.h \
+	dsl/scan.c dsl/build_expr.c dsl/build.c \
 	dsl/check.c dsl/check.h \
 	dsl/load.c dsl/load.h \
 	dsl/fmt.c dsl/fmt.h

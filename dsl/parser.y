@@ -1,6 +1,6 @@
 /* dsl/parser.y — the grammar of the rule language (LANGUAGE.md), a pure bison parser.
  *
- * Owns: the grammar only. Actions hand their pieces to the builders in dsl/parse.c,
+ * Owns: the grammar only. Actions hand their pieces to the builders in dsl/build*.c,
  * which put every node in the rule set's arena (so values dropped by error recovery
  * need no destructor). One grammar serves two start symbols: a whole file, and a
  * lone expression (templates' `{expr}` and dsl_parse_expr), chosen by a first token
@@ -63,7 +63,7 @@ typedef struct OutTarget {
 }
 
 %code provides {
-/* Shared by the grammar, the scanner (lexer.l) and the builders (parse.c). */
+/* Shared by the grammar, the scanner (lexer.l) and the builders (build_expr.c, build.c) and the driver (parse.c). */
 
 /* Where a byte of the scanner's input sits in the rule file: a template's
  * expression is scanned from its decoded bytes, which escapes move around. */
@@ -119,6 +119,18 @@ Span parse_rhs_span(const Span *rhs, int n);
 int yyparse(ParseCtx *pc);
 int vigil_scan(YYSTYPE *lval, YYLTYPE *lloc, void *scanner);
 
+/* positions, arrays and sub-parses shared by parse.c, scan.c and the builders */
+SrcPos parse_locate(ParseCtx *pc, size_t off);
+Span parse_span_at(ParseCtx *pc, size_t start, size_t end);
+Span parse_token_span(ParseCtx *pc);
+void *parse_vec_push(ParseCtx *pc, Vec *v, size_t size);   /* zeroed slot, NULL on OOM */
+Expr *parse_sub_expr(ParseCtx *pc, const char *text, size_t len, const SrcPos *map);
+size_t parse_decode_string(ParseCtx *pc, size_t base, size_t len, bool raw, bool report,
+                           char *out, size_t *map);
+bool parse_make_template(ParseCtx *pc, const Tok *t, Span span, Template *out);
+bool parse_whole_number(ParseCtx *pc, const Tok *t, long max, Span span, const char *what,
+                        long *out);
+
 /* driver and diagnostics (parse.c) */
 int parse_next_token(YYSTYPE *lval, YYLTYPE *lloc, ParseCtx *pc);
 void parse_error(ParseCtx *pc, Span span, const char *fmt, ...)
@@ -127,7 +139,7 @@ void parse_oom(ParseCtx *pc);
 void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *got,
                         const char *const *expected, int n_expected);
 
-/* scanner callbacks (parse.c): each returns the token kind to hand the parser */
+/* scanner callbacks (scan.c): each returns the token kind to hand the parser */
 void lex_advance(ParseCtx *pc, YYLTYPE *lloc, size_t len);
 int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len);
 int lex_number(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len);
@@ -139,7 +151,7 @@ int lex_unterminated(ParseCtx *pc, const char *what);
 int lex_bad_char(ParseCtx *pc, const char *text, size_t len);
 _Noreturn void lex_fatal(ParseCtx *pc, const char *msg);
 
-/* builders (parse.c): false means out of memory (already reported) */
+/* builders (build_expr.c, build.c): false means out of memory */
 bool parse_push_option(ParseCtx *pc, Vec *v, const Tok *name, Span name_span,
                        const Tok *value, Span value_span);
 bool parse_time_decl(ParseCtx *pc, const Vec *path, const Vec *opts, Span span);
