@@ -157,6 +157,8 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
     DecodeError derr = {0};
     Event *ev = decoder_decode(e->decoder, text, len, &derr);
     if (!ev) {
+        if (derr.reason && !strcmp(derr.reason, "out of memory"))
+            return -1;   /* not the line's fault: never a dead letter */
         buf_clear(&e->reason);
         buf_printf(&e->reason, "%s at byte %zu", derr.reason ? derr.reason : "invalid JSON",
                    derr.offset + 1);
