@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "nfa/nfa.h"
 #include "tests/test_nfa_harness.h"
@@ -63,12 +65,49 @@ START_TEST(test_dot_renders)
 }
 END_TEST
 
+/* `vigil explain` itself, when the harness tells where the build is. */
+static int run(const char *cmd)
+{
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+START_TEST(test_cli)
+{
+    const char *bdir = getenv("top_builddir");
+    if (!bdir) {
+        printf("top_builddir not set: vigil explain not checked\n");
+        return;
+    }
+    char path[] = "/tmp/vigil-explain-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(RULES, f);
+    fclose(f);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s/vigil' explain '%s' r | grep -q 'rule r: '", bdir, path);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s/vigil' explain --dot '%s' | grep -q '^digraph'", bdir, path);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s/vigil' explain '%s' nosuchrule 2>/dev/null", bdir, path);
+    ck_assert_int_eq(run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "'%s/vigil' explain 2>/dev/null", bdir);
+    ck_assert_int_eq(run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "'%s/vigil' explain /nonexistent.cep 2>/dev/null", bdir);
+    ck_assert_int_eq(run(cmd), 1);
+    remove(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nfa_explain");
     TCase *tc = tcase_create("explain");
     tcase_add_test(tc, test_text);
     tcase_add_test(tc, test_dot_renders);
+    tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
