@@ -338,7 +338,8 @@ static int read_loop(Run *run, const sigset_t *signals)
         int rc = input_poll(run->inputs, poll_timeout(run), &h);
         if (run->fatal || rc < 0)
             return -1;
-        if (!run->event_time && engine_tick(run->engine, wall_ms()) < 0)
+        /* timers on processing time; with workers, hands them what was routed */
+        if (engine_tick(run->engine, run->event_time ? 0 : wall_ms()) < 0)
             return -1;
         if (run->lines_seen == before)
             alerts_idle(run->alerts);   /* idle: no alert waits in a buffer */

@@ -11,4 +11,14 @@ for u in u0 u1 u2 u3 u4 u5 u6; do
     grep "\"key\":{\"user\":\"$u\"}" "$TMP/a2" | grep '"rule":"burst"' > "$TMP/k2"
     cmp -s "$TMP/k1" "$TMP/k2" || fail "alerts of key $u out of order with 2 workers"
 done
+# while the input stays open, released events reach the workers and alerts come out
+mkfifo "$TMP/fifo"
+"$VIGIL" run --workers 2 -i "$TMP/fifo" "$DATA/bursts.cep" > "$TMP/live" &
+pid=$!
+exec 3> "$TMP/fifo"
+printf '%s\n' '{"ts":1,"type":"login","user":"a"}' '{"ts":2,"type":"tx","user":"a","amount":3}' \
+    '{"ts":100,"type":"ping","user":"b"}' >&3
+wait_for 'grep -q "a logged in, then tx" "$TMP/live"' || { kill $pid; fail "alert held back by a worker"; }
+exec 3>&-
+wait $pid || fail "exit status of the streaming run"
 exit 0
