@@ -79,16 +79,22 @@ static void on_late(void *user, const Event *ev, int64_t watermark)
     s->late_line = ev->origin_line;
 }
 
-static Engine *start(const CompiledRuleSet *rs, Seen *seen, size_t workers)
+static Engine *start_capped(const CompiledRuleSet *rs, Seen *seen, size_t workers,
+                            size_t max_partials)
 {
     memset(seen, 0, sizeof *seen);
     pthread_mutex_init(&seen->lock, NULL);
     EngineSink sink = {on_alert, on_dead, on_late, seen};
-    EngineOptions opts = {0, workers};
+    EngineOptions opts = {max_partials, workers};
     char *err = NULL;
     Engine *e = engine_new(rs, &opts, &sink, &err);
     ck_assert_ptr_nonnull(e);
     return e;
+}
+
+static Engine *start(const CompiledRuleSet *rs, Seen *seen, size_t workers)
+{
+    return start_capped(rs, seen, workers, 0);
 }
 
 static void feed(Engine *e, const char *const *lines, size_t n)
@@ -275,6 +281,29 @@ START_TEST(processing_time_timeouts_fire_on_tick)
 }
 END_TEST
 
+START_TEST(max_partials_caps_each_key)
+{
+    CompiledRuleSet *rs = load_rules(
+        "time ts epoch_ms;\n"
+        "rule any { key user; begin a where t == \"a\"; followed_by b where t == \"b\";\n"
+        "  within 1h; on match alert \"m\"; }\n");
+    Seen s;
+    Engine *e = start_capped(rs, &s, 1, 3);
+    char line[96];
+    for (int i = 0; i < 5; i++) {
+        snprintf(line, sizeof line, "{\"ts\":%d,\"t\":\"a\",\"user\":\"u\"}", i);
+        ck_assert_int_eq(engine_line(e, line, strlen(line), "t", (uint64_t)i + 1, 0), 0);
+    }
+    EngineRuleStats st;
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.partials_live, 3);
+    ck_assert_uint_eq(st.partials_dropped, 2);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    ruleset_free(rs);
+}
+END_TEST
+
 static int cmp_lines(const void *a, const void *b)
 {
     return strcmp(a, b);
@@ -345,6 +374,7 @@ int main(void)
     tcase_add_test(tc, missing_or_null_key_is_counted_and_skipped);
     tcase_add_test(tc, malformed_and_late_lines_go_to_the_sink_with_positions);
     tcase_add_test(tc, processing_time_timeouts_fire_on_tick);
+    tcase_add_test(tc, max_partials_caps_each_key);
     tcase_add_test(tc, workers_give_the_same_alerts_with_per_key_order);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
