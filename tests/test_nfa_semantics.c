@@ -519,6 +519,21 @@ static const SemCase cases[] = {
      "a:a@1 c:c@4", "match a:[a] c:[c]", 0, 0},
     {"skipit_to_last_missing", "begin a where contains(n, \"a\"); next b where contains(n, \"b\") one_or_more optional consecutive; next c where contains(n, \"c\"); skip to_last b;",
      "a:a@1 c:c@4", "match a:[a] c:[c]", 0, 0},
+    /* NFAITCase: windows and timeouts (1 ms there is 1 s here) */
+    {"nfait_window_first_last", "begin s where n == \"start\"; followed_by m where n == \"middle\"; followed_by e where n == \"end\"; within 10s; skip no_skip;",
+     "s1:start@1 s2:start@2 m:middle@3 f:foobar@4 e1:end@11 e2:end@13", "timeout@11000 s:[s1] m:[m]; match@11000 s:[s2] m:[m] e:[e1]", T, 0},
+    {"nfait_window_previous_current", "begin s where n == \"start\"; followed_by m where n == \"middle\"; followed_by e where n == \"end\" within 9s; skip no_skip;",
+     "s1:start@1 s2:start@2 m:middle@3 f:foobar@4 e1:end@11 e2:end@13", "match@11000 s:[s1] m:[m] e:[e1]; match@11000 s:[s2] m:[m] e:[e1]", T, 0},
+    {"nfait_timeouts_first_last", "begin s where n == \"start\"; followed_by_any m where n == \"middle\"; followed_by_any e where n == \"end\"; within 10s; skip no_skip;",
+     "s1:start@1 s2:start@2 m:middle@3 f:foobar@4 e1:end@11 e2:end@13", "timeout@11000 s:[s1] m:[m]; timeout@11000 s:[s1]; timeout@12000 s:[s2] m:[m]; timeout@12000 s:[s2]; "
+     "match@11000 s:[s2] m:[m] e:[e1]", T, 0},
+    {"nfait_timeouts_previous_current", "begin s where n == \"start\"; followed_by_any m where n == \"middle\"; followed_by_any e where n == \"end\" within 10s; skip no_skip;",
+     "s1:start@1 s2:start@2 m:middle@3 f:foobar@4 e1:end@11 e2:end@13", "match@11000 s:[s1] m:[m] e:[e1]; match@11000 s:[s2] m:[m] e:[e1]; timeout@13000 s:[s1] m:[m]; "
+     "timeout@13000 s:[s2] m:[m]", T, 0},
+    {"nfait_pending_first_last", "begin s where n == \"start\"; not_followed_by m where n == \"middle\"; within 5s; skip no_skip;",
+     "s1:start@1 m2:middle@4 s3:start@5 s4:start@11 m5:middle@18", "match@10000 s:[s3]; match@16000 s:[s4]", T, 0},
+    {"nfait_pending_previous_current", "begin s where n == \"start\"; not_followed_by m where n == \"middle\" within 5s; skip no_skip;",
+     "s1:start@1 m2:middle@4 s3:start@5 s4:start@11 m5:middle@18", "match@10000 s:[s3]; match@16000 s:[s4]", T, 0},
     {"esper_every_a_b", "begin a " A "; followed_by b " B "; skip no_skip;",
      "a1:a@1 b1:b@2 a2:a@3 x:x@4 a3:a@5 b2:b@6",
      "match a:[a1] b:[b1]; match a:[a2] b:[b2]; match a:[a3] b:[b2]", 0, 0},
