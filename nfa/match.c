@@ -213,53 +213,63 @@ static bool final_after_proceed(Decide *d, uint32_t state)
 
 /* ---- one event ----------------------------------------------------------------- */
 
+/* An ignore edge: the same partial match moves on (into the final state: a match). */
+static void follow_ignore(NfaKey *k, const Run *from, const NfaEdge *e, const Event *ev,
+                          const Nfa *nfa, NfaCounters *c)
+{
+    match_node_retain(from->last);
+    Run r = *from;
+    if (nfa->states[e->target].kind == NFA_ST_FINAL) {
+        r.time = ev->time_ms;
+        list_push(&k->fresh, r, c);
+    } else {
+        r.state = e->target;
+        list_push(&k->next, r, c);
+    }
+}
+
+/* A take edge: a new node (source state's step, event) extends the partial match. */
+static void follow_take(Decide *d, NfaKey *k, const Run *from, const NfaEdge *e, Event *ev,
+                        NfaCounters *c)
+{
+    const Nfa *nfa = d->nfa;
+    uint32_t step = nfa->states[e->source].step;
+    MatchNode *node = match_node_new(from ? from->last : NULL, ev, (uint16_t)step);
+    if (!node) {
+        c->partials_dropped++;
+        return;
+    }
+    Run r = {.last = node,
+             .start_time = from ? from->start_time : ev->time_ms,
+             .start_id = from ? from->start_id : ev->id,
+             .time = ev->time_ms,
+             .state = e->target};
+    if (nfa->states[e->target].kind == NFA_ST_FINAL) {
+        list_push(&k->fresh, r, c);
+        return;
+    }
+    if (final_after_proceed(d, e->target)) {
+        match_node_retain(node);
+        list_push(&k->fresh, r, c);
+    }
+    list_push(&k->next, r, c);
+}
+
 /* The successors of one partial match (from == NULL: the start state) for `ev`,
  * appended to k->next and k->fresh. */
 static void advance_run(Decide *d, NfaKey *k, const Run *from, Event *ev, NfaCounters *c)
 {
-    const Nfa *nfa = d->nfa;
     d->ec.match = from ? from->last : NULL;
     d->n_edges = 0;
     d->stopped = false;
-    collect(d, from ? from->state : nfa->start);
+    collect(d, from ? from->state : d->nfa->start);
     size_t mark = k->next.n;
     for (size_t i = 0; i < d->n_edges; i++) {
-        const NfaEdge *e = &nfa->edges[d->edges[i]];
-        const NfaState *target = &nfa->states[e->target];
-        if (e->action == NFA_IGNORE) {
-            if (!from)
-                continue;   /* the start state never waits without an event */
-            match_node_retain(from->last);
-            Run r = *from;
-            if (target->kind == NFA_ST_FINAL) {
-                r.time = ev->time_ms;
-                list_push(&k->fresh, r, c);
-            } else {
-                r.state = e->target;
-                list_push(&k->next, r, c);
-            }
-            continue;
-        }
-        uint32_t step = nfa->states[e->source].step;
-        MatchNode *node = match_node_new(from ? from->last : NULL, ev, (uint16_t)step);
-        if (!node) {
-            c->partials_dropped++;
-            continue;
-        }
-        Run r = {.last = node,
-                 .start_time = from ? from->start_time : ev->time_ms,
-                 .start_id = from ? from->start_id : ev->id,
-                 .time = ev->time_ms,
-                 .state = e->target};
-        if (target->kind == NFA_ST_FINAL) {
-            list_push(&k->fresh, r, c);
-            continue;
-        }
-        if (final_after_proceed(d, e->target)) {
-            match_node_retain(node);
-            list_push(&k->fresh, r, c);
-        }
-        list_push(&k->next, r, c);
+        const NfaEdge *e = &d->nfa->edges[d->edges[i]];
+        if (e->action == NFA_TAKE)
+            follow_take(d, k, from, e, ev, c);
+        else if (from)   /* the start state never waits without an event */
+            follow_ignore(k, from, e, ev, d->nfa, c);
     }
     if (d->stopped)
         list_release_from(&k->next, mark);   /* completed matches survive, as in Flink */
