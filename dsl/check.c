@@ -104,6 +104,17 @@ static void report_unknown_step(Checker *ck, const char *name, Span span, const 
     free(names);
 }
 
+/* A `not_` step never holds events, so reading it is always a mistake. */
+static bool report_negated_step(Checker *ck, int step, Span span)
+{
+    const Step *s = &ck->rule->steps[step];
+    if (!is_not_step(s))
+        return false;
+    ERR(ck, span, "step '%s' is a '%s' step: it never holds events to read", s->name,
+        step_kind_word(s->kind));
+    return true;
+}
+
 /* ---- regexes ---------------------------------------------------------------- */
 
 static int hex_value(char c)
@@ -178,20 +189,25 @@ static Span literal_offset_span(const Expr *lit, size_t offset)
     return at;
 }
 
-static void check_regex(Checker *ck, const Expr *lit)
+/* Compiles a regex literal to validate it; returns its number of capture
+ * groups, or -1 if it does not compile (reported). */
+static int check_regex(Checker *ck, const Expr *lit)
 {
     int code;
     PCRE2_SIZE offset;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)lit->u.string.bytes, lit->u.string.len,
                                    PCRE2_UTF, &code, &offset, NULL);
     if (re != NULL) {
+        uint32_t groups = 0;
+        pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &groups);
         pcre2_code_free(re);
-        return;
+        return (int)groups;
     }
     PCRE2_UCHAR message[256];
     if (pcre2_get_error_message(code, message, sizeof message) < 0)
         strcpy((char *)message, "unknown PCRE2 error");
     ERR(ck, literal_offset_span(lit, offset), "invalid regex: %s", (const char *)message);
+    return -1;
 }
 
 /* ---- expressions -------------------------------------------------------------- */
@@ -274,6 +290,8 @@ static void check_path(Checker *ck, Expr *e)
                 segs[0].name);
             return;
         }
+        if (report_negated_step(ck, step, segs[0].span))
+            return;
         e->u.path.kind = PATH_STEP;
         e->u.path.step = step;
         return;
@@ -388,6 +406,8 @@ static bool check_step_arg(Checker *ck, Expr *call, AggArg shape)
             first->name, fname, first->name);
         return false;
     }
+    if (report_negated_step(ck, step, first->span))
+        return false;
     arg->u.path.kind = PATH_STEP;
     arg->u.path.step = step;
     arg->u.path.key = -1;
@@ -426,15 +446,19 @@ static void check_regex_extract(Checker *ck, Expr *call)
 {
     check_expr(ck, call->u.call.args[0]);
     Expr *pattern = call->u.call.args[1];
+    int groups = -1;
     if (pattern->kind != EX_STRING)
         ERR(ck, pattern->span, "the pattern of 'regex_extract' must be a string literal");
     else
-        check_regex(ck, pattern);
+        groups = check_regex(ck, pattern);
     if (call->u.call.n_args == 3) {
         Expr *group = call->u.call.args[2];
-        if (group->kind == EX_NUMBER &&
-            (group->u.number.value < 0 || group->u.number.value != (long)group->u.number.value))
+        double g = group->kind == EX_NUMBER ? group->u.number.value : 0;
+        if (group->kind == EX_NUMBER && (g < 0 || g != (double)(long)g))
             ERR(ck, group->span, "the group of 'regex_extract' must be a whole number >= 0");
+        else if (group->kind == EX_NUMBER && groups >= 0 && g > groups)
+            ERR(ck, group->span, "regex_extract asks for group %ld, but the regex has %d",
+                (long)g, groups);
         check_expr(ck, group);
     }
     call->u.call.fn = FN_REGEX_EXTRACT;
@@ -732,6 +756,8 @@ static void check_skip(Checker *ck)
     int idx = ast_step_index(ck->rule, sk->step);
     if (idx < 0)
         report_unknown_step(ck, sk->step, sk->step_span, " in 'skip'");
+    else if (report_negated_step(ck, idx, sk->step_span))
+        idx = -1;
     sk->step_index = idx;
 }
 

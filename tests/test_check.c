@@ -134,7 +134,16 @@ static const BadCase BAD[] = {
      "t.cep:1:18: error: 'greedy' needs a loop (times or one_or_more)"},
     {"rule r { begin a times 2 consecutive allow_combinations; }\n",
      "t.cep:1:38: error: 'consecutive' and 'allow_combinations' exclude each other"},
+    /* negation steps hold no events */
+    {"rule r { begin a; not_next b where x == 1; next c where b.x == 1; }\n",
+     "t.cep:1:57: error: step 'b' is a 'not_next' step: it never holds events to read"},
+    {"rule r { begin a; not_next b where x == 1; next c where count(b) > 1; }\n",
+     "t.cep:1:63: error: step 'b' is a 'not_next' step: it never holds events to read"},
+    {"rule r { begin a; not_next b where x == 1; next c; skip to_last b; }\n",
+     "t.cep:1:65: error: step 'b' is a 'not_next' step: it never holds events to read"},
     /* regexes */
+    {"rule r { begin a where regex_extract(s, 'a(b)', 2) == \"x\"; }\n",
+     "t.cep:1:49: error: regex_extract asks for group 2, but the regex has 1"},
     {"rule r { begin a where s =~ 'ab(c'; }\n",
      "t.cep:1:34: error: invalid regex: missing closing parenthesis"},
     {"rule r { begin a where s !~ \"\\\\d{3,1}\"; }\n",
