@@ -412,24 +412,24 @@ static void validate(Builder *b)
 {
     const Rule *r = b->rule;
     if (r->n_steps == 0 || r->n_steps > UINT16_MAX) {
-        set_err(b, "rule '%s': a pattern needs 1 to %d steps", r->name, UINT16_MAX);
+        set_err(b, "a pattern needs 1 to %d steps", UINT16_MAX);
         return;
     }
     for (size_t i = 1; i < r->n_steps; i++) {
         const Step *s = &r->steps[i];
         bool neg = s->kind == STEP_NOT_NEXT || s->kind == STEP_NOT_FOLLOWED_BY;
         if (neg && is_optional(b, (int)i - 1))
-            set_err(b, "rule '%s': step '%s' (%s) follows the optional step '%s'; "
+            set_err(b, "step '%s' (%s) follows the optional step '%s': "
                        "a negation after an optional step is not supported",
-                    r->name, s->name, s->kind == STEP_NOT_NEXT ? "not_next" : "not_followed_by",
+                    s->name, s->kind == STEP_NOT_NEXT ? "not_next" : "not_followed_by",
                     r->steps[i - 1].name);
     }
     const Step *last = &r->steps[r->n_steps - 1];
     if (last->kind == STEP_NOT_FOLLOWED_BY && r->within_ms <= 0 && last->within_ms <= 0)
-        set_err(b, "rule '%s': 'not_followed_by' as the last step needs 'within'", r->name);
+        set_err(b, "'not_followed_by' as the last step needs 'within'");
     if (r->skip.kind == SKIP_TO_FIRST || r->skip.kind == SKIP_TO_LAST) {
         if (r->skip.step_index < 0 || (size_t)r->skip.step_index >= r->n_steps)
-            set_err(b, "rule '%s': skip strategy names an unknown step", r->name);
+            set_err(b, "the skip strategy names an unknown step");
     }
 }
 
