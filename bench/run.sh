@@ -1,0 +1,354 @@
+#!/bin/bash
+# bench/run.sh — the benchmark harness behind `make bench`.
+#
+#   bench/run.sh --srcdir DIR --builddir DIR [--quick] [--no-sec] [--no-profile]
+#
+# Generates the event files (in $VIGIL_BENCH_DATA, default /tmp/vigil-bench; never in
+# the tree), runs the six scenarios, the floors (cat, linecount, floor_fraud), the
+# memory probes and the SEC peer comparison, checks alerts against the hand-written
+# floor and the peer oracle, and writes a Markdown report to bench/results.md in the
+# source tree (--out FILE to write elsewhere). --quick divides every size by 10, for
+# trying the harness itself; its figures are not the ones to publish.
+set -u
+export LC_ALL=C
+
+SRCDIR= BUILDDIR= QUICK=0 WITH_SEC=1 PROFILE=1 OUTFILE=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --srcdir) SRCDIR=$2; shift ;;
+        --builddir) BUILDDIR=$2; shift ;;
+        --out) OUTFILE=$2; shift ;;
+        --quick) QUICK=1 ;;
+        --no-sec) WITH_SEC=0 ;;
+        --no-profile) PROFILE=0 ;;
+        *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRCDIR=${SRCDIR:-$(dirname "$HERE")}
+BUILDDIR=${BUILDDIR:-$SRCDIR}
+OUTFILE=${OUTFILE:-$SRCDIR/bench/results.md}
+BENCH=$SRCDIR/bench
+VIGIL=$BUILDDIR/vigil
+BIN=$BUILDDIR/bench
+DATA=${VIGIL_BENCH_DATA:-/tmp/vigil-bench}
+OUT=$DATA/out
+PEER=${VIGIL_SHARED:-$SRCDIR/../shared}/peers/sec
+mkdir -p "$DATA" "$OUT" || exit 3
+: > "$OUT/rows.tsv"
+: > "$OUT/checks.md"
+: > "$OUT/notes.md"
+START_S=$(date +%s)
+
+for p in "$VIGIL" "$BIN/gen" "$BIN/linecount" "$BIN/floor_fraud" "$BIN/memprobe"; do
+    [ -x "$p" ] || { echo "run.sh: $p is missing: run 'make bench'" >&2; exit 3; }
+done
+
+scale() { if [ "$QUICK" = 1 ]; then echo $(($1 / 10)); else echo "$1"; fi; }
+N_BIG=$(scale 10000000)     # scenarios 1, 2, 3, 5
+N_HEAVY=$(scale 1000000)    # scenarios 4 and 6 (many rules, non-determinism)
+N_PEER=$(scale 1000000)     # vigil and the oracle on the SEC peer streams
+N_SEC=$(scale 200000)       # SEC itself (a Perl program: about 100k events/s)
+N_PROBE=$(scale 1000000)    # prefix fed to the memory probe
+N_KEYS=$(scale 1000000)     # scenario 5 keys
+
+say() { echo "== $*" >&2; }
+note() { echo "$*" >> "$OUT/notes.md"; }
+check() { echo "- $*" >> "$OUT/checks.md"; say "check: $*"; }
+calc() { awk "BEGIN { printf \"%s\", $1 }"; }
+
+# A number from the --stats JSON: the first value of "NAME", or the sum of all.
+stat_first() { grep -o "\"$1\":[0-9.]*" "$2" | head -1 | cut -d: -f2; }
+stat_sum() { grep -o "\"$1\":[0-9]*" "$2" | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+
+# timed NAME CMD... : runs CMD (stdin/stdout as set by the caller) under
+# /usr/bin/time; leaves "wall user sys maxrss_kb" in $OUT/NAME.time.
+timed() {
+    local name=$1; shift
+    /usr/bin/time -f '%e %U %S %M' -o "$OUT/$name.time" "$@"
+}
+wall_of() { cut -d' ' -f1 "$OUT/$1.time" | tail -1; }
+cpu_of() { tail -1 "$OUT/$1.time" | awk '{ printf "%.2f", $2 + $3 }'; }
+rss_of() { tail -1 "$OUT/$1.time" | cut -d' ' -f4; }
+
+# row NAME EVENTS TIMEFILE ALERTS RSS_KB BYTES_PER_PARTIAL NOTE
+row() {
+    local name=$1 events=$2 t=$3 alerts=$4 rss=$5 bpp=$6 note=$7
+    local wall cpu
+    wall=$(wall_of "$t"); cpu=$(cpu_of "$t")
+    local eps=$(calc "$events / ($wall > 0 ? $wall : 0.01)")
+    local eps_cpu=$(calc "$events / ($cpu > 0 ? $cpu : 0.01)")
+    local ns=$(calc "1e9 * $cpu / $events")
+    printf '%s\t%s\t%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%.0f\n' "$name" "$events" "$wall" "$cpu" \
+        "$eps" "$ns" "$rss" "$alerts" "$bpp" "$note" "$eps_cpu" >> "$OUT/rows.tsv"
+    say "$name: $events events, wall $wall s, cpu $cpu s, $(printf %.0f "$eps") ev/s"
+}
+# events/s of a run by its name (prefix): column 11 = per CPU second, 5 = per wall second
+eps_of() { awk -F'\t' -v n="$1" -v c="${2:-11}" 'index($1, n) == 1 { print $c; exit }' "$OUT/rows.tsv"; }
+
+gen() {  # FILE ARGS... : generates unless the file exists with the same arguments
+    local file=$1; shift
+    if [ -s "$file" ] && [ "$(cat "$file.args" 2>/dev/null)" = "$*" ]; then return; fi
+    say "generating $file ($*)"
+    timed "gen_$(basename "$file" .jsonl)" "$BIN/gen" "$@" > "$file" || exit 3
+    echo "$*" > "$file.args"
+}
+
+# vigil_run NAME INPUT EVENTS RULES ALERTS_OUT [OPTIONS...]: one timed run with --stats.
+vigil_run() {
+    local name=$1 input=$2 events=$3 rules=$4 alerts_out=$5; shift 5
+    [ "$alerts_out" = /dev/null ] || rm -f "$alerts_out"   # -o appends
+    timed "$name" "$VIGIL" run --stats -o "$alerts_out" "$@" "$rules" < "$input" \
+        2> "$OUT/$name.stats"
+    local rc=$?
+    [ $rc = 0 ] || { check "$name: vigil exited with $rc (see $OUT/$name.stats)"; return 1; }
+    local dropped
+    dropped=$(stat_sum partials_dropped "$OUT/$name.stats")
+    [ "$dropped" = 0 ] || note "- $name: $dropped partial matches dropped by the per-key cap (--max-partials, default 10000)."
+    return 0
+}
+
+# probe NAME RULES INPUT: heap bytes per live partial match on a prefix of INPUT.
+probe() {
+    head -n "$N_PROBE" "$3" | "$BIN/memprobe" "$2" > "$OUT/$1.probe" 2>> "$OUT/$1.probe.err"
+    local bpp
+    bpp=$(stat_first bytes_per_partial "$OUT/$1.probe")
+    echo "${bpp:-?} ($(stat_first partials_live "$OUT/$1.probe") live)"
+}
+
+# scenario NAME RULES INPUT EVENTS [OPTIONS...]: run, probe, add a row.
+scenario() {
+    local name=$1 rules=$2 input=$3 events=$4; shift 4
+    vigil_run "$name" "$input" "$events" "$rules" /dev/null "$@" || return
+    local bpp
+    bpp=$(probe "$name" "$rules" "$input")
+    row "$name" "$events" "$name" "$(stat_sum alerts "$OUT/$name.stats")" \
+        "$(stat_first peak_rss_kb "$OUT/$name.stats")" "$bpp" ""
+}
+
+# ---------------------------------------------------------------- machine
+machine() {
+    local model cores mem cc
+    model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
+    cores=$(nproc)
+    mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+    cc=$(sed -n 's/^CC = //p' "$BUILDDIR/Makefile" | head -1)
+    local cflags
+    cflags=$(sed -n 's/^CFLAGS = //p' "$BUILDDIR/Makefile" | head -1)
+    echo "- CPU: ${model:-unknown} ($(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | sed 's/^./under &/')), $cores cores"
+    echo "- RAM: $mem; kernel $(uname -r)"
+    echo "- Compiler: $(${cc:-cc} --version | head -1), CFLAGS \`$cflags\`"
+    echo "- vigil: $(cd "$SRCDIR" && git log -1 --format='%h (%ad)' --date=format:'%Y-%m-%d %H:%M' 2>/dev/null || echo unknown)$(cd "$SRCDIR" && git diff --quiet HEAD -- base dsl nfa rules runtime alerts cli 2>/dev/null || echo ', with uncommitted changes in the tree')"
+    echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+MACHINE=$(machine)
+
+# ---------------------------------------------------------------- data
+say "generating events in $DATA"
+gen "$DATA/s1.jsonl" -n "$N_BIG" -k 100000 -m fraud -s 1
+gen "$DATA/s2.jsonl" -n "$N_BIG" -k 100000 -m brute -s 2
+gen "$DATA/s3.jsonl" -n "$N_BIG" -k 100000 -m absence -r 100 -j 30000 -s 3
+gen "$DATA/s4.jsonl" -n "$N_HEAVY" -k 100000 -m mixed -r 100 -s 4
+gen "$DATA/s5.jsonl" -n "$N_BIG" -k "$N_KEYS" -m fraud -s 5
+gen "$DATA/s6.jsonl" -n "$N_HEAVY" -k 20000 -m fraud -s 6
+GEN_WALL=$(wall_of gen_s1 2>/dev/null || echo "?")
+[ "$GEN_WALL" = "?" ] || note "- bench/gen wrote the $N_BIG-event scenario 1 file in $GEN_WALL s ($(calc "$(stat -c %s "$DATA/s1.jsonl") / 1048576 / ($GEN_WALL > 0 ? $GEN_WALL : 0.001)" | cut -d. -f1) MB/s)."
+
+# ---------------------------------------------------------------- floors
+say "floors"
+cat "$DATA/s1.jsonl" > /dev/null   # warm the page cache: every run reads from memory
+timed floor_cat cat "$DATA/s1.jsonl" > /dev/null
+row "floor: cat > /dev/null" "$N_BIG" floor_cat - "$(rss_of floor_cat)" - "scenario 1 file"
+timed floor_linecount "$BIN/linecount" "$DATA/s1.jsonl" > /dev/null
+row "floor: linecount" "$N_BIG" floor_linecount - "$(rss_of floor_linecount)" - "scenario 1 file"
+timed floor_fraud "$BIN/floor_fraud" < "$DATA/s1.jsonl" > "$OUT/floor_fraud.matches" 2> "$OUT/floor_fraud.err"
+row "floor: floor_fraud (scenario 1 by hand)" "$N_BIG" floor_fraud "$(wc -l < "$OUT/floor_fraud.matches")" \
+    "$(rss_of floor_fraud)" - "flat hash table, minimal scanner"
+
+# ---------------------------------------------------------------- scenarios
+say "scenario 1: fraud"
+vigil_run s1_fraud "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" "$OUT/s1.alerts" &&
+    row "1 fraud (begin/next/followed_by, 10m, 100k users)" "$N_BIG" s1_fraud \
+        "$(stat_sum alerts "$OUT/s1_fraud.stats")" "$(stat_first peak_rss_kb "$OUT/s1_fraud.stats")" \
+        "$(probe s1_fraud "$BENCH/s1_fraud.cep" "$DATA/s1.jsonl")" ""
+if cmp -s <("$BENCH/to_oracle.sh" < "$OUT/s1.alerts" | sort) <(sort "$OUT/floor_fraud.matches"); then
+    check "scenario 1: vigil's $(wc -l < "$OUT/s1.alerts") alerts == floor_fraud's matches (user, time of the third event)"
+else
+    check "scenario 1: MISMATCH between vigil and floor_fraud: diff <($BENCH/to_oracle.sh < $OUT/s1.alerts | sort) <(sort $OUT/floor_fraud.matches)"
+fi
+vigil_run s1_workers2 "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" /dev/null --workers 2 &&
+    row "1 fraud, --workers 2" "$N_BIG" s1_workers2 "$(stat_sum alerts "$OUT/s1_workers2.stats")" \
+        "$(stat_first peak_rss_kb "$OUT/s1_workers2.stats")" - ""
+
+say "scenario 2: brute force"
+scenario "2 brute force (times 5 consecutive, next)" "$BENCH/s2_brute.cep" "$DATA/s2.jsonl" "$N_BIG"
+say "scenario 3: absence"
+scenario "3 absence (not shipped in 1h, timeouts, 30s jitter)" "$BENCH/s3_absence.cep" "$DATA/s3.jsonl" "$N_BIG"
+say "scenario 4: 100 rules"
+scenario "4 100 mixed rules" "$BENCH/s4_rules.cep" "$DATA/s4.jsonl" "$N_HEAVY"
+say "scenario 5: $N_KEYS keys"
+scenario "5 fraud rule over $N_KEYS keys" "$BENCH/s1_fraud.cep" "$DATA/s5.jsonl" "$N_BIG"
+say "scenario 6: loops"
+scenario "6a loop, followed_by (skip till next)" "$BENCH/s6_loop_det.cep" "$DATA/s6.jsonl" "$N_HEAVY"
+scenario "6b loop, followed_by_any + allow_combinations" "$BENCH/s6_loop_any.cep" "$DATA/s6.jsonl" "$N_HEAVY"
+
+# Scenario 5 memory: one event per key, every key distinct. A small amount leaves the
+# key idle (begin does not match); a large one leaves one partial match per key.
+distinct_keys() {  # AMOUNT
+    awk -v n="$N_KEYS" -v amt="$1" 'BEGIN { for (i = 0; i < n; i++)
+        printf "{\"ts\":%d,\"type\":\"tx\",\"user\":\"k%d\",\"amount\":%s,\"country\":\"FR\"}\n",
+               1700000000000 + i, i, amt }'
+}
+distinct_keys 5.00 | "$BIN/memprobe" "$BENCH/s1_fraud.cep" > "$OUT/s5_idle.probe"
+distinct_keys 5000.00 | "$BIN/memprobe" "$BENCH/s1_fraud.cep" > "$OUT/s5_live.probe"
+IDLE_BYTES=$(calc "$(stat_first heap_held_bytes "$OUT/s5_idle.probe") / $N_KEYS")
+LIVE_BPP=$(stat_first bytes_per_partial "$OUT/s5_live.probe")
+LIVE_LINE=$(stat_first avg_line_bytes "$OUT/s5_live.probe")
+
+# ---------------------------------------------------------------- SEC peer
+PEER_ROWS=$OUT/peer.tsv
+: > "$PEER_ROWS"
+peer_sec_rules() { case $1 in a) echo a_failed_logins.sec ;; b) echo b_big_tx.sec ;; c) echo c_order_ctx.sec ;; esac; }
+peer() {  # SCENARIO
+    local sc=$1 j=$DATA/peer_${1}_$N_PEER.jsonl
+    if [ ! -s "$j" ]; then
+        python3 "$PEER/gen_events.py" -n "$N_PEER" --scenario "$sc" --seed 42 --json "$j" 2> /dev/null || return 1
+    fi
+    vigil_run "peer_$sc" "$j" "$N_PEER" "$BENCH/peer_$sc.cep" "$OUT/peer_$sc.alerts" || return 1
+    local lines
+    lines=$(wc -l < "$j")
+    row "peer $sc: vigil ($(basename "$BENCH/peer_$sc.cep"))" "$lines" "peer_$sc" \
+        "$(stat_sum alerts "$OUT/peer_$sc.stats")" "$(stat_first peak_rss_kb "$OUT/peer_$sc.stats")" - ""
+    python3 "$PEER/ref_semantics.py" --json --policy restart --scenarios "$sc" "$j" |
+        sed 's/ detect_ts=[0-9]*$//' | sort > "$OUT/peer_$sc.ref"
+    "$BENCH/to_oracle.sh" < "$OUT/peer_$sc.alerts" | sort > "$OUT/peer_$sc.got"
+    if cmp -s "$OUT/peer_$sc.ref" "$OUT/peer_$sc.got"; then
+        check "peer $sc: vigil's $(wc -l < "$OUT/peer_$sc.got") alerts == ref_semantics.py --policy restart on $N_PEER events"
+    else
+        check "peer $sc: vigil and ref_semantics.py --policy restart DIFFER: $(comm -23 "$OUT/peer_$sc.got" "$OUT/peer_$sc.ref" | wc -l) only in vigil, $(comm -13 "$OUT/peer_$sc.got" "$OUT/peer_$sc.ref" | wc -l) only in the oracle (first lines: $(diff "$OUT/peer_$sc.got" "$OUT/peer_$sc.ref" | grep '^[<>]' | head -2 | tr '\n' ' '))"
+    fi
+    [ "$WITH_SEC" = 1 ] || return 0
+    local l=$DATA/peer_${sc}_$N_SEC.log
+    if [ ! -s "$l" ]; then
+        python3 "$PEER/gen_events.py" -n "$N_SEC" --scenario "$sc" --seed 42 --log "$l" 2> /dev/null || return 1
+    fi
+    timed "sec_$sc" perl -I"$PEER" -MSecEventTime /usr/bin/sec --conf="$PEER/$(peer_sec_rules "$sc")" \
+        --input="$l" --notail > "$OUT/sec_$sc.txt" 2> /dev/null
+    row "peer $sc: SEC 2.9.1 ($(peer_sec_rules "$sc"), event-time shim)" "$(wc -l < "$l")" "sec_$sc" \
+        "$(wc -l < "$OUT/sec_$sc.txt")" "$(rss_of "sec_$sc")" - "$N_SEC-event prefix"
+    if cmp -s <(sort "$OUT/sec_$sc.txt") <(python3 "$PEER/ref_semantics.py" --scenarios "$sc" "$l" | sort); then
+        check "peer $sc: SEC's output == ref_semantics.py --policy sec on $N_SEC events (SEC ran correctly)"
+    else
+        check "peer $sc: SEC's output differs from ref_semantics.py --policy sec"
+    fi
+}
+if command -v python3 > /dev/null && [ -d "$PEER" ]; then
+    if [ "$WITH_SEC" = 1 ] && ! [ -x /usr/bin/sec ]; then
+        say "installing sec"
+        { [ "$(id -u)" = 0 ] && apt-get install -y sec > /dev/null 2>&1; } || {
+            note "- SEC is not installed and could not be installed; SEC columns are empty."
+            WITH_SEC=0
+        }
+    fi
+    for sc in a b c; do say "peer $sc"; peer "$sc" || check "peer $sc: could not run"; done
+else
+    note "- python3 or $PEER missing: the SEC peer comparison was skipped."
+fi
+
+# ---------------------------------------------------------------- profile
+if [ "$PROFILE" = 1 ] && command -v perf > /dev/null; then
+    say "profiling scenarios 1 and 4 with perf"
+    for p in "s1:s1_fraud.cep:$(scale 2000000)" "s4:s4_rules.cep:$(scale 200000)"; do
+        IFS=: read -r s rules n <<< "$p"
+        head -n "$n" "$DATA/$s.jsonl" > "$OUT/$s.prefix"
+        if perf record -q -o "$OUT/$s.perf" "$VIGIL" run -o /dev/null "$BENCH/$rules" \
+                < "$OUT/$s.prefix" 2> /dev/null; then
+            perf report -i "$OUT/$s.perf" --no-children --sort symbol --percent-limit 1 --stdio 2> /dev/null |
+                grep '%' | grep -v '^#' | head -15 | awk '{ printf "%7s  %s\n", $1, $3 }' > "$OUT/$s.profile"
+        fi
+        rm -f "$OUT/$s.prefix"
+    done
+fi
+
+# ---------------------------------------------------------------- report
+verdict() { if [ "$(calc "($1) ? 1 : 0")" = 1 ]; then echo "met"; else echo "**not met**"; fi; }
+S1=$(eps_of "1 fraud (")
+FLOOR=$(eps_of "floor: floor_fraud")
+S1_WALL=$(eps_of "1 fraud (" 5)
+S1W_WALL=$(eps_of "1 fraud, --workers 2" 5)
+S1W_CPU=$(eps_of "1 fraud, --workers 2")
+S4=$(eps_of "4 100 mixed rules")
+END_S=$(date +%s)
+{
+    echo "# vigil benchmarks"
+    echo
+    echo "Written by \`make bench\` (bench/run.sh$([ "$QUICK" = 1 ] && echo ' --quick: sizes divided by 10, not for publishing')). Total run time: $((END_S - START_S)) s."
+    echo
+    echo "## Machine"
+    echo
+    echo "$MACHINE"
+    echo
+    echo "## Results"
+    echo
+    echo "One run each, one worker unless said. *wall s* is the whole process (load rules,"
+    echo "decode, match, render alerts to /dev/null or a file); *CPU s* is user + sys."
+    echo "*events/s* is per wall second; *events/s CPU* is per CPU second, which the other"
+    echo "processes on this shared machine disturb much less (see the load average above):"
+    echo "the targets below use it for one-worker runs. *Peak RSS* is vigil's \`--stats\`"
+    echo "peak_rss_kb (else /usr/bin/time's). *B/partial* is bench/memprobe on the first"
+    echo "$N_PROBE events of the same file: heap held by the engine's state at that point /"
+    echo "live partial matches (so it includes the stored events, the key entries and the"
+    echo "reorder buffer), with the number of live partial matches in parentheses."
+    echo
+    echo "| run | events | wall s | CPU s | events/s | events/s CPU | ns/event CPU | peak RSS MB | alerts | B/partial (live) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    awk -F'\t' '{ rss = ($7 ~ /^[0-9]+$/) ? sprintf("%.1f", $7 / 1024) : $7;
+                  printf "| %s%s | %d | %s | %s | %d | %d | %d | %s | %s | %s |\n", $1,
+                         ($10 != "" ? " (" $10 ")" : ""), $2, $3, $4, $5, $11, $6, rss, $8, $9 }' "$OUT/rows.tsv"
+    echo
+    echo "## Checks"
+    echo
+    cat "$OUT/checks.md"
+    echo
+    echo "## Targets"
+    echo
+    echo "| target | measured | verdict |"
+    echo "|---|---|---|"
+    if [ -n "$S1" ] && [ -n "$FLOOR" ]; then
+        echo "| scenario 1 >= 50 % of the floor's events/s (per CPU second) | $(calc "100 * $S1 / $FLOOR" | cut -d. -f1) % ($S1 vs $FLOOR) | $(verdict "$S1 >= 0.5 * $FLOOR") |"
+        echo "| scenario 1 >= 2,000,000 events/s (per CPU second; per wall second: $S1_WALL) | $S1 | $(verdict "$S1 >= 2000000") |"
+    fi
+    [ -n "$S1" ] && [ -n "$S4" ] &&
+        echo "| scenario 4 >= 25 % of scenario 1 (per CPU second) | $(calc "100 * $S4 / $S1" | cut -d. -f1) % ($S4 vs $S1) | $(verdict "$S4 >= 0.25 * $S1") |"
+    echo "| scenario 5: 0 bytes per idle key | $IDLE_BYTES B/key ($N_KEYS keys, one non-matching event each) | $(verdict "$IDLE_BYTES < 1") |"
+    echo "| scenario 5: <= 128 B per live partial plus the event once | $LIVE_BPP B per partial match; the event's line is $LIVE_LINE B, so $(calc "$LIVE_BPP - $LIVE_LINE" | cut -d. -f1) B beyond the line | $(verdict "$LIVE_BPP - $LIVE_LINE <= 128") |"
+    [ -n "$S1W_WALL" ] && echo "| --workers 2 >= 1.6x one worker (scenario 1, wall time) | $(calc "$S1W_WALL / $S1_WALL" | cut -c1-4)x ($S1W_WALL vs $S1_WALL events/s); the two workers burn $(calc "$S1 / $S1W_CPU" | cut -c1-4)x the CPU of one | $(verdict "$S1W_WALL >= 1.6 * $S1_WALL") |"
+    for sc in a b c; do
+        local_v=$(eps_of "peer $sc: vigil")
+        local_s=$(eps_of "peer $sc: SEC")
+        esper=$(case $sc in a) echo 900000 ;; b) echo 800000 ;; c) echo 330000 ;; esac)
+        [ -n "$local_v" ] || continue
+        [ -n "$local_s" ] &&
+            echo "| peer $sc: >= 25x SEC (per CPU second) | $(calc "$local_v / $local_s" | cut -d. -f1)x ($local_v vs SEC $local_s on its $N_SEC-event prefix, same run) | $(verdict "$local_v >= 25 * $local_s") |"
+        echo "| peer $sc: >= 4x Esper ($esper events/s, published figure; vigil per CPU second) | $(calc "$local_v / $esper" | cut -c1-4)x | $(verdict "$local_v >= 4 * $esper") |"
+    done
+    echo
+    if [ -s "$OUT/notes.md" ]; then
+        echo "## Notes"
+        echo
+        cat "$OUT/notes.md"
+        echo
+    fi
+    for s in s1 s4; do
+        [ -s "$OUT/$s.profile" ] || continue
+        echo "## perf profile, $([ $s = s1 ] && echo "scenario 1 (first $(scale 2000000) events)" || echo "scenario 4 (first $(scale 200000) events)")"
+        echo
+        echo '```'
+        cat "$OUT/$s.profile"
+        echo '```'
+        echo
+    done
+    echo "Data and raw outputs: $DATA (regenerated only when missing or its arguments change)."
+} > "$OUTFILE"
+say "wrote $OUTFILE in $((END_S - START_S)) s"
