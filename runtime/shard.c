@@ -31,7 +31,7 @@ struct Shard {
 
 static void on_result(void *user, const NfaResult *r);
 
-static size_t widest_key(const CompiledRuleSet *rs)
+size_t rules_widest_key(const CompiledRuleSet *rs)
 {
     size_t widest = 1;
     for (size_t i = 0; i < rs->n_rules; i++)
@@ -50,7 +50,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->fired_upto = INT64_MIN;
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
-    s->key_vals = calloc(widest_key(rs), sizeof *s->key_vals);
+    s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
     if (!s->scratch || !s->rules || !s->key_vals) {
         shard_free(s);
         return NULL;

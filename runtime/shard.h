@@ -25,6 +25,9 @@ typedef enum { ROUTE_FILTERED, ROUTE_NO_KEY, ROUTE_KEYED, ROUTE_FAILED } RouteRe
 RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,
                        Value *vals, Buf *kbytes);
 
+/* The largest number of key expressions of any rule: room for rule_route's vals. */
+size_t rules_widest_key(const CompiledRuleSet *rs);
+
 /* Borrows rs, limits and sink, which must outlive the shard. NULL on allocation failure. */
 Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineSink *sink);
 /* Frees every key's state without firing anything. */

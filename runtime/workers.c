@@ -41,6 +41,7 @@ typedef struct Worker {
     Batch *head, *tail;        /* the queue, under lock */
     size_t queued;
     Batch *filling;            /* owned by the sending thread */
+    Batch *end;                /* the closing batch, allocated up front: ending never fails */
     int64_t sent_upto;
     uint64_t pending;          /* partial matches left at a stop; read after join */
 } Worker;
@@ -175,11 +176,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->copies = calloc(n, sizeof *ws->copies);
     ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
     ws->scratch = expr_scratch_new();
-    size_t widest = 1;
-    for (size_t i = 0; i < rs->n_rules; i++)
-        if (rs->rules[i].n_keys > widest)
-            widest = rs->rules[i].n_keys;
-    ws->key_vals = calloc(widest, sizeof *ws->key_vals);
+    ws->key_vals = calloc(rules_widest_key(rs), sizeof *ws->key_vals);
     if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->key_vals) {
         ws->finished = true;
         workers_free(ws);
@@ -193,7 +190,8 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         pthread_cond_init(&wk->nonempty, NULL);
         pthread_cond_init(&wk->nonfull, NULL);
         wk->shard = shard_new(rs, limits, sink);
-        if (!wk->shard || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+        wk->end = batch_new(BATCH_END, 0);
+        if (!wk->shard || !wk->end || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
             workers_free(ws);
             return NULL;
         }
@@ -341,12 +339,8 @@ int workers_finish(Workers *ws, bool fire_timeouts, uint64_t *pending)
                 continue;
             if (wk->filling)
                 send_filling(wk);
-            Batch *end = batch_new(BATCH_END, 0);
-            while (!end) {   /* the thread must end: wait for memory rather than leak it */
-                struct timespec ms = {0, 1000000L};
-                nanosleep(&ms, NULL);
-                end = batch_new(BATCH_END, 0);
-            }
+            Batch *end = wk->end;
+            wk->end = NULL;
             end->fire_timeouts = fire_timeouts;
             queue_push(wk, end);
         }
@@ -392,6 +386,8 @@ void workers_free(Workers *ws)
         }
         if (wk->filling)
             batch_free(wk->filling);
+        if (wk->end)
+            batch_free(wk->end);
         shard_free(wk->shard);
         if (wk->owner) {
             pthread_mutex_destroy(&wk->lock);
