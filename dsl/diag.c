@@ -17,6 +17,7 @@ void diags_free(Diags *d)
     for (size_t i = 0; i < d->n; i++) {
         free(d->items[i].message);
         free(d->items[i].file);
+        free(d->items[i].line);
     }
     free(d->items);
     memset(d, 0, sizeof *d);
@@ -74,6 +75,27 @@ static char *vformat(const char *fmt, va_list ap)
     return s;
 }
 
+/* A heap copy of the source line a span starts on (without its line end), or NULL
+ * when the span has no source. Copied at report time because diagnostics are often
+ * printed after the rule set that holds the source text was freed. */
+static char *quoted_line(const Span *sp)
+{
+    if (sp->src == NULL || sp->line <= 0 || (size_t)sp->line > sp->src->n_lines)
+        return NULL;
+    size_t len = 0;
+    const char *line = source_line(sp->src, sp->line, &len);
+    if (line == NULL)
+        return NULL;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    char *copy = malloc(len + 1);
+    if (copy) {
+        memcpy(copy, line, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
 /* Stores one diagnostic; takes ownership of `message`. */
 static void store(Diags *d, DiagLevel level, Span span, const char *file, char *message)
 {
@@ -88,13 +110,18 @@ static void store(Diags *d, DiagLevel level, Span span, const char *file, char *
         d->warnings++;
     }
     char *file_copy = file ? dup_string(file) : NULL;
-    if (message == NULL || (file && file_copy == NULL) || !grow(d)) {
+    char *line_copy = quoted_line(&span);
+    bool line_lost = span.src && span.line > 0 && line_copy == NULL &&
+                     (size_t)span.line <= span.src->n_lines;
+    if (message == NULL || (file && file_copy == NULL) || line_lost || !grow(d)) {
         d->oom = true;
         free(message);
         free(file_copy);
+        free(line_copy);
         return;
     }
-    d->items[d->n++] = (Diagnostic){level, span, message, file_copy};
+    span.src = NULL; /* the source may be freed before printing: only the copy is used */
+    d->items[d->n++] = (Diagnostic){level, span, message, file_copy, line_copy};
 }
 
 void diag_vreport(Diags *d, DiagLevel level, Span span, const char *fmt, va_list ap)
@@ -153,19 +180,14 @@ static void print_caret_line(FILE *out, const char *line, size_t len, const Span
     fputc('\n', out);
 }
 
-static void print_quote(FILE *out, const Span *sp)
+static void print_quote(FILE *out, const Diagnostic *g)
 {
-    if (sp->src == NULL || sp->line <= 0 || (size_t)sp->line > sp->src->n_lines)
+    if (g->line == NULL)
         return;
-    size_t len = 0;
-    const char *line = source_line(sp->src, sp->line, &len);
-    if (line == NULL)
-        return;
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    fwrite(line, 1, len, out);
+    size_t len = strlen(g->line);
+    fwrite(g->line, 1, len, out);
     fputc('\n', out);
-    print_caret_line(out, line, len, sp);
+    print_caret_line(out, g->line, len, &g->span);
 }
 
 static bool is_first_of_file(const Diags *d, size_t i)
@@ -179,12 +201,12 @@ static bool is_first_of_file(const Diags *d, size_t i)
 static void print_one(const Diagnostic *g, FILE *out)
 {
     const char *file = g->file ? g->file : "<input>";
-    if (g->span.src && g->span.line > 0)
+    if (g->span.line > 0)
         fprintf(out, "%s:%d:%d: %s: %s\n", file, g->span.line, g->span.col,
                 level_name(g->level), g->message);
     else
         fprintf(out, "%s: %s: %s\n", file, level_name(g->level), g->message);
-    print_quote(out, &g->span);
+    print_quote(out, g);
 }
 
 /* Only the total of dropped errors is kept, so with several capped files the

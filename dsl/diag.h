@@ -23,9 +23,10 @@ typedef enum { DIAG_ERROR, DIAG_WARNING, DIAG_NOTE } DiagLevel;
 
 typedef struct Diagnostic {
     DiagLevel level;
-    Span span;
+    Span span;            /* positions only: span.src is cleared once the line is copied */
     char *message;        /* heap, owned */
-    char *file;           /* heap copy of the file name (span.src may be NULL) */
+    char *file;           /* heap copy of the file name */
+    char *line;           /* heap copy of the quoted source line, or NULL */
 } Diagnostic;
 
 typedef struct Diags {
