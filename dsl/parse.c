@@ -158,6 +158,31 @@ static bool expects_expression(const char *const *expected, int n)
     return found == 3;
 }
 
+/* A statement or declaration keyword (or a `}`) where a `;` would have been
+ * accepted is most often a forgotten `;`. */
+static void put_missing_semicolon_hint(Buf *b, const ParseCtx *pc, Span at, const char *got,
+                                       const char *const *expected, int n)
+{
+    static const char *const STARTERS[] = {
+        "'}'", "filter", "key", "begin", "next", "followed_by", "followed_by_any", "not_next",
+        "not_followed_by", "skip", "suppress", "on", "rule", "time", "output",
+    };
+    bool semicolon_ok = false;
+    for (int i = 0; i < n; i++)
+        semicolon_ok = semicolon_ok || strcmp(expected[i], "';'") == 0;
+    if (!semicolon_ok)
+        return;
+    if (pc->prev_line > 0 && at.line > pc->prev_line) {
+        buf_printf(b, " (is a ';' missing at the end of line %d?)", pc->prev_line);
+        return;
+    }
+    for (size_t i = 0; i < sizeof STARTERS / sizeof STARTERS[0]; i++)
+        if (strcmp(got, STARTERS[i]) == 0) {
+            buf_puts(b, " (is a ';' missing before it?)");
+            return;
+        }
+}
+
 void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *got,
                         const char *const *expected, int n_expected)
 {
@@ -179,9 +204,7 @@ void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *
     } else if (n_expected > 4 && expects_expression(expected, n_expected)) {
         buf_puts(&b, ", expected an expression");
     } else if (n_expected > 4) {
-        for (int i = 0; i < n_expected; i++)
-            if (strcmp(expected[i], "';'") == 0 && at.line > pc->prev_line && pc->prev_line > 0)
-                buf_printf(&b, " (is a ';' missing at the end of line %d?)", pc->prev_line);
+        put_missing_semicolon_hint(&b, pc, at, got, expected, n_expected);
     } else if (n_expected > 0) {
         buf_puts(&b, ", expected ");
         for (int i = 0; i < n_expected; i++) {

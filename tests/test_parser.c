@@ -745,7 +745,11 @@ START_TEST(errors_name_tokens_readably)
     parsed_free(p);
 
     p = parse("rule r { begin a }");
-    assert_diag(p, 0, 1, 18, "unexpected '}'");
+    assert_diag(p, 0, 1, 18, "syntax error: unexpected '}' (is a ';' missing before it?)");
+    parsed_free(p);
+
+    p = parse("rule r { begin a where x > 1 next b; }");
+    assert_diag(p, 0, 1, 30, "syntax error: unexpected 'next' (is a ';' missing before it?)");
     parsed_free(p);
 
     p = parse("rule r { begin a;");
