@@ -13,3 +13,5 @@ include tests/nfa.mk
 include tests/decode.mk
 include tests/alerts.mk
 include tests/e2e.mk
+include tests/fuzz.mk
+include tests/hostile.mk
