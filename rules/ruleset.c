@@ -170,7 +170,26 @@ static int time_compile(CompiledRuleSet *rs)
     return rs->time_slot < 0 ? -1 : 0;
 }
 
+/* Interns prev's fields first, in slot order, so each keeps its number. */
+static int fields_inherit(FieldTable *ft, const CompiledRuleSet *prev)
+{
+    if (!prev)
+        return 0;
+    for (size_t i = 0; i < prev->fields.n; i++) {
+        const FieldPath *p = &prev->fields.paths[i];
+        if (field_table_intern(ft, p->segs, p->n_segs) != (int)i)
+            return -1;
+    }
+    return 0;
+}
+
 CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags)
+{
+    return ruleset_compile_after(ast, NULL, diags);
+}
+
+CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev,
+                                       Diags *diags)
 {
     CompiledRuleSet *rs = calloc(1, sizeof *rs);
     if (!rs) {
@@ -180,7 +199,7 @@ CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags)
     rs->ast = ast;
     field_table_init(&rs->fields);
     rs->rules = calloc(ast->n_rules ? ast->n_rules : 1, sizeof *rs->rules);
-    if (!rs->rules || time_compile(rs) < 0)
+    if (!rs->rules || fields_inherit(&rs->fields, prev) < 0 || time_compile(rs) < 0)
         goto oom;
     for (size_t i = 0; i < ast->n_rules; i++) {
         rs->n_rules = i + 1;
@@ -200,6 +219,12 @@ oom:
 
 CompiledRuleSet *ruleset_load(const char *const *paths, size_t n_paths, Diags *diags)
 {
+    return ruleset_reload(paths, n_paths, NULL, diags);
+}
+
+CompiledRuleSet *ruleset_reload(const char *const *paths, size_t n_paths,
+                                const CompiledRuleSet *prev, Diags *diags)
+{
     RuleSet *ast = dsl_load(paths, n_paths, diags);
     if (!ast) {
         diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while loading rules");
@@ -209,7 +234,7 @@ CompiledRuleSet *ruleset_load(const char *const *paths, size_t n_paths, Diags *d
         ast_ruleset_free(ast);
         return NULL;
     }
-    return ruleset_compile(ast, diags);
+    return ruleset_compile_after(ast, prev, diags);
 }
 
 void ruleset_free(CompiledRuleSet *rs)

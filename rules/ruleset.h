@@ -72,6 +72,14 @@ typedef struct CompiledRuleSet {
 CompiledRuleSet *ruleset_load(const char *const *paths, size_t n_paths, Diags *diags);
 /* Compiles an already checked AST; takes ownership of `ast` in every case. */
 CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags);
+/* The same for a rule set replacing `prev` (hot reload): every field of prev keeps its
+ * slot number, so events already held in partial matches of unchanged rules read the
+ * same slots under the new rules; new fields get slots after them. */
+CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev,
+                                       Diags *diags);
+/* ruleset_load for hot reload: fields keep the slots they had in prev. */
+CompiledRuleSet *ruleset_reload(const char *const *paths, size_t n_paths,
+                                const CompiledRuleSet *prev, Diags *diags);
 void ruleset_free(CompiledRuleSet *rs);
 /* Index of the rule with this name, or -1. */
 int ruleset_find(const CompiledRuleSet *rs, const char *name);
