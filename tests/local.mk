@@ -8,6 +8,7 @@ AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)
 	export top_srcdir top_builddir VIGIL_SHARED;
 include tests/parser.mk
 include tests/check.mk
+include tests/rules.mk
 include tests/expr.mk
 include tests/nfa.mk
 include tests/decode.mk
