@@ -280,6 +280,90 @@ START_TEST(expr_text)
 }
 END_TEST
 
+/* ---- minimal parentheses: a property test over random expressions ------------- */
+
+typedef struct Rng {
+    uint64_t state;
+} Rng;
+
+static unsigned rng_next(Rng *r, unsigned bound)
+{
+    r->state = r->state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (unsigned)((r->state >> 33) % bound);
+}
+
+/* Writes a random expression, fully parenthesised so its tree is unambiguous. */
+static void random_expr(Buf *b, Rng *r, int depth)
+{
+    static const char *const LEAVES[] = {
+        "x", "a.y", "1", "2.5", "\"s\"", "'r'", "5m", "true", "null", "len(x)", "[1, 2]",
+    };
+    static const char *const OPS[] = {
+        "or", "and", "==", "!=", "<", "<=", ">", ">=", "in", "=~", "!~", "+", "-", "*", "/", "%",
+    };
+    unsigned pick = depth == 0 ? 0 : rng_next(r, 4);
+    if (pick == 0) {
+        buf_puts(b, LEAVES[rng_next(r, sizeof LEAVES / sizeof LEAVES[0])]);
+    } else if (pick == 1) {
+        buf_puts(b, rng_next(r, 2) ? "not (" : "-(");
+        random_expr(b, r, depth - 1);
+        buf_putc(b, ')');
+    } else {
+        buf_putc(b, '(');
+        random_expr(b, r, depth - 1);
+        buf_printf(b, " %s ", OPS[rng_next(r, sizeof OPS / sizeof OPS[0])]);
+        random_expr(b, r, depth - 1);
+        buf_putc(b, ')');
+    }
+}
+
+static char *dump_of(RuleSet *rs, const char *text)
+{
+    Diags d;
+    diags_init(&d);
+    Expr *e = dsl_parse_expr(rs, text, &d);
+    ck_assert_msg(e != NULL && d.errors == 0, "cannot parse: %s", text);
+    diags_free(&d);
+    char *dump = ast_expr_dump(e);
+    ck_assert_ptr_nonnull(dump);
+    return dump;
+}
+
+START_TEST(minimal_parentheses_keep_the_tree)
+{
+    Rng r = {0x5eed + (uint64_t)_i};
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    for (int n = 0; n < 200; n++) {
+        Buf text = BUF_INIT;
+        random_expr(&text, &r, 5);
+        ck_assert(!text.failed);
+        Diags d;
+        diags_init(&d);
+        Expr *e = dsl_parse_expr(rs, text.data, &d);
+        ck_assert_msg(e != NULL, "cannot parse: %s", text.data);
+        diags_free(&d);
+        char *canonical = dsl_fmt_expr(e);
+        ck_assert_ptr_nonnull(canonical);
+        char *before = ast_expr_dump(e);
+        char *after = dump_of(rs, canonical);
+        ck_assert_msg(strcmp(before, after) == 0, "%s\n  -> %s\n  %s\n  != %s", text.data,
+                      canonical, before, after);
+        Diags d2;
+        diags_init(&d2);
+        char *again = dsl_fmt_expr(dsl_parse_expr(rs, canonical, &d2));
+        diags_free(&d2);
+        ck_assert_str_eq(again, canonical);
+        free(again);
+        free(before);
+        free(after);
+        free(canonical);
+        buf_free(&text);
+    }
+    ast_ruleset_free(rs);
+}
+END_TEST
+
 /* ---- round trip over every rule file we can find ----------------------------------- */
 
 static char *read_all(const char *path)
@@ -507,6 +591,7 @@ static Suite *fmt_suite(void)
     TCase *tc = tcase_create("fmt");
     tcase_add_loop_test(tc, formats_exactly, 0, (int)(sizeof CASES / sizeof CASES[0]));
     tcase_add_test(tc, expr_text);
+    tcase_add_loop_test(tc, minimal_parentheses_keep_the_tree, 0, 5);
     tcase_add_test(tc, round_trip_tree_files);
     tcase_add_test(tc, round_trip_conformance);
     tcase_add_test(tc, cli_prints_checks_and_rewrites);
