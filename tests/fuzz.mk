@@ -10,7 +10,7 @@ tests_test_fuzz_pipeline_replay_CFLAGS = $(TEST_CFLAGS) -DFUZZ_CORPUS='"pipeline
 tests_test_fuzz_pipeline_replay_LDADD = $(TEST_LIBS)
 
 EXTRA_DIST += tests/fuzz/corpus/decode tests/fuzz/corpus/pipeline \
-	tests/fuzz/run-fuzzers.sh
+	tests/fuzz/run-fuzzers.sh tests/fuzz/pipeline.dict
 
 # libFuzzer targets (configure --enable-fuzzing, CC=clang); run them all with
 #   SRC/tests/fuzz/run-fuzzers.sh SECONDS   (from the build folder)
