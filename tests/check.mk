@@ -11,11 +11,17 @@ tests_test_fmt_SOURCES = tests/test_fmt.c
 tests_test_fmt_CFLAGS = $(TEST_CFLAGS)
 tests_test_fmt_LDADD = $(TEST_LIBS)
 
-EXTRA_DIST += tests/data/check tests/fuzz/corpus tests/fuzz/fuzz_rules.c tests/fuzz/rules.dict
+# The rules fuzz corpus replayed as a plain test (tests/fuzz/replay.c, shared).
+check_PROGRAMS += tests/test_fuzz_rules_replay
+TESTS += tests/test_fuzz_rules_replay
+tests_test_fuzz_rules_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_rules.c
+tests_test_fuzz_rules_replay_CFLAGS = $(TEST_CFLAGS) -DFUZZ_CORPUS='"rules"'
+tests_test_fuzz_rules_replay_LDADD = $(TEST_LIBS)
+
+EXTRA_DIST += tests/data/check tests/fuzz/corpus/rules tests/fuzz/rules.dict
 
 # libFuzzer target for the front end (configure --enable-fuzzing, CC=clang):
-#   mkdir work; tests/fuzz/fuzz_rules -dict=SRC/tests/fuzz/rules.dict -max_total_time=60
-#       work SRC/tests/fuzz/corpus/rules
+#   SRC/tests/fuzz/run-fuzzers.sh SECONDS   (from the build folder)
 if FUZZING
 noinst_PROGRAMS += tests/fuzz/fuzz_rules
 tests_fuzz_fuzz_rules_SOURCES = tests/fuzz/fuzz_rules.c
