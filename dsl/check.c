@@ -23,6 +23,7 @@ typedef enum {
 typedef struct Checker {
     RuleSet *rs;
     Diags *diags;
+    size_t n_earlier;   /* diagnostics reported before checking (syntax errors) */
     Rule *rule;         /* the rule being checked */
     ExprContext ctx;
 } Checker;
@@ -836,11 +837,33 @@ static void check_rule_names(Checker *ck, size_t index)
     }
 }
 
+/* True if a syntax error was reported inside `r`: error recovery dropped part
+ * of it, so checking the rest would only report the consequences. */
+static bool has_syntax_errors(const Checker *ck, const Rule *r)
+{
+    int first = r->span.line, last = r->span.end_line > first ? r->span.end_line : first;
+    const char *file = r->span.src ? r->span.src->path : NULL;
+    if (file == NULL)
+        return false;
+    /* Stored diagnostics keep the file name, not the source. */
+    for (size_t i = 0; i < ck->n_earlier && i < ck->diags->n; i++) {
+        const Diagnostic *g = &ck->diags->items[i];
+        if (g->level == DIAG_ERROR && g->file && strcmp(g->file, file) == 0 &&
+            g->span.line >= first && g->span.line <= last)
+            return true;
+    }
+    return false;
+}
+
 static void check_rule(Checker *ck, size_t index)
 {
     Rule *r = &ck->rs->rules[index];
     ck->rule = r;
     check_rule_names(ck, index);
+    if (has_syntax_errors(ck, r)) {
+        ck->rule = NULL;
+        return;
+    }
     if (r->n_steps == 0)
         ERR(ck, r->name_span, "rule '%s' has no pattern: it needs a 'begin' step", r->name);
     check_expr_in(ck, r->filter, CTX_FILTER);
@@ -949,7 +972,7 @@ static void check_time_decls(Checker *ck)
 int dsl_check(RuleSet *rs, Diags *diags)
 {
     size_t errors_before = diags->errors;
-    Checker ck = {rs, diags, NULL, CTX_FILTER};
+    Checker ck = {rs, diags, diags->n, NULL, CTX_FILTER};
     check_time_decls(&ck);
     for (size_t i = 0; i < rs->n_outputs; i++)
         check_output(&ck, i);

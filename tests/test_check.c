@@ -236,6 +236,19 @@ START_TEST(syntax_and_semantic_errors_together)
 }
 END_TEST
 
+START_TEST(no_cascade_after_syntax_error)
+{
+    /* Recovery drops `begin a where ;`, which must not look like a missing begin. */
+    const char *text = "rule r { begin a where ; next b; }\nrule s { next c; }\n";
+    size_t errors = 0;
+    char *out = check_text(text, &errors, NULL);
+    ck_assert_msg(errors == 2, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:1:24: error: syntax error"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:2:10: error: pattern must start with 'begin'"));
+    free(out);
+}
+END_TEST
+
 START_TEST(caret_under_regex_error)
 {
     char *out = check_text("rule r { begin a where s =~ 'ab(c'; }\n", NULL, NULL);
@@ -659,6 +672,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, reports_several_errors_in_one_file);
     tcase_add_test(tc, syntax_and_semantic_errors_together);
     tcase_add_test(tc, caret_under_regex_error);
+    tcase_add_test(tc, no_cascade_after_syntax_error);
     tcase_add_test(tc, duplicate_rule_across_files);
     tcase_add_test(tc, data_files_match_expected_output);
     suite_add_tcase(s, tc);
