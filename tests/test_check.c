@@ -165,6 +165,9 @@ static const BadCase BAD[] = {
     /* durations and timeouts */
     {"rule r { begin a; on timeout alert \"t\"; }\n",
      "t.cep:1:22: error: 'on timeout' needs a 'within' (the rule's or a step's)"},
+    {"rule r { begin a; within 10x; }\n",
+     "t.cep:1:26: error: invalid number or duration '10x' (a duration is a whole number and one of "
+     "ms, s, m, h, d)"},
     {"rule r { begin a; within 0s; }\n",
      "t.cep:1:19: error: invalid duration: 'within' must be greater than 0"},
     {"rule r { begin a; next b within 0ms; }\n",
