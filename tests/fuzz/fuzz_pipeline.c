@@ -7,7 +7,10 @@
  * synthetic clock (ticked after each line, ended with engine_stop). Every alert is
  * rendered to a Buf with each action that fits. Beyond "no crash" it checks that
  * every record is valid JSON, that the engine's alert counters equal the alerts the
- * sink saw, and that every line is counted once, as an event or as a dead letter. */
+ * sink saw, that every line is counted once, as an event or as a dead letter, and
+ * that the event-time run gives the same multiset of records with two worker
+ * threads as inline (RUNTIME.md: one key's results stay the same and in order). */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,14 +67,33 @@ static const char PROCESSING_TIME_RULES[] =
     "  not_followed_by z where n == \"z\"; within 500ms; skip to_last a;\n"
     "  on match alert \"pt loop {count(a)}\"; }\n";
 
-/* What the sink of one run collects. */
+/* What the sink of one run collects. With workers, alerts arrive from their threads. */
 typedef struct Collector {
     const CompiledRuleSet *rs;
+    pthread_mutex_t lock;    /* guards everything below */
     Buf record;              /* the record being rendered; reused */
     uint64_t *alerts;        /* per rule: sink calls seen; heap, owned */
+    uint64_t records;        /* records rendered */
+    uint64_t digest;         /* sum of the records' hashes: independent of their order */
     const uint8_t *input;    /* for the crash message */
     size_t input_size;
 } Collector;
+
+/* The records of one run, as a multiset fingerprint. */
+typedef struct RunSummary {
+    bool complete;           /* the run ended normally (no allocation failure) */
+    uint64_t records, digest;
+} RunSummary;
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
 
 static void die(const Collector *c, const char *what)
 {
@@ -92,6 +114,8 @@ static void render_checked(Collector *c, const CompiledRule *rule, const Compile
         fprintf(stderr, "record: %s\nerror at %zu: %s\n", c->record.data, err.offset, err.reason);
         die(c, "an alert record is not valid JSON");
     }
+    c->records++;
+    c->digest += hash_bytes(c->record.data, c->record.len);
 }
 
 static void on_alert(void *user, size_t rule_index, const Value *key, size_t n_key,
@@ -99,13 +123,15 @@ static void on_alert(void *user, size_t rule_index, const Value *key, size_t n_k
 {
     Collector *c = user;
     const CompiledRule *rule = &c->rs->rules[rule_index];
-    c->alerts[rule_index]++;
     const CompiledAction *actions = r->kind == NFA_MATCH ? rule->on_match : rule->on_timeout;
     size_t n = r->kind == NFA_MATCH ? rule->n_on_match : rule->n_on_timeout;
+    pthread_mutex_lock(&c->lock);
+    c->alerts[rule_index]++;
     if (n == 0)
         render_checked(c, rule, NULL, key, n_key, r, scratch);
     for (size_t i = 0; i < n; i++)
         render_checked(c, rule, &actions[i], key, n_key, r, scratch);
+    pthread_mutex_unlock(&c->lock);
 }
 
 static void on_dead_letter(void *user, const char *origin, uint64_t line_no, const char *reason,
@@ -192,14 +218,20 @@ static void check_counters(const Collector *c, const Engine *e)
     buf_free(&json);
 }
 
-static void run_once(const CompiledRuleSet *rs, bool processing_time, const uint8_t *data,
-                     size_t size)
+static RunSummary run_once(const CompiledRuleSet *rs, bool processing_time, size_t workers,
+                           const uint8_t *data, size_t size)
 {
-    Collector c = {rs, BUF_INIT, calloc(rs->n_rules, sizeof(uint64_t)), data, size};
+    RunSummary sum = {false, 0, 0};
+    Collector c = {.rs = rs, .record = BUF_INIT, .input = data, .input_size = size};
+    c.alerts = calloc(rs->n_rules, sizeof(uint64_t));
     if (c.alerts == NULL)
-        return;
+        return sum;
+    if (pthread_mutex_init(&c.lock, NULL) != 0) {
+        free(c.alerts);
+        return sum;
+    }
     EngineSink sink = {on_alert, on_dead_letter, on_late, &c};
-    EngineOptions opts = {.max_partials = 64, .workers = 1};
+    EngineOptions opts = {.max_partials = 64, .workers = workers};
     char *err = NULL;
     Engine *e = engine_new(rs, &opts, &sink, &err);
     if (e == NULL) {
@@ -209,11 +241,15 @@ static void run_once(const CompiledRuleSet *rs, bool processing_time, const uint
     }
     feed_lines(e, data, size, processing_time);
     int rc = processing_time ? engine_stop(e) : engine_finish(e);
-    if (rc == 0)
+    if (rc == 0) {
         check_counters(&c, e);
+        sum = (RunSummary){true, c.records, c.digest};
+    }
     engine_free(e);
     buf_free(&c.record);
     free(c.alerts);
+    pthread_mutex_destroy(&c.lock);
+    return sum;
 }
 
 /* Compiled once per process: compiling per input would cost more than the run and
@@ -236,7 +272,15 @@ static const CompiledRuleSet *processing_time_rules(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    run_once(event_time_rules(), false, data, size);
-    run_once(processing_time_rules(), true, data, size);
+    RunSummary inline_run = run_once(event_time_rules(), false, 1, data, size);
+    RunSummary threaded = run_once(event_time_rules(), false, 2, data, size);
+    if (inline_run.complete && threaded.complete &&
+        (inline_run.records != threaded.records || inline_run.digest != threaded.digest)) {
+        fprintf(stderr, "fuzz_pipeline: %llu records inline, %llu with 2 workers\n",
+                (unsigned long long)inline_run.records, (unsigned long long)threaded.records);
+        Collector c = {.input = data, .input_size = size};
+        die(&c, "alerts differ with 2 workers");
+    }
+    run_once(processing_time_rules(), true, 1, data, size);
     return 0;
 }
