@@ -30,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_MAX_LINE 4096
 #define PT_START_MS 1767225600000LL
 #define PT_STEP_MS 150
+/* A record nests echoed events (up to DECODE_MAX_DEPTH deep) a few levels down. */
+#define RECORD_MAX_DEPTH (DECODE_MAX_DEPTH + 8)
 
 static const char EVENT_TIME_RULES[] =
     "time ts lateness 2s;\n"
@@ -110,7 +112,7 @@ static void render_checked(Collector *c, const CompiledRule *rule, const Compile
     if (alert_render(rule, action, key, n_key, r, scratch, &c->record) < 0 || c->record.failed)
         return;   /* out of memory: nothing to check */
     DecodeError err;
-    if (!json_validate(c->record.data, c->record.len, DECODE_MAX_DEPTH, &err)) {
+    if (!json_validate(c->record.data, c->record.len, RECORD_MAX_DEPTH, &err)) {
         fprintf(stderr, "record: %s\nerror at %zu: %s\n", c->record.data, err.offset, err.reason);
         die(c, "an alert record is not valid JSON");
     }
@@ -125,9 +127,11 @@ static void on_alert(void *user, size_t rule_index, const Value *key, size_t n_k
     const CompiledRule *rule = &c->rs->rules[rule_index];
     const CompiledAction *actions = r->kind == NFA_MATCH ? rule->on_match : rule->on_timeout;
     size_t n = r->kind == NFA_MATCH ? rule->n_on_match : rule->n_on_timeout;
+    /* As alerts_deliver: the default action only for matches of rules without `on`. */
+    bool use_default = r->kind == NFA_MATCH && n == 0 && rule->ast->n_on == 0;
     pthread_mutex_lock(&c->lock);
     c->alerts[rule_index]++;
-    if (n == 0)
+    if (use_default)
         render_checked(c, rule, NULL, key, n_key, r, scratch);
     for (size_t i = 0; i < n; i++)
         render_checked(c, rule, &actions[i], key, n_key, r, scratch);
