@@ -713,11 +713,29 @@ static void check_duplicate_step(Checker *ck, size_t i)
     }
 }
 
+static bool is_optional_step(const Step *s)
+{
+    return s->quant.optional || (s->quant.looping && s->quant.min == 0);
+}
+
+/* Flink's NFACompiler rejects a negation right after an optional step: whether the
+ * negated event may occur would depend on a step that may not exist. */
+static void check_not_after_optional(Checker *ck, size_t i)
+{
+    const Step *s = &ck->rule->steps[i];
+    if (i == 0 || !is_not_step(s) || !is_optional_step(&ck->rule->steps[i - 1]))
+        return;
+    Span keyword = span_prefix(s->span, strlen(step_kind_word(s->kind)));
+    ERR(ck, keyword, "a '%s' step cannot follow the optional step '%s'",
+        step_kind_word(s->kind), ck->rule->steps[i - 1].name);
+}
+
 static void check_step(Checker *ck, size_t i)
 {
     Step *s = &ck->rule->steps[i];
     check_duplicate_step(ck, i);
     check_step_order(ck, i);
+    check_not_after_optional(ck, i);
     check_positive(ck, s->within_ms, s->within_span, "within");
     check_times(ck, &s->quant);
     check_loop_options(ck, s);
@@ -879,41 +897,54 @@ static void check_rule(Checker *ck, size_t index)
 
 /* ---- file-level declarations ---------------------------------------------------------- */
 
-static const char *const OUTPUT_TEMPLATE_NAMES[] = {"date", "hour", "rule", "severity", "kind"};
-#define N_OUTPUT_TEMPLATE_NAMES (sizeof OUTPUT_TEMPLATE_NAMES / sizeof OUTPUT_TEMPLATE_NAMES[0])
+/* Output templates are filled per alert by the output itself (alerts/), so their
+ * names stay unresolved; each kind of output accepts only what it can fill. */
+typedef struct TemplateNames {
+    const char *const *names;
+    size_t n;
+    bool key;              /* {key.NAME} allowed */
+    const char *listing;   /* for the message */
+} TemplateNames;
 
-static bool is_output_template_name(const Expr *e)
+static const char *const FILE_TEMPLATE_NAMES[] = {"date", "hour", "rule"};
+static const char *const EXEC_TEMPLATE_NAMES[] = {"rule", "kind", "severity"};
+static const TemplateNames FILE_TEMPLATES = {FILE_TEMPLATE_NAMES, 3, false,
+                                             "{date}, {hour} and {rule}"};
+static const TemplateNames EXEC_TEMPLATES = {EXEC_TEMPLATE_NAMES, 3, true,
+                                             "{rule}, {kind}, {severity} and {key.NAME}"};
+
+static bool is_template_name(const Expr *e, const TemplateNames *allowed)
 {
     if (e->kind != EX_PATH || e->u.path.n_segs == 0 || e->u.path.segs[0].name == NULL)
         return false;
     const char *first = e->u.path.segs[0].name;
     size_t n = e->u.path.n_segs;
     if (strcmp(first, "key") == 0)
-        return n == 2 && e->u.path.segs[1].name != NULL;
+        return allowed->key && n == 2 && e->u.path.segs[1].name != NULL;
     if (n != 1)
         return false;
-    for (size_t i = 0; i < N_OUTPUT_TEMPLATE_NAMES; i++)
-        if (strcmp(first, OUTPUT_TEMPLATE_NAMES[i]) == 0)
+    for (size_t i = 0; i < allowed->n; i++)
+        if (strcmp(first, allowed->names[i]) == 0)
             return true;
     return false;
 }
 
-/* Output templates are filled per alert by the output itself, so their names
- * stay unresolved; only the known ones are accepted. */
-static void check_output_template(Checker *ck, const Template *t)
+static void check_output_template(Checker *ck, const Template *t, const TemplateNames *allowed,
+                                  const char *what)
 {
     for (size_t i = 0; i < t->n_parts; i++) {
         const Expr *e = t->parts[i].expr;
-        if (e == NULL || is_output_template_name(e))
+        if (e == NULL || (allowed && is_template_name(e, allowed)))
             continue;
+        if (!allowed) {
+            ERR(ck, e->span, "%s cannot hold {...} templates", what);
+            continue;
+        }
         char hint[160] = "";
         const char *sugg = "";
         if (e->kind == EX_PATH && e->u.path.n_segs == 1 && e->u.path.segs[0].name)
-            sugg = suggestion(hint, e->u.path.segs[0].name, OUTPUT_TEMPLATE_NAMES,
-                              N_OUTPUT_TEMPLATE_NAMES);
-        ERR(ck, e->span,
-            "output templates may only use {date}, {hour}, {rule}, {severity}, {kind} and "
-            "{key.NAME}%s", sugg);
+            sugg = suggestion(hint, e->u.path.segs[0].name, allowed->names, allowed->n);
+        ERR(ck, e->span, "%s may only use %s%s", what, allowed->listing, sugg);
     }
 }
 
@@ -933,10 +964,15 @@ static void check_output(Checker *ck, size_t index)
     if (o->kind == OUT_EXEC) {
         if (o->n_argv == 0)
             ERR(ck, o->span, "exec output '%s' needs a program: [\"PROGRAM\", ...]", o->name);
-        for (size_t i = 0; i < o->n_argv; i++)
-            check_output_template(ck, &o->argv[i]);
+        /* The program itself is never chosen by event data. */
+        if (o->n_argv > 0)
+            check_output_template(ck, &o->argv[0], NULL, "the program of an exec output");
+        for (size_t i = 1; i < o->n_argv; i++)
+            check_output_template(ck, &o->argv[i], &EXEC_TEMPLATES, "exec arguments");
+    } else if (o->kind == OUT_FILE) {
+        check_output_template(ck, &o->path, &FILE_TEMPLATES, "a file output path");
     } else {
-        check_output_template(ck, &o->path);
+        check_output_template(ck, &o->path, NULL, "a network output address");
     }
     check_positive(ck, o->rotate_ms, o->span, "rotate");
     check_positive(ck, o->timeout_ms, o->span, "timeout");

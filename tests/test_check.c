@@ -180,11 +180,23 @@ static const BadCase BAD[] = {
     {"rule r { begin a; on match alert \"m\" to stdout, stdout; }\n",
      "t.cep:1:49: error: output 'stdout' is listed twice"},
     {"output o file \"x-{foo}.jsonl\";\n",
-     "t.cep:1:19: error: output templates may only use {date}, {hour}, {rule}, {severity}, {kind} "
-     "and {key.NAME}"},
+     "t.cep:1:19: error: a file output path may only use {date}, {hour} and {rule}"},
     {"output o file \"x-{dat}.jsonl\";\n",
-     "t.cep:1:19: error: output templates may only use {date}, {hour}, {rule}, {severity}, {kind} "
-     "and {key.NAME} (did you mean 'date'?)"},
+     "t.cep:1:19: error: a file output path may only use {date}, {hour} and {rule} "
+     "(did you mean 'date'?)"},
+    {"output o file \"x-{severity}.jsonl\";\n",
+     "t.cep:1:19: error: a file output path may only use {date}, {hour} and {rule}"},
+    {"output o exec [\"/bin/{rule}\"];\n",
+     "t.cep:1:23: error: the program of an exec output cannot hold {...} templates"},
+    {"output o exec [\"/bin/page\", \"{kind}\", \"{key.user}\", \"{date}\"];\n",
+     "t.cep:1:55: error: exec arguments may only use {rule}, {kind}, {severity} and {key.NAME}"},
+    {"output o tcp \"{rule}:9000\";\n",
+     "t.cep:1:16: error: a network output address cannot hold {...} templates"},
+    /* negation after an optional step */
+    {"rule r { begin a; next b optional; not_next c; followed_by d; }\n",
+     "t.cep:1:36: error: a 'not_next' step cannot follow the optional step 'b'"},
+    {"rule r { begin a; followed_by b times 0..2; not_followed_by c; followed_by d; }\n",
+     "t.cep:1:45: error: a 'not_followed_by' step cannot follow the optional step 'b'"},
     /* skip */
     {"rule r { begin first; skip to_first frist; }\n",
      "t.cep:1:37: error: unknown step 'frist' in 'skip' (did you mean 'first'?)"},
@@ -289,8 +301,8 @@ static const GoodCase GOOD[] = {
     {"rule r { filter first == 1; key first; begin first where c.x == 1; next b where bb.x > 1; }\n",
      0, NULL},
     {"rule r { begin a where regex_extract(s, '(\\w+)', 1) == \"x\"; }\n", 0, NULL},
-    {"output f file \"out/{date}/{hour}-{rule}-{key.user}-{severity}-{kind}.jsonl\" rotate 1h;\n"
-     "output p exec [\"/bin/pager\", \"{rule}\"] timeout 5s;\n"
+    {"output f file \"out/{date}/{hour}-{rule}.jsonl\" rotate 1h;\n"
+     "output p exec [\"/bin/pager\", \"{rule}\", \"{key.user}-{severity}-{kind}\"] timeout 5s;\n"
      "rule r { key user; begin a; on match alert \"m\" to f, p, stdout; }\n", 0, NULL},
 };
 
