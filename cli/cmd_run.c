@@ -39,7 +39,8 @@ typedef struct RunOptions {
 } RunOptions;
 
 typedef struct Run {
-    const CompiledRuleSet *rs;
+    const RunOptions *opts;
+    CompiledRuleSet *rs;       /* owned: replaced by each successful reload */
     AlertRouter *alerts;
     Engine *engine;
     InputSet *inputs;
@@ -48,6 +49,7 @@ typedef struct Run {
     bool fatal;
     bool progress;
     uint64_t lines_seen;       /* lines handed over by the input, to notice idleness */
+    uint64_t reloads, reload_failures;
     int64_t started_ms, last_progress_ms;
 } Run;
 
@@ -84,8 +86,9 @@ static void usage(FILE *out)
           "      --errors FILE    append malformed input lines (dead letters) to FILE as\n"
           "                       JSON lines {\"input\",\"line\",\"reason\",\"text\"}; without\n"
           "                       it they are counted and logged to stderr, rate-limited\n"
-          "      --watch          reload when a rule file changes (SIGHUP always reloads)\n"
-          "      --control PATH   serve `vigil ctl` on a Unix socket (mode 0600)\n"
+          "      --watch          reload when a rule file changes (not yet supported;\n"
+          "                       SIGHUP always reloads)\n"
+          "      --control PATH   serve `vigil ctl` on a Unix socket (not yet supported)\n"
           "      --workers N      worker threads (default 1); events are sharded by\n"
           "                       (rule, key) so each key's events stay in order\n"
           "      --stats          print a JSON summary to stderr at exit\n"
@@ -102,6 +105,9 @@ static void usage(FILE *out)
           "Signals: SIGTERM and SIGINT stop reading, process every event already\n"
           "accepted (the reorder buffer too), write their alerts, flush the outputs and\n"
           "exit 0; pending partial matches are counted, not fired as timeouts.\n"
+          "\n"
+          "SIGHUP recompiles the rules; if that fails the old ones keep running. Rules\n"
+          "whose matching definition is unchanged keep their partial matches.\n"
           "\n"
           "Exit status: 0 ok, 1 rule errors, 2 usage error, 3 I/O or runtime failure.\n",
           out);
@@ -292,6 +298,8 @@ static void print_stats(Run *run)
     engine_stats_json(run->engine, &b);
     buf_puts(&b, ",\"outputs\":");
     alerts_stats(run->alerts, &b);
+    buf_printf(&b, ",\"reloads\":%llu,\"reload_failures\":%llu",
+               (unsigned long long)run->reloads, (unsigned long long)run->reload_failures);
     buf_printf(&b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f}", peak_kb,
                secs, secs > 0 ? (double)st.events / secs : 0.0);
     if (!b.failed)
@@ -301,18 +309,88 @@ static void print_stats(Run *run)
 
 /* ---- the loop --------------------------------------------------------------- */
 
-/* Takes every pending signal; true when one asks to stop. */
-static bool stop_requested(const sigset_t *set)
+/* ---- hot reload ------------------------------------------------------------- */
+
+typedef struct OutputSwap {
+    Run *run;
+    CompiledRuleSet *next;
+    AlertRouter *next_alerts;
+    AlertRouter *old_alerts;
+} OutputSwap;
+
+/* Called by the engine while nothing renders alerts: the old router's stdout/file
+ * lines go out before the first line of the new one. */
+static void swap_outputs(void *user)
+{
+    OutputSwap *sw = user;
+    sw->old_alerts = sw->run->alerts;
+    alerts_idle(sw->old_alerts);
+    sw->run->alerts = sw->next_alerts;
+    sw->run->rs = sw->next;
+}
+
+static void reload_failed(Run *run, const char *why)
+{
+    run->reload_failures++;
+    fprintf(stderr, "vigil run: reload failed (%s); the previous rules keep running\n", why);
+}
+
+/* RUNTIME.md 5: recompile everything; on any error keep running the old rules. */
+static void reload_rules(Run *run)
+{
+    const RunOptions *o = run->opts;
+    Diags diags;
+    diags_init(&diags);
+    CompiledRuleSet *next = ruleset_reload(o->rule_paths, o->n_rule_paths, run->rs, &diags);
+    diags_print(&diags, stderr);
+    diags_free(&diags);
+    if (!next) {
+        reload_failed(run, "rule errors");
+        return;
+    }
+    AlertOptions aopts = {.stdout_path = o->output};
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(next, &aopts, &err);
+    if (!ar) {
+        fprintf(stderr, "vigil run: %s\n", err ? err : "cannot open the outputs");
+        free(err);
+        ruleset_free(next);
+        reload_failed(run, "outputs");
+        return;
+    }
+    CompiledRuleSet *old = run->rs;
+    OutputSwap sw = {run, next, ar, NULL};
+    EngineReloadSummary sum;
+    if (engine_reload(run->engine, next, swap_outputs, &sw, &sum) < 0) {
+        alerts_free(ar);
+        ruleset_free(next);
+        reload_failed(run, "out of memory");
+        return;
+    }
+    run->event_time = next->event_time;
+    if (alerts_flush(sw.old_alerts) < 0)
+        fprintf(stderr, "vigil run: an output of the previous rules failed while closing\n");
+    alerts_free(sw.old_alerts);
+    ruleset_free(old);
+    run->reloads++;
+    fprintf(stderr, "vigil run: reloaded %zu rules: %zu changed, %zu added, %zu removed, "
+            "%zu kept state\n", sum.rules, sum.changed, sum.added, sum.removed, sum.kept);
+}
+
+/* Takes every pending signal: SIGHUP reloads; true when one asks to stop. */
+static bool stop_requested(Run *run, const sigset_t *set)
 {
     struct timespec zero = {0, 0};
-    bool stop = false;
+    bool stop = false, reload = false;
     int sig;
     while ((sig = sigtimedwait(set, NULL, &zero)) > 0) {
         if (sig == SIGHUP)
-            fprintf(stderr, "vigil run: SIGHUP: rule reload is not yet supported\n");
+            reload = true;
         else
             stop = true;
     }
+    if (reload && !stop)
+        reload_rules(run);
     return stop;
 }
 
@@ -332,7 +410,7 @@ static int read_loop(Run *run, const sigset_t *signals)
 {
     InputHandler h = {on_line, on_reject, run};
     for (;;) {
-        if (stop_requested(signals))
+        if (stop_requested(run, signals))
             return 1;
         uint64_t before = run->lines_seen;
         int rc = input_poll(run->inputs, poll_timeout(run), &h);
@@ -401,16 +479,19 @@ static int start(Run *run, const RunOptions *o)
 static void warn_unsupported(const RunOptions *o)
 {
     if (o->watch)
-        fprintf(stderr, "vigil run: --watch is not yet supported; rules will not reload\n");
+        fprintf(stderr, "vigil run: --watch is not yet supported; send SIGHUP to reload\n");
     if (o->control)
         fprintf(stderr, "vigil run: --control is not yet supported; no control socket\n");
 }
 
+/* Takes ownership of rs. */
 static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
 {
-    Run run = {.rs = rs, .event_time = rs->event_time};
-    if (rejects_open(&run.rejects, o->errors, o->late) < 0)
+    Run run = {.opts = o, .rs = rs, .event_time = rs->event_time};
+    if (rejects_open(&run.rejects, o->errors, o->late) < 0) {
+        ruleset_free(rs);
         return EXIT_IO;
+    }
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
@@ -454,7 +535,8 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
     if (run.inputs)
         input_set_free(run.inputs);
     if (run.alerts)
-        alerts_free(run.alerts);
+        alerts_free(run.alerts);   /* before the rule set it borrows */
+    ruleset_free(run.rs);
     return code;
 }
 
@@ -477,7 +559,6 @@ int cmd_run(int argc, char **argv)
         return EXIT_RULES;
     }
     code = run_rules(&o, rs);
-    ruleset_free(rs);
     free(o.inputs);
     return code;
 }

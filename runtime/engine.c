@@ -244,6 +244,116 @@ int engine_stop(Engine *e)
     return engine_failed(e) ? -1 : 0;
 }
 
+/* ---- hot reload ------------------------------------------------------------- */
+
+/* The current rule whose state rule j of `next` takes, or SIZE_MAX: same fingerprint,
+ * by name first, then any unclaimed one (a renamed rule). */
+static void map_rules(const CompiledRuleSet *cur, const CompiledRuleSet *next, size_t *from,
+                      bool *claimed, EngineReloadSummary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    sum->rules = next->n_rules;
+    for (size_t j = 0; j < next->n_rules; j++) {
+        int i = ruleset_find(cur, next->rules[j].name);
+        from[j] = SIZE_MAX;
+        if (i >= 0 && cur->rules[i].fingerprint == next->rules[j].fingerprint) {
+            from[j] = (size_t)i;
+            claimed[i] = true;
+        }
+    }
+    for (size_t j = 0; j < next->n_rules; j++) {
+        for (size_t i = 0; from[j] == SIZE_MAX && i < cur->n_rules; i++)
+            if (!claimed[i] && cur->rules[i].fingerprint == next->rules[j].fingerprint &&
+                ruleset_find(next, cur->rules[i].name) < 0) {
+                from[j] = i;
+                claimed[i] = true;
+            }
+        if (from[j] != SIZE_MAX)
+            sum->kept++;
+        else if (ruleset_find(cur, next->rules[j].name) >= 0)
+            sum->changed++;
+        else
+            sum->added++;
+    }
+    for (size_t i = 0; i < cur->n_rules; i++)
+        if (!claimed[i] && ruleset_find(next, cur->rules[i].name) < 0)
+            sum->removed++;
+}
+
+/* Buffered events were decoded for the old fields: decode them again so the new
+ * rules see every field they read. An event that cannot be decoded again (no memory)
+ * stays as it was: reads past its slots are missing values, never out of bounds. */
+static void redecode_buffered(Engine *e)
+{
+    for (size_t i = 0; i < e->reorder.n; i++) {
+        Event *old = e->reorder.heap[i].item;
+        DecodeError derr;
+        Event *ev = decoder_decode(e->decoder, old->line, old->line_len, &derr);
+        if (!ev)
+            continue;
+        ev->id = old->id;
+        ev->time_ms = old->time_ms;
+        ev->origin = old->origin;
+        ev->origin_line = old->origin_line;
+        e->reorder.heap[i].item = ev;
+        event_release(old);
+    }
+}
+
+static int swap_matching(Engine *e, const CompiledRuleSet *next, const size_t *from,
+                         void (*swap)(void *user), void *user)
+{
+    if (e->workers)
+        return workers_reload(e->workers, next, from, swap, user);
+    ShardSwap *sw = shard_swap_prepare(e->shard, next);
+    if (!sw)
+        return -1;
+    shard_swap_commit(e->shard, sw, from);
+    if (swap)
+        swap(user);
+    return 0;
+}
+
+int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *user),
+                  void *user, EngineReloadSummary *summary)
+{
+    size_t *from = malloc((next->n_rules ? next->n_rules : 1) * sizeof *from);
+    bool *claimed = calloc(e->rs->n_rules ? e->rs->n_rules : 1, sizeof *claimed);
+    Decoder *dec = decoder_new(&next->fields, DECODE_MAX_DEPTH);
+    EngineReloadSummary sum;
+    int rc = -1;
+    if (!from || !claimed || !dec)
+        goto out;
+    map_rules(e->rs, next, from, claimed, &sum);
+    if (e->rs->event_time && !next->event_time) {
+        /* leaving event time: what waits for the watermark is matched by the old rules */
+        reorder_flush(&e->reorder);
+        release_ready(e);
+    }
+    if (swap_matching(e, next, from, swap, user) < 0)
+        goto out;
+    if (!next->event_time || !e->rs->event_time) {
+        reorder_free(&e->reorder, drop_event);   /* empty: a fresh watermark */
+        reorder_init(&e->reorder, next->event_time ? next->lateness_ms : 0);
+    } else {
+        reorder_set_lateness(&e->reorder, next->lateness_ms);
+    }
+    decoder_free(e->decoder);
+    e->decoder = dec;
+    dec = NULL;
+    e->rs = next;
+    redecode_buffered(e);
+    if (summary)
+        *summary = sum;
+    rc = 0;
+out:
+    if (dec)
+        decoder_free(dec);
+    free(from);
+    free(claimed);
+    return rc;
+}
+
 /* ---- statistics ------------------------------------------------------------- */
 
 void engine_stats(const Engine *e, EngineStats *out)

@@ -87,6 +87,27 @@ int engine_finish(Engine *e);
  * timeout; the partial matches left are counted in pending_at_stop. */
 int engine_stop(Engine *e);
 
+typedef struct EngineReloadSummary {
+    size_t rules;       /* rules in the new set */
+    size_t changed;     /* same name, new matching definition: empty state */
+    size_t added;       /* new name and definition: empty state */
+    size_t removed;     /* gone: state freed */
+    size_t kept;        /* same matching definition (fingerprint): state kept */
+} EngineReloadSummary;
+
+/* Hot reload (RUNTIME.md 5), between two events. Rule j of `next` keeps the partial
+ * matches, timers, suppression and counters of the current rule with the same
+ * fingerprint (same name preferred; a renamed rule keeps its state too); other rules
+ * start empty; rules no one takes are freed. `next` should come from ruleset_reload
+ * against the current set, so held events keep their field slots; events still in the
+ * reorder buffer are decoded again for the new fields. swap(user) (may be NULL) is
+ * called once no thread uses the current set any more and before any result of the
+ * new one: the caller switches its outputs there. The current set must stay valid
+ * until engine_reload returns; `next` must outlive the engine (or the next reload).
+ * -1 on allocation failure: nothing changed. */
+int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *user),
+                  void *user, EngineReloadSummary *summary);
+
 void engine_stats(const Engine *e, EngineStats *out);
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);
 /* Appends {"lines":..,...,"rules":{"NAME":{...}}} to out. */

@@ -74,8 +74,9 @@ ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item)
     sift_up(r->heap, r->n++);
     if (time_ms > r->max_seen) {
         r->max_seen = time_ms;
-        if (r->watermark != INT64_MAX)
-            r->watermark = watermark_for(time_ms, r->lateness_ms);
+        int64_t wm = watermark_for(time_ms, r->lateness_ms);
+        if (wm > r->watermark)
+            r->watermark = wm;
     }
     return REORDER_ACCEPTED;
 }
@@ -95,6 +96,11 @@ void *reorder_pop_ready(Reorder *r, int64_t *time_ms)
 int64_t reorder_peek_time(const Reorder *r)
 {
     return r->n ? r->heap[0].time_ms : INT64_MAX;
+}
+
+void reorder_set_lateness(Reorder *r, int64_t lateness_ms)
+{
+    r->lateness_ms = lateness_ms > 0 ? lateness_ms : 0;
 }
 
 void reorder_flush(Reorder *r)

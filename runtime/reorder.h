@@ -38,6 +38,8 @@ ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item);
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
 /* Time of the next buffered item (ready or not); INT64_MAX if empty. */
 int64_t reorder_peek_time(const Reorder *r);
+/* A new lateness (hot reload) for the next items; the watermark never moves back. */
+void reorder_set_lateness(Reorder *r, int64_t lateness_ms);
 /* End of input: the watermark moves to +infinity, so everything becomes ready. */
 void reorder_flush(Reorder *r);
 static inline int64_t reorder_watermark(const Reorder *r) { return r->watermark; }

@@ -18,6 +18,7 @@ typedef struct RuleState {
 struct Shard {
     const CompiledRuleSet *rs;
     const EngineSink *sink;
+    const NfaLimits *limits;
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
     Value *key_vals;           /* room for the widest key; heap, owned */
@@ -30,6 +31,17 @@ struct Shard {
 };
 
 static void on_result(void *user, const NfaResult *r);
+
+static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
+{
+    part_table_init(&st->keys);
+    deadline_init(&st->timers);
+    st->ctx.scratch = s->scratch;
+    st->ctx.limits = limits;
+    st->ctx.counters = &st->counters;
+    st->ctx.sink.emit = on_result;
+    st->ctx.sink.user = s;
+}
 
 size_t rules_widest_key(const CompiledRuleSet *rs)
 {
@@ -55,16 +67,9 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
         shard_free(s);
         return NULL;
     }
-    for (size_t i = 0; i < rs->n_rules; i++) {
-        RuleState *st = &s->rules[i];
-        part_table_init(&st->keys);
-        deadline_init(&st->timers);
-        st->ctx.scratch = s->scratch;
-        st->ctx.limits = limits;
-        st->ctx.counters = &st->counters;
-        st->ctx.sink.emit = on_result;
-        st->ctx.sink.user = s;
-    }
+    s->limits = limits;
+    for (size_t i = 0; i < rs->n_rules; i++)
+        rule_state_init(s, &s->rules[i], limits);
     return s;
 }
 
@@ -76,15 +81,19 @@ static void drop_entry(PartEntry *pe, void *user)
     pe->nfa = NULL;
 }
 
+static void rule_state_free(RuleState *st)
+{
+    deadline_free(&st->timers);
+    part_table_free(&st->keys, drop_entry, st);
+}
+
 void shard_free(Shard *s)
 {
     if (!s)
         return;
     if (s->rules)
-        for (size_t i = 0; i < s->rs->n_rules; i++) {
-            deadline_free(&s->rules[i].timers);
-            part_table_free(&s->rules[i].keys, drop_entry, &s->rules[i]);
-        }
+        for (size_t i = 0; i < s->rs->n_rules; i++)
+            rule_state_free(&s->rules[i]);
     free(s->rules);
     free(s->key_vals);
     buf_free(&s->key_bytes);
@@ -324,4 +333,63 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
 bool shard_failed(const Shard *s)
 {
     return s->failed;
+}
+
+/* ---- hot reload ------------------------------------------------------------- */
+
+struct ShardSwap {
+    const CompiledRuleSet *next;
+    RuleState *rules;          /* next->n_rules, zeroed */
+    Value *key_vals;           /* room for next's widest key */
+    bool *taken;               /* per current rule: moved to the new set */
+};
+
+ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
+{
+    ShardSwap *sw = calloc(1, sizeof *sw);
+    if (!sw)
+        return NULL;
+    sw->next = next;
+    sw->rules = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->rules);
+    sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
+    sw->taken = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->taken);
+    if (!sw->rules || !sw->key_vals || !sw->taken) {
+        shard_swap_abort(sw);
+        return NULL;
+    }
+    return sw;
+}
+
+void shard_swap_abort(ShardSwap *sw)
+{
+    if (!sw)
+        return;
+    free(sw->rules);
+    free(sw->key_vals);
+    free(sw->taken);
+    free(sw);
+}
+
+void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
+{
+    for (size_t j = 0; j < sw->next->n_rules; j++) {
+        RuleState *st = &sw->rules[j];
+        if (from[j] == SIZE_MAX) {
+            rule_state_init(s, st, s->limits);
+            continue;
+        }
+        *st = s->rules[from[j]];
+        st->ctx.counters = &st->counters;   /* it pointed into the old array */
+        sw->taken[from[j]] = true;
+    }
+    for (size_t i = 0; i < s->rs->n_rules; i++)
+        if (!sw->taken[i])
+            rule_state_free(&s->rules[i]);
+    free(s->rules);
+    free(s->key_vals);
+    free(sw->taken);
+    s->rules = sw->rules;
+    s->key_vals = sw->key_vals;
+    s->rs = sw->next;
+    free(sw);
 }

@@ -49,4 +49,14 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc);
 /* An allocation failed: the run must end with an error. */
 bool shard_failed(const Shard *s);
 
+/* Hot reload in two phases, so that a failure leaves every shard unchanged:
+ * prepare allocates the state arrays for `next` (NULL on allocation failure), commit
+ * (which cannot fail) moves the state of rule from[j] of the current set to rule j of
+ * `next` (from[j] == SIZE_MAX: rule j starts empty) and frees the state of every
+ * current rule no one takes. abort frees a prepared swap that will not be committed. */
+typedef struct ShardSwap ShardSwap;
+ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next);
+void shard_swap_commit(Shard *s, ShardSwap *swap, const size_t *from);
+void shard_swap_abort(ShardSwap *swap);
+
 #endif

@@ -19,7 +19,7 @@ typedef struct Item {
     size_t key_off, key_len;   /* into Batch.keys */
 } Item;
 
-typedef enum { BATCH_EVENTS, BATCH_END } BatchKind;
+typedef enum { BATCH_EVENTS, BATCH_PAUSE, BATCH_END } BatchKind;
 
 typedef struct Batch {
     struct Batch *next;
@@ -58,6 +58,12 @@ struct Workers {
     uint64_t *missing_key;     /* per rule, counted by the sending thread */
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
     bool failed;
+    /* pausing every worker between two events (hot reload) */
+    pthread_mutex_t pause_lock;
+    pthread_cond_t pause_cond;
+    size_t paused;
+    uint64_t resume_gen;
+    bool pause_ready;
 };
 
 /* ---- batches and queues ----------------------------------------------------- */
@@ -136,11 +142,28 @@ static Batch *queue_pop(Worker *wk)
     return b;
 }
 
+/* Tells the sender this worker is between two events, and waits to be let go. */
+static void pause_here(Workers *ws)
+{
+    pthread_mutex_lock(&ws->pause_lock);
+    uint64_t gen = ws->resume_gen;
+    ws->paused++;
+    pthread_cond_broadcast(&ws->pause_cond);
+    while (ws->resume_gen == gen)
+        pthread_cond_wait(&ws->pause_cond, &ws->pause_lock);
+    pthread_mutex_unlock(&ws->pause_lock);
+}
+
 static void *worker_main(void *arg)
 {
     Worker *wk = arg;
     for (;;) {
         Batch *b = queue_pop(wk);
+        if (b->kind == BATCH_PAUSE) {
+            batch_free(b);
+            pause_here(wk->owner);
+            continue;
+        }
         for (size_t i = 0; i < b->n; i++) {
             const Item *it = &b->items[i];
             shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
@@ -182,6 +205,9 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         workers_free(ws);
         return NULL;
     }
+    pthread_mutex_init(&ws->pause_lock, NULL);
+    pthread_cond_init(&ws->pause_cond, NULL);
+    ws->pause_ready = true;
     for (size_t i = 0; i < n; i++) {
         Worker *wk = &ws->w[i];
         wk->owner = ws;
@@ -364,6 +390,82 @@ int workers_finish(Workers *ws, bool fire_timeouts, uint64_t *pending)
     return failed ? -1 : 0;
 }
 
+/* ---- hot reload ------------------------------------------------------------- */
+
+/* Sends what was routed and a pause to every worker, then waits until all paused.
+ * -1 (nothing sent) if the pause batches cannot be allocated. */
+static int pause_all(Workers *ws)
+{
+    Batch **pauses = calloc(ws->n, sizeof *pauses);
+    bool ok = pauses != NULL;
+    for (size_t i = 0; ok && i < ws->n; i++)
+        ok = (pauses[i] = batch_new(BATCH_PAUSE, 0)) != NULL;
+    if (!ok) {
+        for (size_t i = 0; pauses && i < ws->n; i++)
+            if (pauses[i])
+                batch_free(pauses[i]);
+        free(pauses);
+        return -1;
+    }
+    for (size_t i = 0; i < ws->n; i++) {
+        if (ws->w[i].filling)
+            send_filling(&ws->w[i]);
+        queue_push(&ws->w[i], pauses[i]);
+    }
+    free(pauses);
+    pthread_mutex_lock(&ws->pause_lock);
+    while (ws->paused < ws->n)
+        pthread_cond_wait(&ws->pause_cond, &ws->pause_lock);
+    pthread_mutex_unlock(&ws->pause_lock);
+    return 0;
+}
+
+static void resume_all(Workers *ws)
+{
+    pthread_mutex_lock(&ws->pause_lock);
+    ws->paused = 0;
+    ws->resume_gen++;
+    pthread_cond_broadcast(&ws->pause_cond);
+    pthread_mutex_unlock(&ws->pause_lock);
+}
+
+int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
+                   void (*swap)(void *user), void *user)
+{
+    if (ws->finished || pause_all(ws) < 0)
+        return -1;
+    /* the workers are paused: their shards are ours until resume_all */
+    ShardSwap **swaps = calloc(ws->n, sizeof *swaps);
+    uint64_t *missing = calloc(next->n_rules ? next->n_rules : 1, sizeof *missing);
+    Value *key_vals = calloc(rules_widest_key(next), sizeof *key_vals);
+    bool ok = swaps && missing && key_vals;
+    for (size_t i = 0; ok && i < ws->n; i++)
+        ok = (swaps[i] = shard_swap_prepare(ws->w[i].shard, next)) != NULL;
+    if (!ok) {
+        for (size_t i = 0; swaps && i < ws->n; i++)
+            shard_swap_abort(swaps[i]);
+        free(swaps);
+        free(missing);
+        free(key_vals);
+        resume_all(ws);
+        return -1;
+    }
+    for (size_t i = 0; i < ws->n; i++)
+        shard_swap_commit(ws->w[i].shard, swaps[i], from);
+    for (size_t j = 0; j < next->n_rules; j++)
+        missing[j] = from[j] == SIZE_MAX ? 0 : ws->missing_key[from[j]];
+    free(ws->missing_key);
+    free(ws->key_vals);
+    ws->missing_key = missing;
+    ws->key_vals = key_vals;
+    ws->rs = next;
+    free(swaps);
+    if (swap)
+        swap(user);
+    resume_all(ws);
+    return 0;
+}
+
 void workers_rule_stats(const Workers *ws, size_t rule, EngineRuleStats *acc)
 {
     acc->missing_key += ws->missing_key[rule];
@@ -394,6 +496,10 @@ void workers_free(Workers *ws)
             pthread_cond_destroy(&wk->nonempty);
             pthread_cond_destroy(&wk->nonfull);
         }
+    }
+    if (ws->pause_ready) {
+        pthread_mutex_destroy(&ws->pause_lock);
+        pthread_cond_destroy(&ws->pause_cond);
     }
     free(ws->w);
     free(ws->copies);

@@ -33,6 +33,13 @@ void workers_publish(Workers *w, int64_t upto);
  * first (end of input); otherwise the partial matches left are counted in *pending.
  * -1 if a worker hit an allocation failure. Idempotent. */
 int workers_finish(Workers *w, bool fire_timeouts, uint64_t *pending);
+/* Hot reload between two events: sends what was routed, waits until every worker has
+ * matched it and paused, swaps every shard to `next` (shard.h: rule j of next takes the
+ * state of current rule from[j]) and the router's rules, calls swap(user) (may be
+ * NULL) while the workers are still paused, and lets them go. -1 on allocation failure,
+ * with nothing changed. */
+int workers_reload(Workers *w, const CompiledRuleSet *next, const size_t *from,
+                   void (*swap)(void *user), void *user);
 /* Counters of one rule summed over the workers (exact once they are finished). */
 void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
 /* Finishes without firing if still running, then frees everything. */

@@ -25,7 +25,8 @@ typedef struct Seen {
     uint64_t late_line;
 } Seen;
 
-static CompiledRuleSet *load_rules(const char *text)
+/* Compiles rule text; with prev, as a hot reload of prev (fields keep their slots). */
+static CompiledRuleSet *load_rules_after(const char *text, const CompiledRuleSet *prev)
 {
     char path[] = "/tmp/vigil-test-engine-XXXXXX.cep";
     int fd = mkstemps(path, 4);
@@ -35,13 +36,18 @@ static CompiledRuleSet *load_rules(const char *text)
     Diags d;
     diags_init(&d);
     const char *p = path;
-    CompiledRuleSet *rs = ruleset_load(&p, 1, &d);
+    CompiledRuleSet *rs = prev ? ruleset_reload(&p, 1, prev, &d) : ruleset_load(&p, 1, &d);
     if (!rs)
         diags_print(&d, stderr);
     diags_free(&d);
     unlink(path);
     ck_assert_ptr_nonnull(rs);
     return rs;
+}
+
+static CompiledRuleSet *load_rules(const char *text)
+{
+    return load_rules_after(text, NULL);
 }
 
 static void on_alert(void *user, size_t rule, const Value *key, size_t n_key,
@@ -304,6 +310,109 @@ START_TEST(max_partials_caps_each_key)
 }
 END_TEST
 
+static int cmp_lines(const void *a, const void *b);
+
+static const char reload_v2[] =
+    "time ts epoch_ms;\n"
+    "rule pair { key user; begin a where type == \"start\"; followed_by b where type == \"end\";\n"
+    "  within 10s; on match alert high \"new message\"; on timeout alert \"t\"; }\n"
+    "rule ping { key user; begin p where type == \"ping\" and n > 0; on match alert \"p\"; }\n"
+    "rule extra { key user; begin x where type == \"end\"; on match alert \"x\"; }\n";
+
+static int swaps_seen;
+static void count_swap(void *user)
+{
+    (void)user;
+    swaps_seen++;
+}
+
+static void check_reload(size_t workers)
+{
+    CompiledRuleSet *v1 = load_rules(pair_rules);
+    Seen s;
+    Engine *e = start(v1, &s, workers);
+    const char *before[] = {"{\"ts\":0,\"type\":\"start\",\"user\":\"u1\"}"};
+    feed(e, before, 1);
+    CompiledRuleSet *v2 = load_rules_after(reload_v2, v1);
+    EngineReloadSummary sum;
+    swaps_seen = 0;
+    ck_assert_int_eq(engine_reload(e, v2, count_swap, NULL, &sum), 0);
+    ck_assert_int_eq(swaps_seen, 1);
+    ck_assert_uint_eq(sum.rules, 3);
+    ck_assert_uint_eq(sum.kept, 1);
+    ck_assert_uint_eq(sum.changed, 1);
+    ck_assert_uint_eq(sum.added, 1);
+    ck_assert_uint_eq(sum.removed, 0);
+    ruleset_free(v1);   /* the engine no longer uses it */
+    /* the partial match started before the reload completes after it */
+    const char *after[] = {"{\"ts\":1000,\"type\":\"end\",\"user\":\"u1\"}"};
+    feed(e, after, 1);
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 2);
+    qsort(s.lines, s.n, sizeof s.lines[0], cmp_lines);
+    ck_assert_str_eq(s.lines[0], "0 match u1 1000");   /* pair kept its state */
+    ck_assert_str_eq(s.lines[1], "2 match u1 1000");   /* extra, new */
+    EngineRuleStats st;
+    engine_rule_stats(e, 0, &st);
+    ck_assert_uint_eq(st.matches, 1);
+    ck_assert_uint_eq(st.keys_live, 0);
+    engine_free(e);
+
+    /* a removed rule's state is freed; a changed rule starts empty */
+    CompiledRuleSet *v3 = load_rules_after(pair_rules, v2);
+    e = start(v2, &s, workers);
+    const char *open_all[] = {
+        "{\"ts\":0,\"type\":\"start\",\"user\":\"u2\"}",
+    };
+    feed(e, open_all, 1);
+    ck_assert_int_eq(engine_reload(e, v3, NULL, NULL, &sum), 0);
+    ck_assert_uint_eq(sum.kept, 1);
+    ck_assert_uint_eq(sum.changed, 1);
+    ck_assert_uint_eq(sum.removed, 1);
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_str_eq(s.lines[0], "0 timeout u2 10000");
+    engine_free(e);
+    ruleset_free(v2);
+    ruleset_free(v3);
+}
+
+START_TEST(reload_keeps_unchanged_rules_state_inline)
+{
+    check_reload(1);
+}
+END_TEST
+
+START_TEST(reload_keeps_unchanged_rules_state_with_workers)
+{
+    check_reload(3);
+}
+END_TEST
+
+START_TEST(reload_redecodes_buffered_events_for_new_fields)
+{
+    CompiledRuleSet *v1 = load_rules(
+        "time ts epoch_ms lateness 1m;\n"
+        "rule a { key user; begin x where type == \"go\"; on match alert \"a\"; }\n");
+    Seen s;
+    Engine *e = start(v1, &s, 1);
+    const char *ev[] = {"{\"ts\":5,\"type\":\"go\",\"user\":\"u\",\"level\":7}"};
+    feed(e, ev, 1);   /* waits in the reorder buffer (lateness 1m) */
+    CompiledRuleSet *v2 = load_rules_after(
+        "time ts epoch_ms lateness 1m;\n"
+        "rule a { key user; begin x where type == \"go\" and level == 7; on match alert \"a\"; }\n",
+        v1);
+    EngineReloadSummary sum;
+    ck_assert_int_eq(engine_reload(e, v2, NULL, NULL, &sum), 0);
+    ck_assert_uint_eq(sum.changed, 1);
+    ck_assert_int_eq(engine_finish(e), 0);
+    ck_assert_uint_eq(s.n, 1);   /* `level` is read although v1 did not decode it */
+    engine_free(e);
+    ruleset_free(v1);
+    ruleset_free(v2);
+}
+END_TEST
+
 static int cmp_lines(const void *a, const void *b)
 {
     return strcmp(a, b);
@@ -375,6 +484,9 @@ int main(void)
     tcase_add_test(tc, malformed_and_late_lines_go_to_the_sink_with_positions);
     tcase_add_test(tc, processing_time_timeouts_fire_on_tick);
     tcase_add_test(tc, max_partials_caps_each_key);
+    tcase_add_test(tc, reload_keeps_unchanged_rules_state_inline);
+    tcase_add_test(tc, reload_keeps_unchanged_rules_state_with_workers);
+    tcase_add_test(tc, reload_redecodes_buffered_events_for_new_fields);
     tcase_add_test(tc, workers_give_the_same_alerts_with_per_key_order);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -1,0 +1,58 @@
+#!/bin/sh
+# SIGHUP reloads the rules between two events: an unchanged rule keeps its partial
+# matches (even with new actions), a new rule starts, a broken file keeps the old rules
+# running; the summary line and the --stats counters say what happened.
+. "$top_srcdir/tests/e2e/lib.sh"
+mkdir -p "$TMP/rules"
+rules_v1() {
+    cat > "$TMP/rules/r.cep" <<'R'
+time ts;
+rule pair { key user; begin a where type == "start"; followed_by b where type == "end";
+  within 1h; on match alert "old message {user}"; }
+R
+}
+rules_v2() {
+    cat > "$TMP/rules/r.tmp" <<'R'
+time ts;
+rule pair { key user; begin a where type == "start"; followed_by b where type == "end";
+  within 1h; on match alert high "new message {user}"; }
+rule ends { key user; begin e where type == "end"; on match alert "end of {user}"; }
+R
+    mv "$TMP/rules/r.tmp" "$TMP/rules/r.cep"   # as editors save: write, then rename
+}
+# read_all PID BASE BYTES: waits until vigil has read BYTES more than BASE
+read_all() {
+    [ -r /proc/$1/io ] || { sleep 1; return 0; }
+    wait_for "[ \"\$(awk '/^rchar/ { print \$2 }' /proc/$1/io)\" -ge $(($2 + $3)) ]"
+}
+rchar() { [ -r /proc/$1/io ] && awk '/^rchar/ { print $2 }' /proc/$1/io || echo 0; }
+
+mkfifo "$TMP/fifo"
+for workers in 1 2; do
+    rules_v1
+    "$VIGIL" run --stats --workers $workers -i "$TMP/fifo" "$TMP/rules" > "$TMP/a" 2> "$TMP/err" &
+    pid=$!
+    exec 3> "$TMP/fifo"
+    base=$(rchar $pid)
+    line='{"ts":1767225600,"type":"start","user":"u1"}'
+    echo "$line" >&3
+    read_all $pid "$base" ${#line} || fail "vigil did not read the first event"
+    rules_v2
+    kill -HUP $pid
+    wait_for 'grep -q "reloaded 2 rules: 0 changed, 1 added, 0 removed, 1 kept state" "$TMP/err"' ||
+        { cat "$TMP/err" >&2; kill $pid; fail "no reload summary ($workers workers)"; }
+    echo 'rule broken {' > "$TMP/rules/broken.cep"
+    kill -HUP $pid
+    wait_for 'grep -q "reload failed" "$TMP/err"' || { kill $pid; fail "no reload failure"; }
+    rm "$TMP/rules/broken.cep"
+    echo '{"ts":1767225660,"type":"end","user":"u1"}' >&3
+    exec 3>&-
+    wait $pid || { cat "$TMP/err" >&2; fail "exit status ($workers workers)"; }
+    grep -q '"severity":"high".*"message":"new message u1"' "$TMP/a" ||
+        { cat "$TMP/a" >&2; fail "the kept partial match did not complete under the new rules"; }
+    grep -q '"message":"end of u1"' "$TMP/a" || fail "the added rule did not run"
+    grep -q 'old message' "$TMP/a" && fail "an alert of the old rules after the reload"
+    grep -q 'broken.cep:[0-9]*:[0-9]*: error' "$TMP/err" || fail "no diagnostics for the broken file"
+    grep -q '"reloads":1,"reload_failures":1' "$TMP/err" || fail "reload counters"
+done
+exit 0
