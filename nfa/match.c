@@ -461,11 +461,12 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
     settle(nfa, key);
 }
 
-static void enforce_cap(NfaKey *k, NfaRunCtx *ctx)
+/* The per-key cap: drops the oldest partial matches; true if it dropped any. */
+static bool enforce_key_cap(NfaKey *k, NfaRunCtx *ctx)
 {
     size_t max = ctx->limits ? ctx->limits->max_partials : 0;
-    if (max == 0)
-        return;
+    if (max == 0 || k->live.n <= max)
+        return false;
     while (k->live.n > max) {
         size_t i = earliest(&k->live);
         match_node_release(k->live.v[i].last);
@@ -473,6 +474,32 @@ static void enforce_cap(NfaKey *k, NfaRunCtx *ctx)
         ctx->counters->partials_dropped++;
         ctx->counters->partials_live--;
     }
+    return true;
+}
+
+static uint64_t rule_cap(const NfaRunCtx *ctx)
+{
+    size_t max = ctx->limits ? ctx->limits->max_partials_per_rule : 0;
+    return max ? max : NFA_DEFAULT_MAX_PARTIALS_PER_RULE;
+}
+
+/* The per-rule cap. Dropping the rule's oldest partial match would mean finding it
+ * among every key, so the cap refuses instead: of the partial matches the start state
+ * created for this event (k->next from `mark`), those beyond the room left are
+ * released. `live_elsewhere` is the rule's live count without them. True if it
+ * refused any. */
+static bool enforce_rule_cap(NfaKey *k, size_t mark, uint64_t live_elsewhere, NfaRunCtx *ctx)
+{
+    uint64_t max = rule_cap(ctx);
+    uint64_t room = live_elsewhere < max ? max - live_elsewhere : 0;
+    size_t started = k->next.n - mark;
+    if (started <= room)
+        return false;
+    size_t refused = started - (size_t)room;
+    list_release_from(&k->next, mark + (size_t)room);
+    ctx->counters->partials_refused += refused;
+    ctx->counters->partials_dropped += refused;
+    return true;
 }
 
 /* Does the start state act on this event at all? Lets an idle key skip allocation. */
@@ -518,13 +545,16 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
         match_node_release(k->live.v[i].last);
     }
     k->live.n = 0;
+    size_t mark = k->next.n;
     advance_run(&d, k, NULL, ev, ctx->counters);
+    bool hit = enforce_rule_cap(k, mark, ctx->counters->partials_live - before + mark, ctx);
     RunList tmp = k->live;
     k->live = k->next;
     k->next = tmp;
     ctx->counters->partials_live += k->live.n;
     ctx->counters->partials_live -= before;
-    enforce_cap(k, ctx);
+    hit |= enforce_key_cap(k, ctx);
+    ctx->counters->cap_hits += hit;
     release_matches(nfa, k, ctx, false);
     settle(nfa, key);
 }

@@ -49,13 +49,21 @@ typedef struct NfaSink {
     void *user;
 } NfaSink;
 
+#define NFA_DEFAULT_MAX_PARTIALS_PER_RULE 1000000
+
 typedef struct NfaLimits {
     size_t max_partials;      /* per key; when hit, the oldest partial match is dropped */
+    size_t max_partials_per_rule; /* per NfaCounters (one rule on one thread); 0 means
+                                     NFA_DEFAULT_MAX_PARTIALS_PER_RULE; when reached, the
+                                     start state starts no new partial match */
 } NfaLimits;
 
 typedef struct NfaCounters {
-    uint64_t partials_dropped;  /* by the cap */
+    uint64_t partials_dropped;  /* by either cap or an allocation failure (refused included) */
     uint64_t partials_live;     /* current, summed over keys (maintained by the matcher) */
+    uint64_t partials_refused;  /* new partial matches not started: the per-rule cap */
+    uint64_t cap_hits;          /* events at which a cap dropped or refused something; the
+                                   runtime warns (rate-limited) when this grows */
 } NfaCounters;
 
 typedef struct NfaRunCtx {

@@ -19,7 +19,7 @@ typedef struct NhRule {
     const Rule *ast;
     Nfa *nfa;
     CExpr *filter;
-    NfaKey *key;
+    NfaKey *keys[NH_MAX_KEYS];   /* one per partition; events go to keys[cur_key] */
     bool on_match, on_timeout;
 } NhRule;
 
@@ -42,6 +42,7 @@ struct NfaHarness {
     NfaCounters counters;
     StrList results;
     size_t cur_rule;
+    size_t cur_key;
     bool oom;
 };
 
@@ -246,7 +247,8 @@ void nh_free(NfaHarness *h)
     if (!h)
         return;
     for (size_t i = 0; h->rules && i < h->n_rules; i++) {
-        nfa_key_free(h->rules[i].key, &h->counters);
+        for (size_t k = 0; k < NH_MAX_KEYS; k++)
+            nfa_key_free(h->rules[i].keys[k], &h->counters);
         nfa_free(h->rules[i].nfa);
         expr_free(h->rules[i].filter);
     }
@@ -302,7 +304,7 @@ bool nh_feed_line(NfaHarness *h, const char *line, char **err)
         EvalCtx ec = {.event = ev, .time_ms = ev->time_ms};
         if (r->filter && !expr_test(r->filter, &ec, h->scratch))
             continue;
-        nfa_key_event(r->nfa, &r->key, ev, &ctx);
+        nfa_key_event(r->nfa, &r->keys[h->cur_key], ev, &ctx);
     }
     expr_scratch_reset(h->scratch);
     event_release(ev);
@@ -372,7 +374,8 @@ void nh_advance(NfaHarness *h, long long ms)
     NfaRunCtx ctx = run_ctx(h);
     for (size_t i = 0; i < h->n_rules; i++) {
         h->cur_rule = i;
-        nfa_key_advance(h->rules[i].nfa, &h->rules[i].key, (int64_t)ms, &ctx);
+        for (size_t k = 0; k < NH_MAX_KEYS; k++)
+            nfa_key_advance(h->rules[i].nfa, &h->rules[i].keys[k], (int64_t)ms, &ctx);
     }
 }
 
@@ -395,16 +398,25 @@ unsigned long long nh_dropped(const NfaHarness *h) { return h->counters.partials
 bool nh_idle(const NfaHarness *h)
 {
     for (size_t i = 0; i < h->n_rules; i++)
-        if (h->rules[i].key)
-            return false;
+        for (size_t k = 0; k < NH_MAX_KEYS; k++)
+            if (h->rules[i].keys[k])
+                return false;
     return true;
 }
+
+void nh_use_key(NfaHarness *h, size_t key)
+{
+    h->cur_key = key < NH_MAX_KEYS ? key : NH_MAX_KEYS - 1;
+}
+
+NfaLimits *nh_limits(NfaHarness *h) { return &h->limits; }
+const NfaCounters *nh_counters(const NfaHarness *h) { return &h->counters; }
 
 const Nfa *nh_nfa(const NfaHarness *h, size_t rule) { return h->rules[rule].nfa; }
 
 long long nh_deadline(const NfaHarness *h, size_t rule)
 {
-    return (long long)nfa_key_deadline(h->rules[rule].key);
+    return (long long)nfa_key_deadline(h->rules[rule].keys[h->cur_key]);
 }
 
 /* ---- comparing ------------------------------------------------------------------ */

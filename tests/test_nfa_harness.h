@@ -20,6 +20,8 @@ enum {
 
 typedef struct NfaHarness NfaHarness;
 
+#define NH_MAX_KEYS 4   /* partitions per rule; events go to the current one (nh_use_key) */
+
 /* Parses, checks and compiles `text` (a whole rule file). NULL with *err (heap) on
  * failure. max_partials: the cap (0: none). */
 NfaHarness *nh_new(const char *text, int flags, size_t max_partials, char **err);
@@ -40,7 +42,12 @@ unsigned long long nh_dropped(const NfaHarness *h);
 /* True if every rule's key is NULL (nothing held). */
 bool nh_idle(const NfaHarness *h);
 const Nfa *nh_nfa(const NfaHarness *h, size_t rule);
-/* nfa_key_deadline of a rule's key. */
+/* Later events go to partition `key` (< NH_MAX_KEYS) of every rule; 0 at first. */
+void nh_use_key(NfaHarness *h, size_t key);
+/* The limits in force (change them between events) and the counters (shared by all rules). */
+NfaLimits *nh_limits(NfaHarness *h);
+const NfaCounters *nh_counters(const NfaHarness *h);
+/* nfa_key_deadline of a rule's current key. */
 long long nh_deadline(const NfaHarness *h, size_t rule);
 
 /* Compares results with `expected` (lines separated by ';' or '\n', blanks ignored).

@@ -648,6 +648,61 @@ START_TEST(test_cap_counts_drops)
 }
 END_TEST
 
+START_TEST(test_key_cap_counts_hits)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by_any b " B "; skip no_skip;", 0, 2);
+    feed(h, "a1:a@1 a2:a@2 a3:a@3 x:x@4 a4:a@5");
+    const NfaCounters *c = nh_counters(h);
+    ck_assert_uint_eq(c->partials_dropped, 2);
+    ck_assert_uint_eq(c->cap_hits, 2);          /* a3 and a4; x dropped nothing */
+    ck_assert_uint_eq(c->partials_refused, 0);
+    nh_free(h);
+}
+END_TEST
+
+/* The per-rule cap counts every key of the rule: at the cap, no key starts a new
+ * partial match, but live ones still advance and complete. */
+START_TEST(test_rule_cap_refuses_new_starts)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b " B "; skip no_skip;", 0, 0);
+    nh_limits(h)->max_partials_per_rule = 3;
+    feed(h, "a1:a@1 a2:a@2");                 /* key 0: two partial matches */
+    nh_use_key(h, 1);
+    feed(h, "a3:a@3 a4:a@4 a5:a@5");          /* key 1: one fits, two refused */
+    const NfaCounters *c = nh_counters(h);
+    ck_assert_uint_eq(nh_live(h), 3);
+    ck_assert_uint_eq(c->partials_refused, 2);
+    ck_assert_uint_eq(c->partials_dropped, 2);
+    ck_assert_uint_eq(c->cap_hits, 2);
+    nh_use_key(h, 0);
+    feed(h, "b1:b@6");                        /* key 0 completes both: room again */
+    ck_assert_uint_eq(nh_live(h), 1);
+    nh_use_key(h, 1);
+    feed(h, "a6:a@7 b2:b@8");
+    char *diff = nh_diff(h, "match a:[a1] b:[b1]; match a:[a2] b:[b1];"
+                            "match a:[a3] b:[b2]; match a:[a6] b:[b2]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    ck_assert_uint_eq(c->partials_refused, 2);
+    nh_free(h);
+}
+END_TEST
+
+/* Unset, the per-rule cap is the documented default, far above this test's load. */
+START_TEST(test_rule_cap_default)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by_any b " B "; skip no_skip;", 0, 0);
+    for (int i = 0; i < 2000; i++) {
+        char ev[32];
+        snprintf(ev, sizeof ev, "a%d:a@%d", i, i + 1);
+        feed(h, ev);
+    }
+    ck_assert_uint_eq(nh_live(h), 2000);
+    ck_assert_uint_eq(nh_counters(h)->cap_hits, 0);
+    ck_assert_uint_eq(nh_dropped(h), 0);
+    nh_free(h);
+}
+END_TEST
+
 START_TEST(test_deadline)
 {
     NfaHarness *h = harness("begin a " A "; followed_by b " B " within 2s; followed_by c " C "; within 10s; skip no_skip;", T, 0);
@@ -762,6 +817,7 @@ static char **combo_matches(const char *body, size_t *n)
     if (!h) {
         /* rejected combinations: a negation after an optional step, a tail without within */
         ck_assert_msg(err && (strstr(err, "a negation after an optional step") ||
+                              strstr(err, "step cannot follow the optional step") ||
                               strstr(err, "as the last step needs 'within'")),
                       "%s: %s", body, err ? err : "?");
         free(err);
@@ -867,6 +923,9 @@ int main(void)
     tcase_add_test(tr, test_no_skip_emits_at_once);
     tcase_add_test(tr, test_counters_and_idle);
     tcase_add_test(tr, test_cap_counts_drops);
+    tcase_add_test(tr, test_key_cap_counts_hits);
+    tcase_add_test(tr, test_rule_cap_refuses_new_starts);
+    tcase_add_test(tr, test_rule_cap_default);
     tcase_add_test(tr, test_deadline);
     tcase_add_test(tr, test_compile_errors);
     suite_add_tcase(s, tr);
