@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "cli/commands.h"
 #include "cli/rejects.h"
+#include "cli/watch.h"
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
@@ -44,6 +45,7 @@ typedef struct Run {
     AlertRouter *alerts;
     Engine *engine;
     InputSet *inputs;
+    RuleWatch *watch;          /* --watch, or NULL */
     Rejects rejects;
     bool event_time;
     bool fatal;
@@ -86,8 +88,8 @@ static void usage(FILE *out)
           "      --errors FILE    append malformed input lines (dead letters) to FILE as\n"
           "                       JSON lines {\"input\",\"line\",\"reason\",\"text\"}; without\n"
           "                       it they are counted and logged to stderr, rate-limited\n"
-          "      --watch          reload when a rule file changes (not yet supported;\n"
-          "                       SIGHUP always reloads)\n"
+          "      --watch          reload when a rule file changes, including editors that\n"
+          "                       save by renaming a temp file (SIGHUP always reloads)\n"
           "      --control PATH   serve `vigil ctl` on a Unix socket (not yet supported)\n"
           "      --workers N      worker threads (default 1); events are sharded by\n"
           "                       (rule, key) so each key's events stay in order\n"
@@ -106,8 +108,9 @@ static void usage(FILE *out)
           "accepted (the reorder buffer too), write their alerts, flush the outputs and\n"
           "exit 0; pending partial matches are counted, not fired as timeouts.\n"
           "\n"
-          "SIGHUP recompiles the rules; if that fails the old ones keep running. Rules\n"
-          "whose matching definition is unchanged keep their partial matches.\n"
+          "SIGHUP (or, with --watch, a saved rule file) recompiles the rules; if that\n"
+          "fails the old ones keep running. Rules whose matching definition is\n"
+          "unchanged keep their partial matches.\n"
           "\n"
           "Exit status: 0 ok, 1 rule errors, 2 usage error, 3 I/O or runtime failure.\n",
           out);
@@ -412,6 +415,8 @@ static int read_loop(Run *run, const sigset_t *signals)
     for (;;) {
         if (stop_requested(run, signals))
             return 1;
+        if (run->watch && watch_due(run->watch, mono_ms()))
+            reload_rules(run);
         uint64_t before = run->lines_seen;
         int rc = input_poll(run->inputs, poll_timeout(run), &h);
         if (run->fatal || rc < 0)
@@ -473,13 +478,16 @@ static int start(Run *run, const RunOptions *o)
         free(err);
         return -1;
     }
+    if (o->watch && !(run->watch = watch_new(o->rule_paths, o->n_rule_paths, &err))) {
+        fprintf(stderr, "vigil run: --watch: %s\n", err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
     return open_inputs(run, o);
 }
 
 static void warn_unsupported(const RunOptions *o)
 {
-    if (o->watch)
-        fprintf(stderr, "vigil run: --watch is not yet supported; send SIGHUP to reload\n");
     if (o->control)
         fprintf(stderr, "vigil run: --control is not yet supported; no control socket\n");
 }
@@ -534,6 +542,7 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
     engine_free(run.engine);   /* joins the workers, which may still reference inputs */
     if (run.inputs)
         input_set_free(run.inputs);
+    watch_free(run.watch);
     if (run.alerts)
         alerts_free(run.alerts);   /* before the rule set it borrows */
     ruleset_free(run.rs);

@@ -4,4 +4,5 @@ vigil_SOURCES += \
 # run/test helpers
 vigil_SOURCES += \
 	cli/json_tree.c cli/json_tree.h \
-	cli/rejects.c cli/rejects.h
+	cli/rejects.c cli/rejects.h \
+	cli/watch.c cli/watch.h
