@@ -249,6 +249,12 @@ static void late_event(void *user, const Event *ev, int64_t watermark)
     rejects_late(&run->rejects, ev, watermark, mono_ms());
 }
 
+static void engine_warning(void *user, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "vigil run: warning: %s\n", msg);
+}
+
 static void on_line(void *user, const InputLine *line)
 {
     Run *run = user;
@@ -478,6 +484,7 @@ static int start(Run *run, const RunOptions *o)
         free(err);
         return -1;
     }
+    engine_set_warn(run->engine, engine_warning, run);
     if (o->watch && !(run->watch = watch_new(o->rule_paths, o->n_rule_paths, &err))) {
         fprintf(stderr, "vigil run: --watch: %s\n", err ? err : "out of memory");
         free(err);

@@ -14,7 +14,7 @@
 
 struct Engine {
     const CompiledRuleSet *rs;
-    EngineSink sink;
+    EngineHooks hooks;         /* the caller's sink and warning hook */
     NfaLimits limits;
     Decoder *decoder;
     Reorder reorder;
@@ -44,7 +44,7 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
     if (!e)
         goto oom;
     e->rs = rs;
-    e->sink = *sink;
+    e->hooks.sink = *sink;
     e->limits.max_partials = opts && opts->max_partials ? opts->max_partials
                                                          : ENGINE_DEFAULT_MAX_PARTIALS;
     e->clock_ms = INT64_MIN;
@@ -55,13 +55,13 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
         goto oom;
     e->n_workers = opts && opts->workers > 1 ? opts->workers : 1;
     if (e->n_workers > 1) {
-        e->workers = workers_new(rs, e->n_workers, &e->limits, &e->sink, !rs->event_time);
+        e->workers = workers_new(rs, e->n_workers, &e->limits, &e->hooks, !rs->event_time);
         if (!e->workers) {
             engine_free(e);
             *err = dup_message("cannot start the worker threads");
             return NULL;
         }
-    } else if (!(e->shard = shard_new(rs, &e->limits, &e->sink))) {
+    } else if (!(e->shard = shard_new(rs, &e->limits, &e->hooks))) {
         goto oom;
     }
     return e;
@@ -87,6 +87,12 @@ void engine_free(Engine *e)
     if (e->decoder)
         decoder_free(e->decoder);
     free(e);
+}
+
+void engine_set_warn(Engine *e, void (*warn)(void *user, const char *msg), void *user)
+{
+    e->hooks.warn = warn;
+    e->hooks.warn_user = user;
 }
 
 static bool engine_failed(const Engine *e)
@@ -122,8 +128,8 @@ static void dead_letter(Engine *e, const char *text, size_t len, const char *ori
                         uint64_t line_no, const char *reason)
 {
     e->stats.malformed++;
-    if (e->sink.dead_letter)
-        e->sink.dead_letter(e->sink.user, origin, line_no, reason, text, len);
+    if (e->hooks.sink.dead_letter)
+        e->hooks.sink.dead_letter(e->hooks.sink.user, origin, line_no, reason, text, len);
 }
 
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
@@ -188,8 +194,8 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
         break;
     case REORDER_LATE:
         e->stats.late++;
-        if (e->sink.late)
-            e->sink.late(e->sink.user, ev, reorder_watermark(&e->reorder));
+        if (e->hooks.sink.late)
+            e->hooks.sink.late(e->hooks.sink.user, ev, reorder_watermark(&e->reorder));
         event_release(ev);
         return 0;
     case REORDER_NOMEM:
@@ -390,12 +396,14 @@ void engine_stats_json(const Engine *e, Buf *out)
         buf_json_string(out, e->rs->rules[i].name, strlen(e->rs->rules[i].name));
         buf_printf(out, ":{\"matches\":%llu,\"timeouts\":%llu,\"alerts\":%llu,"
                    "\"suppressed\":%llu,\"missing_key\":%llu,\"keys_live\":%llu,"
-                   "\"partials_live\":%llu,\"partials_dropped\":%llu}",
+                   "\"partials_live\":%llu,\"partials_dropped\":%llu,"
+                   "\"partials_refused\":%llu,\"cap_hits\":%llu}",
                    (unsigned long long)r.matches, (unsigned long long)r.timeouts,
                    (unsigned long long)r.alerts, (unsigned long long)r.suppressed,
                    (unsigned long long)r.missing_key, (unsigned long long)r.keys_live,
                    (unsigned long long)r.partials_live,
-                   (unsigned long long)r.partials_dropped);
+                   (unsigned long long)r.partials_dropped,
+                   (unsigned long long)r.partials_refused, (unsigned long long)r.cap_hits);
     }
     buf_printf(out, "},\"keys_live\":%llu,\"workers\":%zu}", (unsigned long long)keys,
                e->n_workers);

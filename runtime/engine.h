@@ -49,6 +49,8 @@ typedef struct EngineRuleStats {
     uint64_t missing_key;         /* events that passed the filter without a key */
     uint64_t keys_live;
     uint64_t partials_live, partials_dropped;
+    uint64_t partials_refused;    /* not started: the per-rule cap */
+    uint64_t cap_hits;            /* events at which a cap dropped or refused something */
 } EngineRuleStats;
 
 typedef struct EngineStats {
@@ -67,6 +69,10 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
                    const EngineSink *sink, char **err);
 /* Frees all state without firing anything. */
 void engine_free(Engine *e);
+/* Warnings (a rule hitting its partial-match caps, rate-limited per rule) go to
+ * warn(user, msg); with workers it is called from their threads. Call before the
+ * first line. */
+void engine_set_warn(Engine *e, void (*warn)(void *user, const char *msg), void *user);
 /* One input line from `origin` (borrowed; must outlive the engine). now_ms is the
  * arrival wall-clock time, used on processing time. -1 on a fatal (allocation) error. */
 int engine_line(Engine *e, const char *text, size_t len, const char *origin,

@@ -1,8 +1,10 @@
 /* runtime/shard.c — one worker's matching state (see shard.h). */
 #include "runtime/shard.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
@@ -13,11 +15,13 @@ typedef struct RuleState {
     NfaCounters counters;
     NfaRunCtx ctx;
     EngineRuleStats stats;
+    uint64_t cap_hits_warned;  /* counters.cap_hits at the last warning */
+    int64_t cap_warned_ms;     /* when (monotonic), or INT64_MIN */
 } RuleState;
 
 struct Shard {
     const CompiledRuleSet *rs;
-    const EngineSink *sink;
+    const EngineHooks *hooks;
     const NfaLimits *limits;
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
@@ -41,6 +45,7 @@ static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
     st->ctx.counters = &st->counters;
     st->ctx.sink.emit = on_result;
     st->ctx.sink.user = s;
+    st->cap_warned_ms = INT64_MIN;
 }
 
 size_t rules_widest_key(const CompiledRuleSet *rs)
@@ -52,13 +57,13 @@ size_t rules_widest_key(const CompiledRuleSet *rs)
     return widest;
 }
 
-Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineSink *sink)
+Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineHooks *hooks)
 {
     Shard *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->rs = rs;
-    s->sink = sink;
+    s->hooks = hooks;
     s->fired_upto = INT64_MIN;
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
@@ -137,7 +142,7 @@ static void on_result(void *user, const NfaResult *r)
         pe->suppress_until = add_saturating(r->time_ms, rule->suppress_ms);
     }
     st->stats.alerts++;
-    s->sink->alert(s->sink->user, s->cur_rule, pe->key, pe->n_key, r, s->scratch);
+    s->hooks->sink.alert(s->hooks->sink.user, s->cur_rule, pe->key, pe->n_key, r, s->scratch);
 }
 
 /* After the NFA ran for a key at time `now`: drop the entry if the key went idle
@@ -217,12 +222,41 @@ RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *s
     return kbytes->failed ? ROUTE_FAILED : ROUTE_KEYED;
 }
 
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A cap that bites loses partial matches: say so, at most once per period per rule. */
+static void warn_caps(Shard *s, size_t ri)
+{
+    RuleState *st = &s->rules[ri];
+    if (st->counters.cap_hits == st->cap_hits_warned || !s->hooks->warn)
+        return;
+    int64_t now = monotonic_ms();
+    if (st->cap_warned_ms != INT64_MIN && now - st->cap_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+        return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "rule '%s': partial matches lost to the caps at %llu "
+             "events (%llu dropped, %llu not started so far); raise --max-partials or "
+             "tighten `within`", s->rs->rules[ri].name,
+             (unsigned long long)(st->counters.cap_hits - st->cap_hits_warned),
+             (unsigned long long)st->counters.partials_dropped,
+             (unsigned long long)st->counters.partials_refused);
+    st->cap_hits_warned = st->counters.cap_hits;
+    st->cap_warned_ms = now;
+    s->hooks->warn(s->hooks->warn_user, msg);
+}
+
 static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
     s->cur_entry = pe;
     nfa_key_event(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
     settle(s, ri, pe, ev->time_ms);
+    warn_caps(s, ri);
 }
 
 void shard_event(Shard *s, Event *ev)
@@ -328,6 +362,8 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
     acc->keys_live += st->keys.count;
     acc->partials_live += st->counters.partials_live;
     acc->partials_dropped += st->counters.partials_dropped;
+    acc->partials_refused += st->counters.partials_refused;
+    acc->cap_hits += st->counters.cap_hits;
 }
 
 bool shard_failed(const Shard *s)

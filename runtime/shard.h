@@ -3,7 +3,7 @@
  * scratch. With --workers 1 the engine owns one shard and drives it inline; with N
  * workers each thread owns one and sees only the (rule, key) pairs hashed to it.
  * Not thread-safe: one thread per shard. Results go to sink.alert on the shard's
- * thread. */
+ * thread, and so do its warnings. */
 #ifndef VIGIL_RUNTIME_SHARD_H
 #define VIGIL_RUNTIME_SHARD_H
 
@@ -15,6 +15,17 @@
 #include "runtime/engine.h"
 
 typedef struct Shard Shard;
+
+/* What the shards report to, owned by the engine (stable address): the caller's sink
+ * and the optional warning hook (engine_set_warn). */
+typedef struct EngineHooks {
+    EngineSink sink;
+    void (*warn)(void *user, const char *msg);   /* NULL: no warnings */
+    void *warn_user;
+} EngineHooks;
+
+/* A rule whose partial-match caps were hit is warned about at most this often. */
+#define SHARD_CAP_WARN_PERIOD_MS 10000
 
 /* How an event relates to a rule before any matching. */
 typedef enum { ROUTE_FILTERED, ROUTE_NO_KEY, ROUTE_KEYED, ROUTE_FAILED } RouteResult;
@@ -28,8 +39,8 @@ RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *s
 /* The largest number of key expressions of any rule: room for rule_route's vals. */
 size_t rules_widest_key(const CompiledRuleSet *rs);
 
-/* Borrows rs, limits and sink, which must outlive the shard. NULL on allocation failure. */
-Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineSink *sink);
+/* Borrows rs, limits and hooks, which must outlive the shard. NULL on allocation failure. */
+Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineHooks *hooks);
 /* Frees every key's state without firing anything. */
 void shard_free(Shard *s);
 /* One released event through every rule (the inline path): deadlines <= its time

@@ -187,7 +187,7 @@ static void *worker_main(void *arg)
 /* ---- setup ------------------------------------------------------------------ */
 
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
-                     const EngineSink *sink, bool processing_time)
+                     const EngineHooks *hooks, bool processing_time)
 {
     Workers *ws = calloc(1, sizeof *ws);
     if (!ws)
@@ -215,7 +215,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         pthread_mutex_init(&wk->lock, NULL);
         pthread_cond_init(&wk->nonempty, NULL);
         pthread_cond_init(&wk->nonfull, NULL);
-        wk->shard = shard_new(rs, limits, sink);
+        wk->shard = shard_new(rs, limits, hooks);
         wk->end = batch_new(BATCH_END, 0);
         if (!wk->shard || !wk->end || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
             workers_free(ws);

@@ -18,13 +18,14 @@
 #include <stdint.h>
 
 #include "runtime/engine.h"
+#include "runtime/shard.h"
 
 typedef struct Workers Workers;
 
-/* Starts n threads. rs, limits and sink are borrowed and must outlive the workers;
- * sink->alert is called from the worker threads. NULL on failure. */
+/* Starts n threads. rs, limits and hooks are borrowed and must outlive the workers;
+ * hooks->sink.alert and hooks->warn are called from the worker threads. NULL on failure. */
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
-                     const EngineSink *sink, bool processing_time);
+                     const EngineHooks *hooks, bool processing_time);
 /* Routes one released event; takes over the caller's reference. -1 on allocation failure. */
 int workers_dispatch(Workers *w, Event *ev);
 /* Sends the batches being filled, and time progress up to `upto` to idle workers. */

@@ -287,6 +287,15 @@ START_TEST(processing_time_timeouts_fire_on_tick)
 }
 END_TEST
 
+static int warnings_seen;
+static char last_warning[256];
+static void on_warn(void *user, const char *msg)
+{
+    (void)user;
+    warnings_seen++;
+    snprintf(last_warning, sizeof last_warning, "%s", msg);
+}
+
 START_TEST(max_partials_caps_each_key)
 {
     CompiledRuleSet *rs = load_rules(
@@ -295,6 +304,8 @@ START_TEST(max_partials_caps_each_key)
         "  within 1h; on match alert \"m\"; }\n");
     Seen s;
     Engine *e = start_capped(rs, &s, 1, 3);
+    warnings_seen = 0;
+    engine_set_warn(e, on_warn, NULL);
     char line[96];
     for (int i = 0; i < 5; i++) {
         snprintf(line, sizeof line, "{\"ts\":%d,\"t\":\"a\",\"user\":\"u\"}", i);
@@ -304,6 +315,10 @@ START_TEST(max_partials_caps_each_key)
     engine_rule_stats(e, 0, &st);
     ck_assert_uint_eq(st.partials_live, 3);
     ck_assert_uint_eq(st.partials_dropped, 2);
+    ck_assert_uint_eq(st.cap_hits, 2);
+    /* one warning for the burst, however many hits (rate-limited) */
+    ck_assert_int_eq(warnings_seen, 1);
+    ck_assert_ptr_nonnull(strstr(last_warning, "rule 'any'"));
     ck_assert_int_eq(engine_finish(e), 0);
     engine_free(e);
     ruleset_free(rs);
