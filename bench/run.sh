@@ -117,14 +117,14 @@ probe() {
     echo "${bpp:-?} ($(stat_first partials_live "$OUT/$1.probe") live)"
 }
 
-# scenario NAME RULES INPUT EVENTS [OPTIONS...]: run, probe, add a row.
+# scenario ID LABEL RULES INPUT EVENTS [OPTIONS...]: run, probe, add a row.
 scenario() {
-    local name=$1 rules=$2 input=$3 events=$4; shift 4
-    vigil_run "$name" "$input" "$events" "$rules" /dev/null "$@" || return
+    local id=$1 label=$2 rules=$3 input=$4 events=$5; shift 5
+    vigil_run "$id" "$input" "$events" "$rules" /dev/null "$@" || return
     local bpp
-    bpp=$(probe "$name" "$rules" "$input")
-    row "$name" "$events" "$name" "$(stat_sum alerts "$OUT/$name.stats")" \
-        "$(stat_first peak_rss_kb "$OUT/$name.stats")" "$bpp" ""
+    bpp=$(probe "$id" "$rules" "$input")
+    row "$label" "$events" "$id" "$(stat_sum alerts "$OUT/$id.stats")" \
+        "$(stat_first peak_rss_kb "$OUT/$id.stats")" "$bpp" ""
 }
 
 # ---------------------------------------------------------------- machine
@@ -182,16 +182,16 @@ vigil_run s1_workers2 "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" /dev/null 
         "$(stat_first peak_rss_kb "$OUT/s1_workers2.stats")" - ""
 
 say "scenario 2: brute force"
-scenario "2 brute force (times 5 consecutive, next)" "$BENCH/s2_brute.cep" "$DATA/s2.jsonl" "$N_BIG"
+scenario s2 "2 brute force (times 5 consecutive, next)" "$BENCH/s2_brute.cep" "$DATA/s2.jsonl" "$N_BIG"
 say "scenario 3: absence"
-scenario "3 absence (not shipped in 1h, timeouts, 30s jitter)" "$BENCH/s3_absence.cep" "$DATA/s3.jsonl" "$N_BIG"
+scenario s3 "3 absence (not shipped in 1h, timeouts, 30s jitter)" "$BENCH/s3_absence.cep" "$DATA/s3.jsonl" "$N_BIG"
 say "scenario 4: 100 rules"
-scenario "4 100 mixed rules" "$BENCH/s4_rules.cep" "$DATA/s4.jsonl" "$N_HEAVY"
+scenario s4 "4 100 mixed rules" "$BENCH/s4_rules.cep" "$DATA/s4.jsonl" "$N_HEAVY"
 say "scenario 5: $N_KEYS keys"
-scenario "5 fraud rule over $N_KEYS keys" "$BENCH/s1_fraud.cep" "$DATA/s5.jsonl" "$N_BIG"
+scenario s5 "5 fraud rule over $N_KEYS keys" "$BENCH/s1_fraud.cep" "$DATA/s5.jsonl" "$N_BIG"
 say "scenario 6: loops"
-scenario "6a loop, followed_by (skip till next)" "$BENCH/s6_loop_det.cep" "$DATA/s6.jsonl" "$N_HEAVY"
-scenario "6b loop, followed_by_any + allow_combinations" "$BENCH/s6_loop_any.cep" "$DATA/s6.jsonl" "$N_HEAVY"
+scenario s6a "6a loop, followed_by (skip till next)" "$BENCH/s6_loop_det.cep" "$DATA/s6.jsonl" "$N_HEAVY"
+scenario s6b "6b loop, followed_by_any + allow_combinations" "$BENCH/s6_loop_any.cep" "$DATA/s6.jsonl" "$N_HEAVY"
 
 # Scenario 5 memory: one event per key, every key distinct. A small amount leaves the
 # key idle (begin does not match); a large one leaves one partial match per key.
