@@ -17,6 +17,7 @@
 #include "alerts/alerts.h"
 #include "base/buf.h"
 #include "cli/commands.h"
+#include "cli/control.h"
 #include "cli/rejects.h"
 #include "cli/watch.h"
 #include "dsl/diag.h"
@@ -46,6 +47,7 @@ typedef struct Run {
     Engine *engine;
     InputSet *inputs;
     RuleWatch *watch;          /* --watch, or NULL */
+    Control *control;          /* --control, or NULL */
     Rejects rejects;
     bool event_time;
     bool fatal;
@@ -90,7 +92,8 @@ static void usage(FILE *out)
           "                       it they are counted and logged to stderr, rate-limited\n"
           "      --watch          reload when a rule file changes, including editors that\n"
           "                       save by renaming a temp file (SIGHUP always reloads)\n"
-          "      --control PATH   serve `vigil ctl` on a Unix socket (not yet supported)\n"
+          "      --control PATH   serve `vigil ctl` on a Unix socket (mode 0600): one\n"
+          "                       command line (stats, rules, reload), one JSON reply\n"
           "      --workers N      worker threads (default 1); events are sharded by\n"
           "                       (rule, key) so each key's events stay in order\n"
           "      --stats          print a JSON summary to stderr at exit\n"
@@ -295,28 +298,32 @@ static void show_progress(Run *run, bool final)
             total ? 100.0 * (double)done / (double)total : 0.0);
 }
 
-static void print_stats(Run *run)
+/* The --stats summary, also the reply to `vigil ctl SOCKET stats`. */
+static void append_stats(Run *run, Buf *b)
 {
-    Buf b = BUF_INIT;
     EngineStats st;
     engine_stats(run->engine, &st);
     struct rusage ru;
     long peak_kb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
     double secs = (double)(mono_ms() - run->started_ms) / 1000.0;
-    buf_puts(&b, "{\"engine\":");
-    engine_stats_json(run->engine, &b);
-    buf_puts(&b, ",\"outputs\":");
-    alerts_stats(run->alerts, &b);
-    buf_printf(&b, ",\"reloads\":%llu,\"reload_failures\":%llu",
+    buf_puts(b, "{\"engine\":");
+    engine_stats_json(run->engine, b);
+    buf_puts(b, ",\"outputs\":");
+    alerts_stats(run->alerts, b);
+    buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu",
                (unsigned long long)run->reloads, (unsigned long long)run->reload_failures);
-    buf_printf(&b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f}", peak_kb,
+    buf_printf(b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f}", peak_kb,
                secs, secs > 0 ? (double)st.events / secs : 0.0);
+}
+
+static void print_stats(Run *run)
+{
+    Buf b = BUF_INIT;
+    append_stats(run, &b);
     if (!b.failed)
         fprintf(stderr, "%s\n", b.data);
     buf_free(&b);
 }
-
-/* ---- the loop --------------------------------------------------------------- */
 
 /* ---- hot reload ------------------------------------------------------------- */
 
@@ -338,14 +345,18 @@ static void swap_outputs(void *user)
     sw->run->rs = sw->next;
 }
 
-static void reload_failed(Run *run, const char *why)
+/* Counts and logs a failed reload; the message also goes to `outcome`. */
+static bool reload_failed(Run *run, const char *why, Buf *outcome)
 {
     run->reload_failures++;
-    fprintf(stderr, "vigil run: reload failed (%s); the previous rules keep running\n", why);
+    buf_printf(outcome, "reload failed (%s); the previous rules keep running", why);
+    fprintf(stderr, "vigil run: %s\n", outcome->failed ? "reload failed" : outcome->data);
+    return false;
 }
 
-/* RUNTIME.md 5: recompile everything; on any error keep running the old rules. */
-static void reload_rules(Run *run)
+/* RUNTIME.md 5: recompile everything; on any error keep running the old rules.
+ * The one-line outcome is logged and appended to `outcome`. */
+static bool reload_rules(Run *run, Buf *outcome)
 {
     const RunOptions *o = run->opts;
     Diags diags;
@@ -353,10 +364,8 @@ static void reload_rules(Run *run)
     CompiledRuleSet *next = ruleset_reload(o->rule_paths, o->n_rule_paths, run->rs, &diags);
     diags_print(&diags, stderr);
     diags_free(&diags);
-    if (!next) {
-        reload_failed(run, "rule errors");
-        return;
-    }
+    if (!next)
+        return reload_failed(run, "rule errors", outcome);
     AlertOptions aopts = {.stdout_path = o->output};
     char *err = NULL;
     AlertRouter *ar = alerts_new(next, &aopts, &err);
@@ -364,8 +373,7 @@ static void reload_rules(Run *run)
         fprintf(stderr, "vigil run: %s\n", err ? err : "cannot open the outputs");
         free(err);
         ruleset_free(next);
-        reload_failed(run, "outputs");
-        return;
+        return reload_failed(run, "outputs", outcome);
     }
     CompiledRuleSet *old = run->rs;
     OutputSwap sw = {run, next, ar, NULL};
@@ -373,8 +381,7 @@ static void reload_rules(Run *run)
     if (engine_reload(run->engine, next, swap_outputs, &sw, &sum) < 0) {
         alerts_free(ar);
         ruleset_free(next);
-        reload_failed(run, "out of memory");
-        return;
+        return reload_failed(run, "out of memory", outcome);
     }
     run->event_time = next->event_time;
     if (alerts_flush(sw.old_alerts) < 0)
@@ -382,8 +389,58 @@ static void reload_rules(Run *run)
     alerts_free(sw.old_alerts);
     ruleset_free(old);
     run->reloads++;
-    fprintf(stderr, "vigil run: reloaded %zu rules: %zu changed, %zu added, %zu removed, "
-            "%zu kept state\n", sum.rules, sum.changed, sum.added, sum.removed, sum.kept);
+    buf_printf(outcome, "reloaded %zu rules: %zu changed, %zu added, %zu removed, %zu kept state",
+               sum.rules, sum.changed, sum.added, sum.removed, sum.kept);
+    fprintf(stderr, "vigil run: %s\n", outcome->failed ? "reloaded" : outcome->data);
+    return true;
+}
+
+static void reload_and_log(Run *run)
+{
+    Buf outcome = BUF_INIT;
+    reload_rules(run, &outcome);
+    buf_free(&outcome);
+}
+
+/* ---- control socket ------------------------------------------------------------ */
+
+static void append_rules(const Run *run, Buf *b)
+{
+    buf_puts(b, "{\"rules\":[");
+    for (size_t i = 0; i < run->rs->n_rules; i++) {
+        const CompiledRule *r = &run->rs->rules[i];
+        buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        buf_json_string(b, r->name, strlen(r->name));
+        buf_printf(b, ",\"fingerprint\":\"%016llx\",\"keys\":%zu,\"on_match\":%zu,"
+                   "\"on_timeout\":%zu}", (unsigned long long)r->fingerprint, r->n_keys,
+                   r->n_on_match, r->n_on_timeout);
+    }
+    buf_printf(b, "],\"event_time\":%s,\"reloads\":%llu}", run->rs->event_time ? "true" : "false",
+               (unsigned long long)run->reloads);
+}
+
+static void control_command(void *user, const char *cmd, Buf *reply)
+{
+    Run *run = user;
+    if (!strcmp(cmd, "stats")) {
+        append_stats(run, reply);
+    } else if (!strcmp(cmd, "rules")) {
+        append_rules(run, reply);
+    } else if (!strcmp(cmd, "reload")) {
+        Buf outcome = BUF_INIT;
+        bool ok = reload_rules(run, &outcome);
+        buf_printf(reply, "{\"ok\":%s,\"message\":", ok ? "true" : "false");
+        buf_json_string(reply, outcome.data ? outcome.data : "", outcome.len);
+        buf_putc(reply, '}');
+        buf_free(&outcome);
+    } else {
+        buf_puts(reply, "{\"ok\":false,\"error\":");
+        Buf msg = BUF_INIT;
+        buf_printf(&msg, "unknown command '%s' (stats, rules, reload)", cmd);
+        buf_json_string(reply, msg.data ? msg.data : "", msg.len);
+        buf_putc(reply, '}');
+        buf_free(&msg);
+    }
 }
 
 /* Takes every pending signal: SIGHUP reloads; true when one asks to stop. */
@@ -399,7 +456,7 @@ static bool stop_requested(Run *run, const sigset_t *set)
             stop = true;
     }
     if (reload && !stop)
-        reload_rules(run);
+        reload_and_log(run);
     return stop;
 }
 
@@ -422,7 +479,11 @@ static int read_loop(Run *run, const sigset_t *signals)
         if (stop_requested(run, signals))
             return 1;
         if (run->watch && watch_due(run->watch, mono_ms()))
-            reload_rules(run);
+            reload_and_log(run);
+        if (run->control) {
+            ControlHandler ch = {control_command, run};
+            control_poll(run->control, &ch);
+        }
         uint64_t before = run->lines_seen;
         int rc = input_poll(run->inputs, poll_timeout(run), &h);
         if (run->fatal || rc < 0)
@@ -490,13 +551,12 @@ static int start(Run *run, const RunOptions *o)
         free(err);
         return -1;
     }
+    if (o->control && !(run->control = control_open(o->control, &err))) {
+        fprintf(stderr, "vigil run: --control: %s\n", err ? err : "out of memory");
+        free(err);
+        return -1;
+    }
     return open_inputs(run, o);
-}
-
-static void warn_unsupported(const RunOptions *o)
-{
-    if (o->control)
-        fprintf(stderr, "vigil run: --control is not yet supported; no control socket\n");
 }
 
 /* Takes ownership of rs. */
@@ -550,6 +610,7 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
     if (run.inputs)
         input_set_free(run.inputs);
     watch_free(run.watch);
+    control_close(run.control);
     if (run.alerts)
         alerts_free(run.alerts);   /* before the rule set it borrows */
     ruleset_free(run.rs);
@@ -564,7 +625,6 @@ int cmd_run(int argc, char **argv)
         free(o.inputs);
         return code;
     }
-    warn_unsupported(&o);
     Diags diags;
     diags_init(&diags);
     CompiledRuleSet *rs = ruleset_load(o.rule_paths, o.n_rule_paths, &diags);

@@ -5,4 +5,5 @@ vigil_SOURCES += \
 vigil_SOURCES += \
 	cli/json_tree.c cli/json_tree.h \
 	cli/rejects.c cli/rejects.h \
-	cli/watch.c cli/watch.h
+	cli/watch.c cli/watch.h \
+	cli/control.c cli/control.h

@@ -387,7 +387,10 @@ void engine_stats_json(const Engine *e, Buf *out)
                (unsigned long long)s.malformed, (unsigned long long)s.late,
                (unsigned long long)s.buffered, (unsigned long long)s.pending_at_stop);
     uint64_t keys = 0;
-    for (size_t i = 0; i < e->rs->n_rules; i++) {
+    /* workers' counters are theirs while they run; without memory to pause them,
+     * the rules are left out rather than read racily */
+    bool paused = e->workers && workers_pause(e->workers) == 0;
+    for (size_t i = 0; (!e->workers || paused) && i < e->rs->n_rules; i++) {
         EngineRuleStats r;
         engine_rule_stats(e, i, &r);
         keys += r.keys_live;
@@ -405,6 +408,8 @@ void engine_stats_json(const Engine *e, Buf *out)
                    (unsigned long long)r.partials_dropped,
                    (unsigned long long)r.partials_refused, (unsigned long long)r.cap_hits);
     }
+    if (paused)
+        workers_resume(e->workers);
     buf_printf(out, "},\"keys_live\":%llu,\"workers\":%zu}", (unsigned long long)keys,
                e->n_workers);
 }

@@ -116,7 +116,8 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
 
 void engine_stats(const Engine *e, EngineStats *out);
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);
-/* Appends {"lines":..,...,"rules":{"NAME":{...}}} to out. */
+/* Appends {"lines":..,...,"rules":{"NAME":{...}}} to out. Safe while running: with
+ * workers they are paused between two events for the reading. */
 void engine_stats_json(const Engine *e, Buf *out);
 
 #endif

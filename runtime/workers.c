@@ -429,6 +429,17 @@ static void resume_all(Workers *ws)
     pthread_mutex_unlock(&ws->pause_lock);
 }
 
+int workers_pause(Workers *ws)
+{
+    return ws->finished ? 0 : pause_all(ws);
+}
+
+void workers_resume(Workers *ws)
+{
+    if (!ws->finished)
+        resume_all(ws);
+}
+
 int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
                    void (*swap)(void *user), void *user)
 {

@@ -41,7 +41,11 @@ int workers_finish(Workers *w, bool fire_timeouts, uint64_t *pending);
  * with nothing changed. */
 int workers_reload(Workers *w, const CompiledRuleSet *next, const size_t *from,
                    void (*swap)(void *user), void *user);
-/* Counters of one rule summed over the workers (exact once they are finished). */
+/* Pauses every worker between two events (after what was routed), so their counters
+ * can be read; -1 on allocation failure (nothing paused). Resume with workers_resume. */
+int workers_pause(Workers *w);
+void workers_resume(Workers *w);
+/* Counters of one rule summed over the workers: read them paused or finished. */
 void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
 /* Finishes without firing if still running, then frees everything. */
 void workers_free(Workers *w);

@@ -15,14 +15,17 @@ tests_test_engine_run_SOURCES = tests/test_engine_run.c
 tests_test_engine_run_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_run_LDADD = $(TEST_LIBS)
 # End-to-end shell tests; they run $(top_builddir)/vigil.
+check_PROGRAMS += tests/e2e/ctl_client
+tests_e2e_ctl_client_SOURCES = tests/e2e/ctl_client.c
 TESTS += tests/e2e/test_cmd.sh tests/e2e/usage.sh tests/e2e/inputs.sh \
 	tests/e2e/malformed.sh tests/e2e/late.sh tests/e2e/sigterm.sh \
 	tests/e2e/proctime.sh tests/e2e/workers.sh tests/e2e/reload.sh \
-	tests/e2e/watch.sh tests/e2e/conformance.sh tests/e2e/examples.sh
+	tests/e2e/watch.sh tests/e2e/control.sh tests/e2e/conformance.sh \
+	tests/e2e/examples.sh
 EXTRA_DIST += tests/e2e/lib.sh tests/e2e/test_cmd.sh tests/e2e/usage.sh \
 	tests/e2e/inputs.sh tests/e2e/malformed.sh tests/e2e/late.sh \
 	tests/e2e/sigterm.sh tests/e2e/proctime.sh tests/e2e/workers.sh \
-	tests/e2e/reload.sh tests/e2e/watch.sh \
+	tests/e2e/reload.sh tests/e2e/watch.sh tests/e2e/control.sh \
 	tests/e2e/conformance.sh tests/e2e/examples.sh \
 	tests/e2e/data/bursts.cep tests/e2e/data/slow.cep tests/e2e/data/proctime.cep
 # The engine's operator documentation travels with the sources.
