@@ -559,6 +559,58 @@ static int start(Run *run, const RunOptions *o)
     return open_inputs(run, o);
 }
 
+/* SIGTERM/SIGINT/SIGHUP are taken between reads (stop_requested), never by a handler.
+ * They stay blocked on return: a second SIGTERM during the final flush must not kill
+ * the process before the outputs are flushed; vigil exits right after. */
+static void take_signals(sigset_t *signals)
+{
+    sigemptyset(signals);
+    sigaddset(signals, SIGTERM);
+    sigaddset(signals, SIGINT);
+    sigaddset(signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, signals, NULL);
+    signal(SIGPIPE, SIG_IGN);   /* a closed output is an error to report, not a death */
+}
+
+/* Reads to the end (or a stop signal), drains the engine and flushes the outputs. */
+static int serve(Run *run, const sigset_t *signals)
+{
+    int code = EXIT_OK;
+    run->progress = isatty(STDERR_FILENO) && any_file_input(run->opts);
+    int how = read_loop(run, signals);
+    int end = how == 1 ? engine_stop(run->engine) : engine_finish(run->engine);
+    if (how < 0 || end < 0) {
+        fprintf(stderr, "vigil run: stopped on %s\n",
+                run->fatal || end < 0 ? "an allocation failure" : "an input error");
+        code = EXIT_IO;
+    }
+    show_progress(run, true);
+    if (alerts_flush(run->alerts) < 0) {
+        fprintf(stderr, "vigil run: an output failed; some alerts were not delivered\n");
+        code = EXIT_IO;
+    }
+    EngineStats st;
+    engine_stats(run->engine, &st);
+    if (how == 1 && st.pending_at_stop)
+        fprintf(stderr, "vigil run: stopped with %llu partial matches pending (not fired)\n",
+                (unsigned long long)st.pending_at_stop);
+    if (run->opts->stats)
+        print_stats(run);
+    return code;
+}
+
+static void run_free(Run *run)
+{
+    engine_free(run->engine);   /* joins the workers, which may still reference inputs */
+    if (run->inputs)
+        input_set_free(run->inputs);
+    watch_free(run->watch);
+    control_close(run->control);
+    if (run->alerts)
+        alerts_free(run->alerts);   /* before the rule set it borrows */
+    ruleset_free(run->rs);
+}
+
 /* Takes ownership of rs. */
 static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
 {
@@ -568,52 +620,14 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
         return EXIT_IO;
     }
     sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGHUP);
-    /* Left blocked on return: a second SIGTERM during the final flush must not kill
-     * the process before the outputs are flushed; vigil exits right after. */
-    sigprocmask(SIG_BLOCK, &signals, NULL);
-    signal(SIGPIPE, SIG_IGN);   /* a closed output is an error to report, not a death */
-    int code = EXIT_OK;
+    take_signals(&signals);
     run.started_ms = run.last_progress_ms = mono_ms();
-    if (start(&run, o) < 0) {
-        code = EXIT_IO;
-    } else {
-        run.progress = isatty(STDERR_FILENO) && any_file_input(o);
-        int how = read_loop(&run, &signals);
-        int end = how == 1 ? engine_stop(run.engine) : engine_finish(run.engine);
-        if (how < 0 || end < 0) {
-            fprintf(stderr, "vigil run: stopped on %s\n",
-                    run.fatal || end < 0 ? "an allocation failure" : "an input error");
-            code = EXIT_IO;
-        }
-        show_progress(&run, true);
-        if (alerts_flush(run.alerts) < 0) {
-            fprintf(stderr, "vigil run: an output failed; some alerts were not delivered\n");
-            code = EXIT_IO;
-        }
-        EngineStats st;
-        engine_stats(run.engine, &st);
-        if (how == 1 && st.pending_at_stop)
-            fprintf(stderr, "vigil run: stopped with %llu partial matches pending (not fired)\n",
-                    (unsigned long long)st.pending_at_stop);
-        if (o->stats)
-            print_stats(&run);
-    }
+    int code = start(&run, o) < 0 ? EXIT_IO : serve(&run, &signals);
     if (rejects_close(&run.rejects) < 0) {
         fprintf(stderr, "vigil run: writing --errors or --late failed\n");
         code = EXIT_IO;
     }
-    engine_free(run.engine);   /* joins the workers, which may still reference inputs */
-    if (run.inputs)
-        input_set_free(run.inputs);
-    watch_free(run.watch);
-    control_close(run.control);
-    if (run.alerts)
-        alerts_free(run.alerts);   /* before the rule set it borrows */
-    ruleset_free(run.rs);
+    run_free(&run);
     return code;
 }
 
