@@ -6,6 +6,7 @@ libvigil_a_SOURCES += \
 libvigil_a_SOURCES += \
 	runtime/engine.c runtime/engine.h \
 	runtime/shard.c runtime/shard.h \
+	runtime/route.c runtime/route.h \
 	runtime/workers.c runtime/workers.h \
 	runtime/reorder.c runtime/reorder.h \
 	runtime/partition.c runtime/partition.h \

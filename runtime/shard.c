@@ -25,16 +25,23 @@ struct Shard {
     const NfaLimits *limits;
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
+    Router *router;            /* grouped filter/key evaluation for shard_event; owned */
+    RouteResult *routed;       /* per rule: this event's routing (shard_event) */
+    RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_bytes;
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
     bool failed;
-    /* the (rule, key) whose NFA is running, for the result callback */
+    /* the (rule, key) whose NFA is running, for the result callback; cur_entry is
+     * NULL while a key without an entry runs (pending says which key that is) */
     size_t cur_rule;
     PartEntry *cur_entry;
+    const RouteKey *pending;
+    const Event *pending_ev;
 };
 
 static void on_result(void *user, const NfaResult *r);
+static PartEntry *materialize(Shard *s, size_t ri);
 
 static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
 {
@@ -68,7 +75,11 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
     s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
-    if (!s->scratch || !s->rules || !s->key_vals) {
+    s->router = router_new(rs);
+    s->routed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed);
+    s->routed_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_key);
+    if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
+        !s->routed_key) {
         shard_free(s);
         return NULL;
     }
@@ -101,6 +112,9 @@ void shard_free(Shard *s)
             rule_state_free(&s->rules[i]);
     free(s->rules);
     free(s->key_vals);
+    router_free(s->router);
+    free(s->routed);
+    free(s->routed_key);
     buf_free(&s->key_bytes);
     if (s->scratch)
         expr_scratch_free(s->scratch);
@@ -128,6 +142,8 @@ static void on_result(void *user, const NfaResult *r)
     const CompiledRule *rule = &s->rs->rules[s->cur_rule];
     RuleState *st = &s->rules[s->cur_rule];
     PartEntry *pe = s->cur_entry;
+    if (!pe && !(pe = s->cur_entry = materialize(s, s->cur_rule)))
+        return;   /* no memory for the key: the run ends with an error */
     if (r->kind == NFA_MATCH)
         st->stats.matches++;
     else
@@ -259,52 +275,84 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
     warn_caps(s, ri);
 }
 
+/* The entry of the pending key, made now; NULL on allocation failure. A routed key
+ * from a worker's batch has no values yet: they are evaluated here, once per new key. */
+static PartEntry *materialize(Shard *s, size_t ri)
+{
+    const CompiledRule *rule = &s->rs->rules[ri];
+    RouteKey k = *s->pending;
+    if (!k.vals) {
+        if (rule_route(rule, s->pending_ev, s->scratch, s->key_vals, &s->key_bytes) !=
+            ROUTE_KEYED) {
+            s->failed = true;
+            return NULL;
+        }
+        k.vals = s->key_vals;
+    }
+    PartEntry *pe = part_insert(&s->rules[ri].keys, k.bytes, k.len, k.hash, k.vals,
+                                rule->n_keys);
+    if (!pe)
+        s->failed = true;
+    return pe;
+}
+
+/* One event for one rule and key. Most events start nothing for most rules, so a key
+ * seen for the first time gets its entry only once its NFA keeps state or alerts. */
+static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+{
+    RuleState *st = &s->rules[ri];
+    PartEntry *pe = part_lookup(&st->keys, k->bytes, k->len, k->hash);
+    if (pe) {
+        feed_entry(s, ri, pe, ev);
+        return;
+    }
+    NfaKey *fresh = NULL;
+    s->cur_rule = ri;
+    s->cur_entry = NULL;
+    s->pending = k;
+    s->pending_ev = ev;
+    nfa_key_event(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
+    pe = s->cur_entry;   /* made by on_result if the event alerted */
+    if (fresh && !pe)
+        pe = materialize(s, ri);
+    s->pending = NULL;
+    if (!pe) {
+        if (fresh)
+            nfa_key_free(fresh, &st->counters);
+    } else {
+        pe->nfa = fresh;
+        settle(s, ri, pe, ev->time_ms);
+    }
+    warn_caps(s, ri);
+}
+
 void shard_event(Shard *s, Event *ev)
 {
     shard_fire_due(s, ev->time_ms);
+    router_begin(s->router);
+    /* First route every rule and start fetching each one's partition slot: with many
+     * rules the tables are cold, and their cache misses then overlap. */
     for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
-        const CompiledRule *rule = &s->rs->rules[ri];
-        RuleState *st = &s->rules[ri];
-        switch (rule_route(rule, ev, s->scratch, s->key_vals, &s->key_bytes)) {
-        case ROUTE_FILTERED:
-            continue;
-        case ROUTE_NO_KEY:
-            st->stats.missing_key++;
-            continue;
-        case ROUTE_FAILED:
+        RouteResult rr = router_route(s->router, ri, ev, s->scratch, &s->routed_key[ri]);
+        s->routed[ri] = rr;
+        if (rr == ROUTE_KEYED)
+            part_prefetch(&s->rules[ri].keys, s->routed_key[ri].hash);
+        else if (rr == ROUTE_NO_KEY)
+            s->rules[ri].stats.missing_key++;
+        else if (rr == ROUTE_FAILED)
             s->failed = true;
-            continue;
-        case ROUTE_KEYED:
-            break;
-        }
-        const char *kb = s->key_bytes.data;
-        size_t klen = s->key_bytes.len;
-        uint64_t h = part_hash(kb, klen);
-        PartEntry *pe = part_lookup(&st->keys, kb, klen, h);
-        if (!pe && !(pe = part_insert(&st->keys, kb, klen, h, s->key_vals, rule->n_keys))) {
-            s->failed = true;
-            continue;
-        }
-        feed_entry(s, ri, pe, ev);
     }
+    for (size_t ri = 0; ri < s->rs->n_rules; ri++)
+        if (s->routed[ri] == ROUTE_KEYED)
+            feed_key(s, ri, &s->routed_key[ri], ev);
     expr_scratch_reset(s->scratch);
 }
 
 void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen, uint64_t hash)
 {
-    const CompiledRule *rule = &s->rs->rules[ri];
-    RuleState *st = &s->rules[ri];
     shard_fire_due(s, ev->time_ms);
-    PartEntry *pe = part_lookup(&st->keys, kbytes, klen, hash);
-    if (!pe) {
-        /* a new key: its values are evaluated again here, on this thread's scratch */
-        if (rule_route(rule, ev, s->scratch, s->key_vals, &s->key_bytes) != ROUTE_KEYED ||
-            !(pe = part_insert(&st->keys, kbytes, klen, hash, s->key_vals, rule->n_keys))) {
-            s->failed = true;
-            return;
-        }
-    }
-    feed_entry(s, ri, pe, ev);
+    RouteKey k = {kbytes, klen, hash, NULL};
+    feed_key(s, ri, &k, ev);
     expr_scratch_reset(s->scratch);
 }
 
@@ -378,6 +426,9 @@ struct ShardSwap {
     RuleState *rules;          /* next->n_rules, zeroed */
     Value *key_vals;           /* room for next's widest key */
     bool *taken;               /* per current rule: moved to the new set */
+    Router *router;
+    RouteResult *routed;
+    RouteKey *routed_key;
 };
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
@@ -389,7 +440,11 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->rules = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->rules);
     sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
     sw->taken = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->taken);
-    if (!sw->rules || !sw->key_vals || !sw->taken) {
+    sw->router = router_new(next);
+    sw->routed = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed);
+    sw->routed_key = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_key);
+    if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
+        !sw->routed_key) {
         shard_swap_abort(sw);
         return NULL;
     }
@@ -403,6 +458,9 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->rules);
     free(sw->key_vals);
     free(sw->taken);
+    router_free(sw->router);
+    free(sw->routed);
+    free(sw->routed_key);
     free(sw);
 }
 
@@ -424,8 +482,14 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     free(s->rules);
     free(s->key_vals);
     free(sw->taken);
+    router_free(s->router);
+    free(s->routed);
+    free(s->routed_key);
     s->rules = sw->rules;
     s->key_vals = sw->key_vals;
+    s->router = sw->router;
+    s->routed = sw->routed;
+    s->routed_key = sw->routed_key;
     s->rs = sw->next;
     free(sw);
 }

@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "runtime/engine.h"
+#include "runtime/route.h"
 
 typedef struct Shard Shard;
 
@@ -27,10 +28,7 @@ typedef struct EngineHooks {
 /* A rule whose partial-match caps were hit is warned about at most this often. */
 #define SHARD_CAP_WARN_PERIOD_MS 10000
 
-/* How an event relates to a rule before any matching. */
-typedef enum { ROUTE_FILTERED, ROUTE_NO_KEY, ROUTE_KEYED, ROUTE_FAILED } RouteResult;
-
-/* Filter and key of one rule for one event: on ROUTE_KEYED, kbytes holds the
+/* Filter and key of one rule for one event, without a Router (route.h): on ROUTE_KEYED, kbytes holds the
  * canonical key bytes and vals (room for rule->n_keys) the key values, which may
  * point into the event or into scratch. */
 RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,

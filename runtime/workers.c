@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/partition.h"
 #include "runtime/shard.h"
 
 #define BATCH_ITEMS 256
@@ -53,8 +52,7 @@ struct Workers {
     bool finished;
     Worker *w;                 /* n of them */
     EvalScratch *scratch;      /* the sending thread's */
-    Value *key_vals;
-    Buf key_bytes;
+    Router *router;            /* the sending thread's filter/key evaluation */
     uint64_t *missing_key;     /* per rule, counted by the sending thread */
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
     bool failed;
@@ -199,8 +197,8 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->copies = calloc(n, sizeof *ws->copies);
     ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
     ws->scratch = expr_scratch_new();
-    ws->key_vals = calloc(rules_widest_key(rs), sizeof *ws->key_vals);
-    if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->key_vals) {
+    ws->router = router_new(rs);
+    if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->router) {
         ws->finished = true;
         workers_free(ws);
         return NULL;
@@ -283,11 +281,12 @@ static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
     return e;
 }
 
-static int add_item(Workers *ws, size_t ri, Event *ev, bool *original_used)
+static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
+                    bool *original_used)
 {
-    const char *kb = ws->key_bytes.data;
-    size_t klen = ws->key_bytes.len;
-    uint64_t h = part_hash(kb, klen);
+    const char *kb = key->bytes;
+    size_t klen = key->len;
+    uint64_t h = key->hash;
     size_t i = (size_t)((h ^ (ri * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
     Worker *wk = &ws->w[i];
     if (!wk->filling && !(wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules)))
@@ -316,8 +315,10 @@ int workers_dispatch(Workers *ws, Event *ev)
         if (ws->w[i].filling && ws->w[i].filling->n + ws->rs->n_rules > ws->w[i].filling->cap)
             send_filling(&ws->w[i]);
     memset(ws->copies, 0, ws->n * sizeof *ws->copies);
+    router_begin(ws->router);
     for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
-        switch (rule_route(&ws->rs->rules[ri], ev, ws->scratch, ws->key_vals, &ws->key_bytes)) {
+        RouteKey key;
+        switch (router_route(ws->router, ri, ev, ws->scratch, &key)) {
         case ROUTE_FILTERED:
             break;
         case ROUTE_NO_KEY:
@@ -327,7 +328,7 @@ int workers_dispatch(Workers *ws, Event *ev)
             ws->failed = true;
             break;
         case ROUTE_KEYED:
-            if (add_item(ws, ri, ev, &original_used) < 0)
+            if (add_item(ws, ri, &key, ev, &original_used) < 0)
                 ws->failed = true;
             break;
         }
@@ -448,8 +449,8 @@ int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
     /* the workers are paused: their shards are ours until resume_all */
     ShardSwap **swaps = calloc(ws->n, sizeof *swaps);
     uint64_t *missing = calloc(next->n_rules ? next->n_rules : 1, sizeof *missing);
-    Value *key_vals = calloc(rules_widest_key(next), sizeof *key_vals);
-    bool ok = swaps && missing && key_vals;
+    Router *router = router_new(next);
+    bool ok = swaps && missing && router;
     for (size_t i = 0; ok && i < ws->n; i++)
         ok = (swaps[i] = shard_swap_prepare(ws->w[i].shard, next)) != NULL;
     if (!ok) {
@@ -457,7 +458,7 @@ int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
             shard_swap_abort(swaps[i]);
         free(swaps);
         free(missing);
-        free(key_vals);
+        router_free(router);
         resume_all(ws);
         return -1;
     }
@@ -466,9 +467,9 @@ int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
     for (size_t j = 0; j < next->n_rules; j++)
         missing[j] = from[j] == SIZE_MAX ? 0 : ws->missing_key[from[j]];
     free(ws->missing_key);
-    free(ws->key_vals);
+    router_free(ws->router);
     ws->missing_key = missing;
-    ws->key_vals = key_vals;
+    ws->router = router;
     ws->rs = next;
     free(swaps);
     if (swap)
@@ -515,8 +516,7 @@ void workers_free(Workers *ws)
     free(ws->w);
     free(ws->copies);
     free(ws->missing_key);
-    free(ws->key_vals);
-    buf_free(&ws->key_bytes);
+    router_free(ws->router);
     if (ws->scratch)
         expr_scratch_free(ws->scratch);
     free(ws);

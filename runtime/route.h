@@ -1,0 +1,42 @@
+/* runtime/route.h — filter and key of every rule for one event, sharing the work
+ * between rules written alike.
+ *
+ * Real rule sets repeat themselves: dozens of rules with `filter type == "tx"` and
+ * `key user`. The router groups rules whose filter (or key) has the same canonical
+ * text (dsl_fmt_expr) and evaluates each group once per event. Owns: the groups (built
+ * once per rule set) and the per-event cache (key bytes, hashes and values per group).
+ * Not thread-safe: one router per thread. */
+#ifndef VIGIL_RUNTIME_ROUTE_H
+#define VIGIL_RUNTIME_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nfa/event.h"
+#include "nfa/expr.h"
+#include "rules/ruleset.h"
+
+/* How an event relates to a rule before any matching. */
+typedef enum { ROUTE_FILTERED, ROUTE_NO_KEY, ROUTE_KEYED, ROUTE_FAILED } RouteResult;
+
+typedef struct RouteKey {
+    const char *bytes;         /* canonical key bytes (runtime/partition.h) */
+    size_t len;
+    uint64_t hash;             /* part_hash of the bytes */
+    const Value *vals;         /* the rule's n_keys key values */
+} RouteKey;
+
+typedef struct Router Router;
+
+/* Borrows rs. NULL on allocation failure. */
+Router *router_new(const CompiledRuleSet *rs);
+void router_free(Router *r);
+/* A new event: forgets every cached result. */
+void router_begin(Router *r);
+/* Filter, then key, of rule `rule` for ev. On ROUTE_KEYED *key describes the key; it
+ * stays valid until router_begin and while scratch is not reset (values may live in
+ * it). ev and scratch must be the same for every call between two router_begin. */
+RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
+                         RouteKey *key);
+
+#endif
