@@ -1,5 +1,6 @@
 /* base/buf.c — growable byte buffer; see buf.h. */
 #include "base/buf.h"
+#include "base/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,30 +71,6 @@ void buf_printf(Buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not valid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
-    else return 0;
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
 
 void buf_json_string(Buf *b, const char *s, size_t n)
 {
@@ -116,7 +93,7 @@ void buf_json_string(Buf *b, const char *s, size_t n)
             snprintf(ubuf, sizeof ubuf, "\\u%04x", c);
             esc = ubuf;
         } else if (c >= 0x80) {
-            seq = utf8_seq_len(p + i, n - i);
+            seq = utf8_valid_len(p + i, n - i);
             if (seq == 0) {
                 esc = "\xEF\xBF\xBD";
                 seq = 1;

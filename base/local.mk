@@ -1,4 +1,5 @@
 libvigil_a_SOURCES += \
 	base/arena.c base/arena.h \
 	base/buf.c base/buf.h \
-	base/hash.h
+	base/hash.h \
+	base/utf8.h

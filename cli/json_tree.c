@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 #define JSON_TREE_MAX_DEPTH 128
 
 typedef struct Parser {
@@ -40,58 +42,18 @@ static bool literal(Parser *ps, const char *word)
     return true;
 }
 
-static int hex4(const char *s)
-{
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return -1;
-    }
-    return v;
-}
 
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 
 /* Reads the \uXXXX escape at ps->p (after the backslash-u), joining surrogate pairs. */
 static bool unicode_escape(Parser *ps, uint32_t *cp)
 {
-    if (ps->end - ps->p < 4 || hex4(ps->p) < 0)
+    if (ps->end - ps->p < 4 || hex4_value(ps->p) < 0)
         return fail(ps, "invalid \\u escape");
-    *cp = (uint32_t)hex4(ps->p);
+    *cp = (uint32_t)hex4_value(ps->p);
     ps->p += 4;
     if (*cp >= 0xD800 && *cp <= 0xDBFF && ps->end - ps->p >= 6 && ps->p[0] == '\\' &&
-        ps->p[1] == 'u' && hex4(ps->p + 2) >= 0xDC00 && hex4(ps->p + 2) <= 0xDFFF) {
-        *cp = 0x10000 + ((*cp - 0xD800) << 10) + ((uint32_t)hex4(ps->p + 2) - 0xDC00);
+        ps->p[1] == 'u' && hex4_value(ps->p + 2) >= 0xDC00 && hex4_value(ps->p + 2) <= 0xDFFF) {
+        *cp = 0x10000 + ((*cp - 0xD800) << 10) + ((uint32_t)hex4_value(ps->p + 2) - 0xDC00);
         ps->p += 6;
     } else if (*cp >= 0xD800 && *cp <= 0xDFFF) {
         *cp = 0xFFFD;   /* a lone surrogate has no UTF-8 form */
@@ -132,7 +94,7 @@ static bool parse_string(Parser *ps, const char **out, size_t *out_len)
         case 'u':
             if (!unicode_escape(ps, &cp))
                 return false;
-            n += put_utf8(buf + n, cp);
+            n += utf8_encode(cp, buf + n);
             break;
         default:
             return fail(ps, "invalid escape in string");

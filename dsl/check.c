@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 /* Where an expression sits decides what it may read. */
 typedef enum {
     CTX_FILTER,     /* rule filter: the current event only */
@@ -118,18 +120,7 @@ static bool report_negated_step(Checker *ck, int step, Span span)
 
 /* ---- regexes ---------------------------------------------------------------- */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
 
-static size_t utf8_length(unsigned long cp)
-{
-    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-}
 
 /* Decoded bytes produced by the escape at `p` (just after the backslash) and the
  * source bytes it takes (written to *used). */
@@ -138,7 +129,7 @@ static size_t escape_width(const char *p, const char *end, size_t *used)
     if (p < end && *p == 'u' && end - p >= 5) {
         unsigned long cp = 0;
         for (int i = 1; i <= 4; i++) {
-            int h = hex_value(p[i]);
+            int h = hex_digit(p[i]);
             if (h < 0) {
                 *used = 1;
                 return 1;
@@ -146,7 +137,7 @@ static size_t escape_width(const char *p, const char *end, size_t *used)
             cp = cp * 16 + (unsigned long)h;
         }
         *used = 5;
-        return utf8_length(cp);
+        return utf8_encoded_len((uint32_t)cp);
     }
     *used = 1;
     return 1;

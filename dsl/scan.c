@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "dsl/parser.h"
 
 /* ---- scanner callbacks --------------------------------------------------- */
@@ -162,44 +163,7 @@ int lex_suffixed_number(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t le
     return DURATION;
 }
 
-static int hex_value(const char *p)
-{
-    int v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0)
-            return -1;
-        v = v * 16 + d;
-    }
-    return v;
-}
 
-static size_t put_utf8(char *out, unsigned long cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 
 #define REPLACEMENT_CHAR 0xFFFDUL
 
@@ -209,7 +173,7 @@ static size_t put_utf8(char *out, unsigned long cp)
 static size_t decode_u_escape(ParseCtx *pc, size_t base, const char *in, size_t len, size_t i,
                               bool report, unsigned long *cp)
 {
-    int hi = i + 6 <= len ? hex_value(in + i + 2) : -1;
+    int hi = i + 6 <= len ? hex4_value(in + i + 2) : -1;
     *cp = REPLACEMENT_CHAR;
     if (hi < 0) {
         if (report)
@@ -228,7 +192,7 @@ static size_t decode_u_escape(ParseCtx *pc, size_t base, const char *in, size_t 
         *cp = (unsigned long)hi;
         return 6;
     }
-    int lo = i + 12 <= len && in[i + 6] == '\\' && in[i + 7] == 'u' ? hex_value(in + i + 8) : -1;
+    int lo = i + 12 <= len && in[i + 6] == '\\' && in[i + 7] == 'u' ? hex4_value(in + i + 8) : -1;
     if (lo < 0xDC00 || lo > 0xDFFF) {
         if (report)
             parse_error(pc, parse_span_at(pc, base + i, base + i + 6),
@@ -271,7 +235,7 @@ size_t parse_decode_string(ParseCtx *pc, size_t base, size_t len, bool raw, bool
             case 'u': {
                 unsigned long cp;
                 used = decode_u_escape(pc, base, in, len, i, report, &cp);
-                n += put_utf8(out + n, cp);
+                n += utf8_encode((uint32_t)cp, out + n);
                 break;
             }
             default:
