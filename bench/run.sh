@@ -95,17 +95,29 @@ gen() {  # FILE ARGS... : generates unless the file exists with the same argumen
     echo "$*" > "$file.args"
 }
 
-# vigil_run NAME INPUT EVENTS RULES ALERTS_OUT [OPTIONS...]: one timed run with --stats.
+# vigil_run NAME INPUT EVENTS RULES ALERTS_OUT [OPTIONS...]: a timed run with --stats,
+# repeated $REPEAT times (default 1); the run with the least wall time is kept, so short
+# runs on a shared machine are less at the mercy of other processes.
 vigil_run() {
     local name=$1 input=$2 events=$3 rules=$4 alerts_out=$5; shift 5
-    [ "$alerts_out" = /dev/null ] || rm -f "$alerts_out"   # -o appends
-    timed "$name" "$VIGIL" run --stats -o "$alerts_out" "$@" "$rules" < "$input" \
-        2> "$OUT/$name.stats"
-    local rc=$?
-    [ $rc = 0 ] || { check "$name: vigil exited with $rc (see $OUT/$name.stats)"; return 1; }
-    local dropped
+    local i best=
+    for i in $(seq "${REPEAT:-1}"); do
+        [ "$alerts_out" = /dev/null ] || rm -f "$alerts_out"   # -o appends
+        timed "$name.try" "$VIGIL" run --stats -o "$alerts_out" "$@" "$rules" < "$input" \
+            2> "$OUT/$name.try.stats"
+        local rc=$?
+        [ $rc = 0 ] || { check "$name: vigil exited with $rc (see $OUT/$name.try.stats)"; return 1; }
+        if [ -z "$best" ] || [ "$(calc "$(wall_of "$name.try") < $best ? 1 : 0")" = 1 ]; then
+            best=$(wall_of "$name.try")
+            mv "$OUT/$name.try.time" "$OUT/$name.time"
+            mv "$OUT/$name.try.stats" "$OUT/$name.stats"
+        fi
+    done
+    [ "${REPEAT:-1}" = 1 ] || note "- $name: best of $REPEAT runs (least wall time)."
+    local dropped refused
     dropped=$(stat_sum partials_dropped "$OUT/$name.stats")
-    [ "$dropped" = 0 ] || note "- $name: $dropped partial matches dropped by the per-key cap (--max-partials, default 10000)."
+    refused=$(stat_sum partials_refused "$OUT/$name.stats")
+    [ "$dropped$refused" = 00 ] || note "- $name: the cap on partial matches (--max-partials, default 10000) bit: $dropped dropped, $refused refused; alerts are those of the capped run."
     return 0
 }
 
@@ -162,13 +174,21 @@ timed floor_cat cat "$DATA/s1.jsonl" > /dev/null
 row "floor: cat > /dev/null" "$N_BIG" floor_cat - "$(rss_of floor_cat)" - "scenario 1 file"
 timed floor_linecount "$BIN/linecount" "$DATA/s1.jsonl" > /dev/null
 row "floor: linecount" "$N_BIG" floor_linecount - "$(rss_of floor_linecount)" - "scenario 1 file"
-timed floor_fraud "$BIN/floor_fraud" < "$DATA/s1.jsonl" > "$OUT/floor_fraud.matches" 2> "$OUT/floor_fraud.err"
+best=
+for i in 1 2 3; do   # best of 3, like scenario 1 itself
+    timed floor_fraud.try "$BIN/floor_fraud" < "$DATA/s1.jsonl" > "$OUT/floor_fraud.matches" \
+        2> "$OUT/floor_fraud.err"
+    if [ -z "$best" ] || [ "$(calc "$(wall_of floor_fraud.try) < $best ? 1 : 0")" = 1 ]; then
+        best=$(wall_of floor_fraud.try)
+        mv "$OUT/floor_fraud.try.time" "$OUT/floor_fraud.time"
+    fi
+done
 row "floor: floor_fraud (scenario 1 by hand)" "$N_BIG" floor_fraud "$(wc -l < "$OUT/floor_fraud.matches")" \
-    "$(rss_of floor_fraud)" - "flat hash table, minimal scanner"
+    "$(rss_of floor_fraud)" - "flat hash table, minimal scanner; best of 3"
 
 # ---------------------------------------------------------------- scenarios
 say "scenario 1: fraud"
-vigil_run s1_fraud "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" "$OUT/s1.alerts" &&
+REPEAT=3 vigil_run s1_fraud "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" "$OUT/s1.alerts" &&
     row "1 fraud (begin/next/followed_by, 10m, 100k users)" "$N_BIG" s1_fraud \
         "$(stat_sum alerts "$OUT/s1_fraud.stats")" "$(stat_first peak_rss_kb "$OUT/s1_fraud.stats")" \
         "$(probe s1_fraud "$BENCH/s1_fraud.cep" "$DATA/s1.jsonl")" ""
@@ -177,7 +197,7 @@ if cmp -s <("$BENCH/to_oracle.sh" < "$OUT/s1.alerts" | sort) <(sort "$OUT/floor_
 else
     check "scenario 1: MISMATCH between vigil and floor_fraud: diff <($BENCH/to_oracle.sh < $OUT/s1.alerts | sort) <(sort $OUT/floor_fraud.matches)"
 fi
-vigil_run s1_workers2 "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" /dev/null --workers 2 &&
+REPEAT=3 vigil_run s1_workers2 "$DATA/s1.jsonl" "$N_BIG" "$BENCH/s1_fraud.cep" /dev/null --workers 2 &&
     row "1 fraud, --workers 2" "$N_BIG" s1_workers2 "$(stat_sum alerts "$OUT/s1_workers2.stats")" \
         "$(stat_first peak_rss_kb "$OUT/s1_workers2.stats")" - ""
 
@@ -206,6 +226,29 @@ IDLE_BYTES=$(calc "$(stat_first heap_held_bytes "$OUT/s5_idle.probe") / $N_KEYS"
 LIVE_BPP=$(stat_first bytes_per_partial "$OUT/s5_live.probe")
 LIVE_LINE=$(stat_first avg_line_bytes "$OUT/s5_live.probe")
 
+# Where those bytes go: massif's allocation sites at the peak, per live partial match,
+# on a tenth of the keys (massif is slow).
+MASSIF_KEYS=$((N_KEYS / 10))
+if command -v valgrind > /dev/null && command -v ms_print > /dev/null; then
+    say "massif: heap by allocation site, $MASSIF_KEYS live keys"
+    N_KEYS=$MASSIF_KEYS distinct_keys 5000.00 > "$OUT/massif.jsonl"
+    valgrind --tool=massif --massif-out-file="$OUT/massif.out" --threshold=1 \
+        "$BIN/memprobe" "$BENCH/s1_fraud.cep" < "$OUT/massif.jsonl" > /dev/null 2>&1
+    ms_print "$OUT/massif.out" 2> /dev/null | awk -v keys="$MASSIF_KEYS" '
+        /Detailed snapshots:/ { if (match($0, /[0-9]+ \(peak\)/)) peak = substr($0, RSTART, RLENGTH - 7) + 0 }
+        /^ *[0-9]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ +[0-9,]+ *$/ {
+            n = $1 + 0; inpeak = (n == peak)
+            if (inpeak) { total = $3; extra = $5; gsub(",", "", total); gsub(",", "", extra) } }
+        inpeak && /^->/ {
+            b = $2; gsub(/[(),B]/, "", b)
+            site = $0; sub(/^[^:]*: /, "", site)
+            if (site ~ /all below/) next
+            printf "| %s | %.0f |\n", site, b / keys }
+        END { if (total) printf "| malloc headers and padding (massif extra-heap) | %.0f |\n| **total heap at the peak** | **%.0f** |\n", extra / keys, total / keys }' \
+        > "$OUT/massif.md"
+    rm -f "$OUT/massif.jsonl"
+fi
+
 # ---------------------------------------------------------------- SEC peer
 PEER_ROWS=$OUT/peer.tsv
 : > "$PEER_ROWS"
@@ -215,7 +258,7 @@ peer() {  # SCENARIO
     if [ ! -s "$j" ]; then
         python3 "$PEER/gen_events.py" -n "$N_PEER" --scenario "$sc" --seed 42 --json "$j" 2> /dev/null || return 1
     fi
-    vigil_run "peer_$sc" "$j" "$N_PEER" "$BENCH/peer_$sc.cep" "$OUT/peer_$sc.alerts" || return 1
+    REPEAT=3 vigil_run "peer_$sc" "$j" "$N_PEER" "$BENCH/peer_$sc.cep" "$OUT/peer_$sc.alerts" || return 1
     local lines
     lines=$(wc -l < "$j")
     row "peer $sc: vigil ($(basename "$BENCH/peer_$sc.cep"))" "$lines" "peer_$sc" \
@@ -283,7 +326,7 @@ END_S=$(date +%s)
 {
     echo "# vigil benchmarks"
     echo
-    echo "Written by \`make bench\` (bench/run.sh$([ "$QUICK" = 1 ] && echo ' --quick: sizes divided by 10, not for publishing')). Total run time: $((END_S - START_S)) s."
+    echo "Written by \`make bench\` (bench/run.sh$([ "$QUICK" = 1 ] && echo ' --quick: sizes divided by 10, not for publishing')). Total run time: $((END_S - START_S)) s; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
     echo
     echo "## Machine"
     echo
@@ -338,6 +381,17 @@ END_S=$(date +%s)
         echo "## Notes"
         echo
         cat "$OUT/notes.md"
+        echo
+    fi
+    if [ -s "$OUT/massif.md" ]; then
+        echo "## Heap per live partial match, by allocation site"
+        echo
+        echo "valgrind massif on bench/memprobe with $MASSIF_KEYS distinct keys, each holding one"
+        echo "partial match of scenario 1 (one tx over 1000 each, ${LIVE_LINE:-?}-byte lines), at the peak:"
+        echo
+        echo "| allocated by | bytes per partial match |"
+        echo "|---|---:|"
+        cat "$OUT/massif.md"
         echo
     fi
     for s in s1 s4; do
