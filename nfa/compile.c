@@ -660,6 +660,9 @@ static bool compile_steps(Nfa *nfa, const Rule *rule, const ExprEnv *env, char *
             ns->until_iter = expr_is_iterative(ns->until);
             ns->until_text = expr_text(s->quant.until);
         }
+        if ((ns->where && !expr_bind_aggregates(ns->where, &nfa->aggs, &nfa->n_aggs)) ||
+            (ns->until && !expr_bind_aggregates(ns->until, &nfa->aggs, &nfa->n_aggs)))
+            return false;
     }
     return true;
 }
@@ -734,6 +737,7 @@ void nfa_free(Nfa *nfa)
     free(nfa->states);
     free(nfa->edges);
     free(nfa->conds);
+    free(nfa->aggs);
     free(nfa->rule_name);
     free(nfa);
 }

@@ -158,13 +158,23 @@ void event_release(Event *ev)
 
 MatchNode *match_node_new(MatchNode *prev, Event *event, uint16_t step)
 {
-    MatchNode *n = malloc(sizeof *n);
+    return match_node_new_acc(prev, event, step, 0);
+}
+
+MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint16_t n_acc)
+{
+    MatchNode *n = malloc(sizeof *n + n_acc * sizeof(AggAcc));
     if (!n)
         return NULL;
     n->prev = prev;
     n->event = event;
     n->refs = 1;
     n->step = step;
+    n->n_acc = n_acc;
+    if (n_acc && prev && prev->n_acc == n_acc)
+        memcpy(n->acc, prev->acc, n_acc * sizeof(AggAcc));
+    else if (n_acc)
+        memset(n->acc, 0, n_acc * sizeof(AggAcc));
     if (prev)
         match_node_retain(prev);
     if (event)

@@ -66,16 +66,34 @@ void event_release(Event *ev);
 
 /* ---- match chains --------------------------------------------------------- */
 
+/* The running aggregates of one (step, field) over a chain up to a node, so that
+ * count/sum/avg/min/max/first/last cost O(1) per evaluation (nfa/expr.h,
+ * expr_agg_fold). Only nodes of rules whose conditions use aggregates carry them.
+ * The pointers point into events the chain holds references on. */
+typedef struct AggAcc {
+    uint32_t events;          /* nodes of the step */
+    uint32_t nonnull;         /* of them, with a non-null value */
+    uint32_t nums;            /* of them, with a number */
+    double sum;               /* of the numbers, oldest first */
+    const Value *min, *max;   /* NULL: none yet */
+    const Value *first, *last;/* oldest / newest node's value; NULL: the slot is missing */
+} AggAcc;
+
 typedef struct MatchNode {
     struct MatchNode *prev;   /* earlier element of the partial match, or NULL; one reference */
     Event *event;             /* one reference */
     uint32_t refs;
     uint16_t step;            /* pattern step index (Rule.steps) this event was taken for */
+    uint16_t n_acc;           /* entries in acc (0 for rules without aggregates) */
+    AggAcc acc[];             /* running aggregates up to this node, by the Nfa's AggKey index */
 } MatchNode;
 
 /* A node for (step, event) after prev; takes new references on prev and event.
- * NULL on allocation failure. refs = 1. */
+ * NULL on allocation failure. refs = 1, n_acc = 0. */
 MatchNode *match_node_new(MatchNode *prev, Event *event, uint16_t step);
+/* The same with room for n_acc accumulators, copied from prev when it has as many,
+ * else zeroed; the caller folds in the new event (expr_agg_fold). */
+MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint16_t n_acc);
 static inline void match_node_retain(MatchNode *n) { n->refs++; }
 /* Drops one reference; frees the node (and releases its event and prev) at zero. */
 void match_node_release(MatchNode *n);

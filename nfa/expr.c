@@ -670,6 +670,114 @@ static Value count_distinct(const Node *n, const EvalCtx *ctx, EvalScratch *s)
     return value_num((double)distinct);
 }
 
+static const Value *slot_ptr(const Event *ev, int32_t slot)
+{
+    return ev && slot >= 0 && (uint32_t)slot < ev->n_slots ? &ev->slots[slot] : NULL;
+}
+
+static bool replaces(const Value *v, const Value *best, int want)
+{
+    return best ? value_compare(v, best) == want : orderable(v);
+}
+
+void expr_agg_fold(AggAcc *acc, const AggKey *key, const Event *ev)
+{
+    const Value *v = slot_ptr(ev, key->slot);
+    if (acc->events++ == 0)
+        acc->first = v;
+    acc->last = v;
+    if (!v || value_is_null(v))
+        return;
+    acc->nonnull++;
+    if (v->type == V_NUM) {
+        acc->sum += v->num;
+        acc->nums++;
+    }
+    if (replaces(v, acc->min, -1))
+        acc->min = v;
+    if (replaces(v, acc->max, 1))
+        acc->max = v;
+}
+
+static Value value_at(const Value *v)
+{
+    return v ? *v : value_missing();
+}
+
+static Value agg_result(FuncId fn, int32_t slot, const AggAcc *acc)
+{
+    switch (fn) {
+    case FN_COUNT: return value_num((double)(slot < 0 ? acc->events : acc->nonnull));
+    case FN_SUM: return value_num(acc->sum);
+    case FN_AVG: return acc->nums ? value_num(acc->sum / (double)acc->nums) : value_null();
+    case FN_MIN: return acc->min ? *acc->min : value_null();
+    case FN_MAX: return acc->max ? *acc->max : value_null();
+    case FN_FIRST: return acc->events ? value_at(acc->first) : value_null();
+    case FN_LAST: return acc->events ? value_at(acc->last) : value_null();
+    default: return value_null();
+    }
+}
+
+/* The accumulator of (step, slot) over the chain, folded oldest first like the
+ * running one. The chain is newest first, so the step's nodes are gathered in the
+ * scratch arena, then folded backwards. False on allocation failure. */
+static bool agg_rescan(const MatchNode *newest, int32_t step, int32_t slot, AggAcc *acc,
+                       EvalScratch *s)
+{
+    memset(acc, 0, sizeof *acc);
+    size_t n = 0;
+    for (const MatchNode *m = newest; m; m = m->prev)
+        n += m->step == step;
+    if (n == 0)
+        return true;
+    const MatchNode **nodes = arena_alloc(&s->arena, n * sizeof *nodes);
+    if (!nodes)
+        return false;
+    size_t i = 0;
+    for (const MatchNode *m = newest; m; m = m->prev)
+        if (m->step == step)
+            nodes[i++] = m;
+    AggKey key = {.step = step, .slot = slot};
+    while (i-- > 0)
+        expr_agg_fold(acc, &key, nodes[i]->event);
+    return true;
+}
+
+static bool has_running_form(FuncId fn)
+{
+    switch (fn) {
+    case FN_COUNT: case FN_SUM: case FN_AVG: case FN_MIN: case FN_MAX:
+    case FN_FIRST: case FN_LAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool expr_bind_aggregates(CExpr *ce, AggKey **keys, size_t *n_keys)
+{
+    for (size_t i = 0; i < ce->n_nodes; i++) {
+        Node *n = &ce->nodes[i];
+        if (n->op != OP_AGG || !has_running_form((FuncId)n->sub))
+            continue;
+        size_t k = 0;
+        while (k < *n_keys && !((*keys)[k].step == n->step && (*keys)[k].slot == n->slot))
+            k++;
+        if (k == *n_keys) {
+            if (k >= UINT16_MAX)
+                return false;
+            AggKey *grown = realloc(*keys, (k + 1) * sizeof *grown);
+            if (!grown)
+                return false;
+            grown[k] = (AggKey){.step = n->step, .slot = n->slot};
+            *keys = grown;
+            (*n_keys)++;
+        }
+        n->index = (int32_t)k;
+    }
+    return true;
+}
+
 static Value eval_agg(const CExpr *ce, const Node *n, const EvalCtx *ctx, EvalScratch *s)
 {
     FuncId fn = (FuncId)n->sub;
@@ -681,48 +789,23 @@ static Value eval_agg(const CExpr *ce, const Node *n, const EvalCtx *ctx, EvalSc
         if (value_is_null(&target))
             return value_bool(false);
     }
-    double sum = 0;
-    size_t count = 0;
-    Value best = value_null();
-    for (const MatchNode *m = ctx->match; m; m = m->prev) {
-        if (m->step != n->step)
-            continue;
-        if (n->slot < 0) { /* count(STEP) */
-            count++;
-            continue;
-        }
-        Value v = slot_of(m->event, n->slot);
-        switch (fn) {
-        case FN_LAST: return v;              /* newest first */
-        case FN_FIRST: best = v; break;      /* the oldest is seen last */
-        case FN_COUNT: count += !value_is_null(&v); break;
-        case FN_SUM:
-        case FN_AVG:
-            if (v.type == V_NUM) {
-                sum += v.num;
-                count++;
-            }
-            break;
-        case FN_MIN:
-        case FN_MAX:
-            if (value_is_null(&best) ? orderable(&v)
-                                     : value_compare(&v, &best) == (fn == FN_MIN ? -1 : 1))
-                best = v;
-            break;
-        case FN_CONTAINS_AGG:
+    if (fn == FN_CONTAINS_AGG) {
+        for (const MatchNode *m = ctx->match; m; m = m->prev) {
+            if (m->step != n->step)
+                continue;
+            Value v = slot_of(m->event, n->slot);
             if (value_equal(&v, &target))
                 return value_bool(true);
-            break;
-        default: break;
         }
+        return value_bool(false);
     }
-    switch (fn) {
-    case FN_COUNT: return value_num((double)count);
-    case FN_SUM: return value_num(sum);
-    case FN_AVG: return count ? value_num(sum / (double)count) : value_null();
-    case FN_CONTAINS_AGG: return value_bool(false);
-    default: return best;
-    }
+    const MatchNode *newest = ctx->match;
+    if (n->index >= 0 && newest && n->index < newest->n_acc)
+        return agg_result(fn, n->slot, &newest->acc[n->index]);
+    AggAcc acc;
+    if (!agg_rescan(newest, n->step, n->slot, &acc, s))
+        return value_null();
+    return agg_result(fn, n->slot, &acc);
 }
 
 /* ---- evaluation ----------------------------------------------------------- */

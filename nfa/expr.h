@@ -54,4 +54,23 @@ bool expr_test(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
 /* True if the expression reads the partial match (STEP.x, aggregates, time(STEP)). */
 bool expr_is_iterative(const CExpr *ce);
 
+/* ---- running aggregates ---------------------------------------------------
+ * A rule's compiler binds the count/sum/avg/min/max/first/last aggregates of its
+ * conditions to (step, field) keys; its matcher then keeps one AggAcc per key in
+ * every MatchNode (match_node_new_acc + expr_agg_fold), and evaluation reads the
+ * newest node's accumulator instead of walking the chain. Unbound expressions, and
+ * chains whose nodes carry no accumulators, walk the chain with the same fold, so
+ * both paths give identical results (sums are taken oldest first in both). */
+typedef struct AggKey {
+    int32_t step;
+    int32_t slot;            /* -1: count(STEP), the events themselves */
+} AggKey;
+
+/* Gives each such aggregate of ce the index of its key in *keys, appending new keys
+ * (the array is heap, owned by the caller). False on allocation failure or when
+ * there would be more than UINT16_MAX keys (then ce is left unbound: still correct). */
+bool expr_bind_aggregates(CExpr *ce, AggKey **keys, size_t *n_keys);
+/* Folds the event of a node of key->step into acc. */
+void expr_agg_fold(AggAcc *acc, const AggKey *key, const Event *ev);
+
 #endif

@@ -12,30 +12,6 @@
 
 #include "nfa/nfa_internal.h"
 
-/* A partial match, or (in the done/fresh lists) a completed one. */
-typedef struct Run {
-    MatchNode *last;       /* one reference; never NULL */
-    int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
-    uint64_t start_id;
-    int64_t time;          /* partial: newest event's time; completed: the result time */
-    uint32_t state;        /* partial only */
-} Run;
-
-typedef struct RunList {
-    Run *v;
-    size_t n, cap;
-} RunList;
-
-struct NfaKey {
-    RunList live;          /* partial matches, oldest start first */
-    RunList next;          /* the next generation, built while an event is processed */
-    RunList done;          /* completed, held back by a skip strategy, in start order */
-    RunList fresh;         /* completed during the current call */
-    int64_t deadline;      /* earliest deadline of `live`; INT64_MAX if none */
-    uint32_t *edges;       /* decision scratch: nfa->max_collect edge indices */
-    int8_t *memo;          /* per event: where/until results of non-iterative steps (-1 unknown) */
-};
-
 #define LOCAL_EDGES 64
 
 /* ---- small helpers -------------------------------------------------------------- */
@@ -228,13 +204,56 @@ static void follow_ignore(NfaKey *k, const Run *from, const NfaEdge *e, const Ev
     }
 }
 
+static void fold_node(const Nfa *nfa, MatchNode *node, const MatchNode *of)
+{
+    for (size_t i = 0; i < nfa->n_aggs; i++)
+        if (nfa->aggs[i].step == (int32_t)of->step)
+            expr_agg_fold(&node->acc[i], &nfa->aggs[i], of->event);
+}
+
+/* Accumulators for a node whose predecessor carries none (built elsewhere, e.g. by a
+ * restore): the whole chain is folded, oldest first. False on allocation failure. */
+static bool fold_chain(const Nfa *nfa, MatchNode *node)
+{
+    size_t n = 0;
+    for (const MatchNode *m = node; m; m = m->prev)
+        n++;
+    const MatchNode **chain = malloc(n * sizeof *chain);
+    if (!chain)
+        return false;
+    n = 0;
+    for (const MatchNode *m = node; m; m = m->prev)
+        chain[n++] = m;
+    memset(node->acc, 0, nfa->n_aggs * sizeof *node->acc);
+    while (n-- > 0)
+        fold_node(nfa, node, chain[n]);
+    free(chain);
+    return true;
+}
+
+MatchNode *nfa_node_new(const Nfa *nfa, MatchNode *prev, Event *ev, uint32_t step)
+{
+    MatchNode *node = match_node_new_acc(prev, ev, (uint16_t)step, (uint16_t)nfa->n_aggs);
+    if (!node || nfa->n_aggs == 0)
+        return node;
+    if (prev && prev->n_acc != nfa->n_aggs) {
+        if (!fold_chain(nfa, node)) {
+            match_node_release(node);
+            return NULL;
+        }
+        return node;
+    }
+    fold_node(nfa, node, node);
+    return node;
+}
+
 /* A take edge: a new node (source state's step, event) extends the partial match. */
 static void follow_take(Decide *d, NfaKey *k, const Run *from, const NfaEdge *e, Event *ev,
                         NfaCounters *c)
 {
     const Nfa *nfa = d->nfa;
     uint32_t step = nfa->states[e->source].step;
-    MatchNode *node = match_node_new(from ? from->last : NULL, ev, (uint16_t)step);
+    MatchNode *node = nfa_node_new(nfa, from ? from->last : NULL, ev, step);
     if (!node) {
         c->partials_dropped++;
         return;
@@ -576,4 +595,14 @@ void nfa_key_free(NfaKey *key, NfaCounters *counters)
 size_t nfa_key_partials(const NfaKey *key)
 {
     return key ? key->live.n : 0;
+}
+
+NfaKey *nfa_key_new_empty(const Nfa *nfa)
+{
+    return key_new(nfa);
+}
+
+void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)
+{
+    update_deadline(nfa, key);
 }

@@ -76,7 +76,45 @@ struct Nfa {
     SkipKind skip;
     int skip_step;         /* to_first / to_last */
     size_t max_collect;    /* most edges one decision (a state plus its proceed closure) yields */
+    AggKey *aggs;          /* running aggregates every MatchNode carries (n_acc); heap, owned */
+    size_t n_aggs;         /* 0 when no condition uses aggregates: plain nodes */
 };
+
+/* ---- matcher state (match.c; read by snapshot.c and white-box tests) ---------- */
+
+/* A partial match, or (in the done/fresh lists) a completed one. */
+typedef struct Run {
+    MatchNode *last;       /* one reference; never NULL */
+    int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
+    uint64_t start_id;
+    int64_t time;          /* partial: newest event's time; completed: the result time */
+    uint32_t state;        /* partial only */
+} Run;
+
+typedef struct RunList {
+    Run *v;
+    size_t n, cap;
+} RunList;
+
+struct NfaKey {
+    RunList live;          /* partial matches, oldest start first */
+    RunList next;          /* the next generation, built while an event is processed */
+    RunList done;          /* completed, held back by a skip strategy, in start order */
+    RunList fresh;         /* completed during the current call */
+    int64_t deadline;      /* earliest deadline of `live`; INT64_MAX if none */
+    uint32_t *edges;       /* decision scratch: nfa->max_collect edge indices */
+    int8_t *memo;          /* per event: where/until results of non-iterative steps (-1 unknown) */
+};
+
+/* An empty key (no runs); NULL on allocation failure. Free with nfa_key_free. */
+NfaKey *nfa_key_new_empty(const Nfa *nfa);
+/* Recomputes key->deadline from its live runs (after filling them directly). */
+void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key);
+/* The MatchNode for (step, ev) after prev, with the running aggregates the Nfa's
+ * conditions need (nfa->aggs; a plain node when there are none). Use it for every
+ * node of an Nfa's chains. A prev without accumulators (made by match_node_new) is
+ * accepted: the chain is folded once. NULL on allocation failure. */
+MatchNode *nfa_node_new(const Nfa *nfa, MatchNode *prev, Event *ev, uint32_t step);
 
 /* All states, breadth-first from the start (unreachable ones last): the order
  * explain prints them in and labels are numbered in. */
