@@ -298,8 +298,9 @@ static void show_progress(Run *run, bool final)
             total ? 100.0 * (double)done / (double)total : 0.0);
 }
 
-/* The --stats summary, also the reply to `vigil ctl SOCKET stats`. */
-static void append_stats(Run *run, Buf *b)
+/* The --stats summary; `live` (the reply to `vigil ctl SOCKET stats`) adds the uptime
+ * and the process id, which a summary at exit has no use for. */
+static void append_stats(Run *run, Buf *b, bool live)
 {
     EngineStats st;
     engine_stats(run->engine, &st);
@@ -312,14 +313,17 @@ static void append_stats(Run *run, Buf *b)
     alerts_stats(run->alerts, b);
     buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu",
                (unsigned long long)run->reloads, (unsigned long long)run->reload_failures);
-    buf_printf(b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f}", peak_kb,
+    buf_printf(b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f", peak_kb,
                secs, secs > 0 ? (double)st.events / secs : 0.0);
+    if (live)
+        buf_printf(b, ",\"uptime_s\":%.3f,\"pid\":%ld", secs, (long)getpid());
+    buf_putc(b, '}');
 }
 
 static void print_stats(Run *run)
 {
     Buf b = BUF_INIT;
-    append_stats(run, &b);
+    append_stats(run, &b, false);
     if (!b.failed)
         fprintf(stderr, "%s\n", b.data);
     buf_free(&b);
@@ -354,15 +358,36 @@ static bool reload_failed(Run *run, const char *why, Buf *outcome)
     return false;
 }
 
+/* The diagnostics as `vigil check` prints them, for a control client. */
+static void append_diags(const Diags *diags, Buf *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        out->failed = true;
+        return;
+    }
+    diags_print(diags, f);
+    if (fclose(f) == 0)
+        buf_append(out, text, len);
+    else
+        out->failed = true;
+    free(text);
+}
+
 /* RUNTIME.md 5: recompile everything; on any error keep running the old rules.
- * The one-line outcome is logged and appended to `outcome`. */
-static bool reload_rules(Run *run, Buf *outcome)
+ * The one-line outcome is logged and appended to `outcome`; the diagnostics are
+ * printed and, if `diag_text` is not NULL, appended to it. */
+static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
 {
     const RunOptions *o = run->opts;
     Diags diags;
     diags_init(&diags);
     CompiledRuleSet *next = ruleset_reload(o->rule_paths, o->n_rule_paths, run->rs, &diags);
     diags_print(&diags, stderr);
+    if (diag_text)
+        append_diags(&diags, diag_text);
     diags_free(&diags);
     if (!next)
         return reload_failed(run, "rule errors", outcome);
@@ -398,41 +423,85 @@ static bool reload_rules(Run *run, Buf *outcome)
 static void reload_and_log(Run *run)
 {
     Buf outcome = BUF_INIT;
-    reload_rules(run, &outcome);
+    reload_rules(run, &outcome, NULL);
     buf_free(&outcome);
 }
 
 /* ---- control socket ------------------------------------------------------------ */
 
+/* One rule of the `rules` reply: where it is defined, what it matches on, and its
+ * live state (`live` NULL when the workers could not be paused to read it). */
+static void append_rule(const CompiledRule *r, const EngineRuleStats *live, Buf *b)
+{
+    buf_puts(b, "{\"name\":");
+    buf_json_string(b, r->name, strlen(r->name));
+    buf_printf(b, ",\"fingerprint\":\"%016llx\",\"file\":", (unsigned long long)r->fingerprint);
+    const SourceFile *src = r->ast->span.src;
+    if (src)
+        buf_json_string(b, src->path, strlen(src->path));
+    else
+        buf_puts(b, "null");
+    buf_printf(b, ",\"line\":%d,\"key\":[", r->ast->span.line);
+    for (size_t k = 0; k < r->n_keys; k++) {
+        if (k)
+            buf_putc(b, ',');
+        buf_json_string(b, r->key_names[k], strlen(r->key_names[k]));
+    }
+    buf_printf(b, "],\"on_match\":%zu,\"on_timeout\":%zu", r->n_on_match, r->n_on_timeout);
+    if (live)
+        buf_printf(b, ",\"keys_live\":%llu,\"partials_live\":%llu",
+                   (unsigned long long)live->keys_live, (unsigned long long)live->partials_live);
+    buf_putc(b, '}');
+}
+
 static void append_rules(const Run *run, Buf *b)
 {
+    size_t n = run->rs->n_rules;
+    EngineRuleStats *live = calloc(n ? n : 1, sizeof *live);
+    if (live && engine_all_rule_stats(run->engine, live) < 0) {
+        free(live);
+        live = NULL;
+    }
     buf_puts(b, "{\"rules\":[");
-    for (size_t i = 0; i < run->rs->n_rules; i++) {
-        const CompiledRule *r = &run->rs->rules[i];
-        buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-        buf_json_string(b, r->name, strlen(r->name));
-        buf_printf(b, ",\"fingerprint\":\"%016llx\",\"keys\":%zu,\"on_match\":%zu,"
-                   "\"on_timeout\":%zu}", (unsigned long long)r->fingerprint, r->n_keys,
-                   r->n_on_match, r->n_on_timeout);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_putc(b, ',');
+        append_rule(&run->rs->rules[i], live ? &live[i] : NULL, b);
     }
     buf_printf(b, "],\"event_time\":%s,\"reloads\":%llu}", run->rs->event_time ? "true" : "false",
                (unsigned long long)run->reloads);
+    free(live);
+}
+
+/* {"ok":..,"message":"reloaded ..." or "reload failed ...","diagnostics":"..."}; the
+ * diagnostics (as `vigil check` prints them) only when there are some. */
+static void control_reload(Run *run, Buf *reply)
+{
+    Buf outcome = BUF_INIT, diags = BUF_INIT;
+    bool ok = reload_rules(run, &outcome, &diags);
+    buf_printf(reply, "{\"ok\":%s,\"message\":", ok ? "true" : "false");
+    buf_json_string(reply, outcome.data ? outcome.data : "", outcome.len);
+    if (diags.len || diags.failed) {
+        buf_puts(reply, ",\"diagnostics\":");
+        if (diags.failed)
+            buf_puts(reply, "\"(out of memory while rendering the diagnostics)\"");
+        else
+            buf_json_string(reply, diags.data, diags.len);
+    }
+    buf_putc(reply, '}');
+    buf_free(&outcome);
+    buf_free(&diags);
 }
 
 static void control_command(void *user, const char *cmd, Buf *reply)
 {
     Run *run = user;
     if (!strcmp(cmd, "stats")) {
-        append_stats(run, reply);
+        append_stats(run, reply, true);
     } else if (!strcmp(cmd, "rules")) {
         append_rules(run, reply);
     } else if (!strcmp(cmd, "reload")) {
-        Buf outcome = BUF_INIT;
-        bool ok = reload_rules(run, &outcome);
-        buf_printf(reply, "{\"ok\":%s,\"message\":", ok ? "true" : "false");
-        buf_json_string(reply, outcome.data ? outcome.data : "", outcome.len);
-        buf_putc(reply, '}');
-        buf_free(&outcome);
+        control_reload(run, reply);
     } else {
         buf_puts(reply, "{\"ok\":false,\"error\":");
         Buf msg = BUF_INIT;

@@ -377,6 +377,17 @@ void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out)
         shard_add_rule_stats(e->shard, rule, out);
 }
 
+int engine_all_rule_stats(const Engine *e, EngineRuleStats *out)
+{
+    if (e->workers && workers_pause(e->workers) < 0)
+        return -1;
+    for (size_t i = 0; i < e->rs->n_rules; i++)
+        engine_rule_stats(e, i, &out[i]);
+    if (e->workers)
+        workers_resume(e->workers);
+    return 0;
+}
+
 void engine_stats_json(const Engine *e, Buf *out)
 {
     EngineStats s;

@@ -116,6 +116,10 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
 
 void engine_stats(const Engine *e, EngineStats *out);
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);
+/* The counters of every rule of the current set into out[0..n_rules-1], read safely
+ * while running (workers are paused between two events). -1 if the workers could not
+ * be paused (no memory): out is then left untouched. */
+int engine_all_rule_stats(const Engine *e, EngineRuleStats *out);
 /* Appends {"lines":..,...,"rules":{"NAME":{...}}} to out. Safe while running: with
  * workers they are paused between two events for the reading. */
 void engine_stats_json(const Engine *e, Buf *out);

@@ -287,7 +287,11 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
     const char *kb = key->bytes;
     size_t klen = key->len;
     uint64_t h = key->hash;
-    size_t i = (size_t)((h ^ (ri * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
+    /* by fingerprint, not index: a hot reload that keeps a rule's state may move the
+     * rule to another index (a file added before it), and its keys must stay on the
+     * worker that holds their partial matches */
+    uint64_t fp = ws->rs->rules[ri].fingerprint;
+    size_t i = (size_t)((h ^ (fp * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
     Worker *wk = &ws->w[i];
     if (!wk->filling && !(wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules)))
         return -1;
