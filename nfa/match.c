@@ -36,7 +36,7 @@ static bool list_reserve(RunList *l, size_t extra)
 {
     if (l->n + extra <= l->cap)
         return true;
-    size_t nc = l->cap ? l->cap * 2 : 4;
+    size_t nc = l->cap ? l->cap * 2 : 1;   /* most keys hold one partial match */
     while (nc < l->n + extra)
         nc *= 2;
     Run *v = realloc(l->v, nc * sizeof *v);

@@ -3,6 +3,7 @@
  * key must be NULL, the live counter 0, and every event referenced by the test
  * alone (so no MatchNode survives). VIGIL_TEST_SMALL shrinks the run for valgrind. */
 #include <check.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,85 @@ START_TEST(test_free_releases_shared_chains)
 }
 END_TEST
 
+/* ---- heap cost (the figures in nfa/SEMANTICS.md, section 10) -------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_PROBE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_PROBE 0
+#endif
+#endif
+#ifndef HEAP_PROBE
+#define HEAP_PROBE 1
+#endif
+
+#define PROBE_N 20000
+
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* Bytes per decoded event held (what a reorder buffer or a MatchNode keeps), per key
+ * holding one partial match of a two-step rule, and per further partial match of a
+ * key (events excluded from both), measured with glibc's mallinfo2 (allocator
+ * overhead included). The bounds catch regressions. */
+START_TEST(test_heap_per_partial_and_event)
+{
+    if (!HEAP_PROBE || getenv("VIGIL_TEST_SMALL")) {
+        printf("heap probe skipped (sanitizer or valgrind run)\n");
+        return;
+    }
+    World w;
+    world_init(&w, "rule r { begin a where n == \"a\"; followed_by b where n == \"b\"; "
+                   "on match alert \"m\"; }");
+    NfaKey **keys = calloc(PROBE_N, sizeof *keys);
+    Event **evs = calloc(2 * PROBE_N, sizeof *evs);
+    ck_assert(keys && evs);
+    size_t h0 = heap_in_use();
+    for (size_t i = 0; i < 2 * PROBE_N; i++)
+        evs[i] = make_event(&w, "a", (int64_t)i);
+    size_t h1 = heap_in_use();
+    for (size_t round = 0; round < 2; round++)
+        for (size_t i = 0; i < PROBE_N; i++) {
+            nfa_key_event(w.nfa, &keys[i], evs[round * PROBE_N + i], &w.ctx);
+            expr_scratch_reset(w.scratch);
+        }
+    size_t h2 = heap_in_use();
+    ck_assert_uint_eq(w.counters.partials_live, 2 * PROBE_N);
+    for (size_t i = 0; i < PROBE_N; i++)
+        nfa_key_free(keys[i], &w.counters);
+    size_t h3 = heap_in_use();
+    for (size_t i = 0; i < PROBE_N; i++) {
+        keys[i] = NULL;
+        nfa_key_event(w.nfa, &keys[i], evs[i], &w.ctx);
+        expr_scratch_reset(w.scratch);
+    }
+    size_t h4 = heap_in_use();
+    double per_event = (double)(h1 - h0) / (2 * PROBE_N);
+    double per_key1 = ((double)h4 - (double)h3) / PROBE_N;
+    double per_more = ((double)(h2 - h1) - ((double)h4 - (double)h3)) / PROBE_N;
+    printf("heap: %.1f B per event (line of %zu B, %u slots of %zu B, Event %zu B); "
+           "%.1f B per key with one partial match, %.1f B per further partial match "
+           "(MatchNode %zu B)\n",
+           per_event, evs[0]->line_len, evs[0]->n_slots, sizeof(Value), sizeof(Event),
+           per_key1, per_more, sizeof(MatchNode));
+    ck_assert_msg(per_key1 <= 256, "%.1f B per key with one partial match", per_key1);
+    ck_assert_msg(per_more <= 160, "%.1f B per further partial match", per_more);
+    ck_assert_msg(per_event <= 96 + 2 * evs[0]->line_len + evs[0]->n_slots * sizeof(Value),
+                  "%.1f B per event", per_event);
+    for (size_t i = 0; i < PROBE_N; i++)
+        nfa_key_free(keys[i], &w.counters);
+    for (size_t i = 0; i < 2 * PROBE_N; i++)
+        event_release(evs[i]);
+    free(keys);
+    free(evs);
+    world_free(&w);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nfa_memory");
@@ -169,6 +249,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_keys_leave_no_state);
     tcase_add_test(tc, test_free_releases_shared_chains);
+    tcase_add_test(tc, test_heap_per_partial_and_event);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
