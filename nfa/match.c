@@ -13,6 +13,7 @@
 #include "nfa/nfa_internal.h"
 
 #define LOCAL_EDGES 64
+#define LOCAL_MEMO 64   /* memo bytes on the stack for an idle key: 32 steps */
 
 /* ---- small helpers -------------------------------------------------------------- */
 
@@ -521,14 +522,14 @@ static bool enforce_rule_cap(NfaKey *k, size_t mark, uint64_t live_elsewhere, Nf
     return true;
 }
 
-/* Does the start state act on this event at all? Lets an idle key skip allocation. */
+/* Does the start state act on this event at all? Lets an idle key skip allocation.
+ * Results of non-iterative conditions land in d->memo (if any), for the real run. */
 static bool start_reacts(const Nfa *nfa, Decide *d)
 {
     uint32_t local[LOCAL_EDGES];
     if (nfa->max_collect > LOCAL_EDGES)
         return true;
     d->edges = local;
-    d->memo = NULL;
     d->ec.match = NULL;
     d->n_edges = 0;
     d->stopped = false;
@@ -543,7 +544,15 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     Decide d = {.nfa = nfa,
                 .ec = {.event = ev, .time_ms = ev->time_ms},
                 .scratch = ctx->scratch};
+    size_t memo_len = 2 * nfa->n_steps;
+    int8_t first_memo[LOCAL_MEMO];
+    bool memo_filled = false;
     if (!*key) {
+        if (memo_len <= LOCAL_MEMO) {
+            memset(first_memo, -1, memo_len);
+            d.memo = first_memo;     /* the start's conditions are then tested once */
+            memo_filled = true;
+        }
         if (!start_reacts(nfa, &d))
             return;
         *key = key_new(nfa);
@@ -554,8 +563,11 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     }
     NfaKey *k = *key;
     d.edges = k->edges;
+    if (memo_filled)
+        memcpy(k->memo, first_memo, memo_len);
+    else
+        memset(k->memo, -1, memo_len);
     d.memo = k->memo;
-    memset(k->memo, -1, 2 * nfa->n_steps);
     k->next.n = 0;
     k->fresh.n = 0;
     size_t before = k->live.n;
