@@ -16,3 +16,4 @@ include tests/alerts.mk
 include tests/e2e.mk
 include tests/fuzz.mk
 include tests/hostile.mk
+include tests/reload.mk
