@@ -108,24 +108,59 @@ static void key_destroy(NfaKey *k)
 
 /* ---- conditions ------------------------------------------------------------------ */
 
+struct NfaCondShare {
+    size_t n_rules;
+    size_t n_groups;
+    uint32_t **ids;        /* per rule: 2 per step (where, until): a group or NFA_NONE */
+};
+
+struct NfaCondCache {
+    uint64_t event;        /* the current event's number; seen[g] == event: vals[g] holds */
+    uint64_t *seen;
+    int8_t *vals;
+    uint64_t hits;
+};
+
 typedef struct Decide {
     const Nfa *nfa;
     EvalCtx ec;
     EvalScratch *scratch;
+    NfaCondCache *cache;   /* NULL: no sharing across rules */
+    const uint32_t *cache_ids;
     int8_t *memo;          /* NULL: no caching */
     uint32_t *edges;
     size_t n_edges;
     bool stopped;          /* a stop state was reached: the branch dies */
 } Decide;
 
+/* A non-iterative condition: from another rule's evaluation of the same text for
+ * this event when the cache has it. */
+static bool test_shared(Decide *d, const CExpr *ce, size_t slot)
+{
+    uint32_t g = d->cache ? d->cache_ids[slot] : NFA_NONE;
+    if (g == NFA_NONE)
+        return expr_test(ce, &d->ec, d->scratch);
+    NfaCondCache *c = d->cache;
+    if (c->seen[g] == c->event) {
+        c->hits++;
+        return c->vals[g] == 1;
+    }
+    bool holds = expr_test(ce, &d->ec, d->scratch);
+    c->seen[g] = c->event;
+    c->vals[g] = holds;
+    return holds;
+}
+
 static bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t slot)
 {
     if (!ce)
         return true;
-    if (iterative || !d->memo)
+    if (iterative)
         return expr_test(ce, &d->ec, d->scratch);
+    if (!d->memo)
+        return test_shared(d, ce, slot);
     if (d->memo[slot] < 0)
-        d->memo[slot] = expr_test(ce, &d->ec, d->scratch) ? 1 : 0;
+        d->memo[slot] = test_shared(d, ce, slot) ? 1 : 0;
     return d->memo[slot] == 1;
 }
 
@@ -543,7 +578,9 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     nfa_key_advance(nfa, key, ev->time_ms, ctx);
     Decide d = {.nfa = nfa,
                 .ec = {.event = ev, .time_ms = ev->time_ms},
-                .scratch = ctx->scratch};
+                .scratch = ctx->scratch,
+                .cache = ctx->cond_ids ? ctx->cond_cache : NULL,
+                .cache_ids = ctx->cond_ids};
     size_t memo_len = 2 * nfa->n_steps;
     int8_t first_memo[LOCAL_MEMO];
     bool memo_filled = false;
@@ -617,4 +654,142 @@ NfaKey *nfa_key_new_empty(const Nfa *nfa)
 void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)
 {
     update_deadline(nfa, key);
+}
+
+/* ---- conditions shared across rules ------------------------------------------- */
+
+typedef struct CondRef {
+    const char *text;
+    size_t rule, slot;
+} CondRef;
+
+static int cmp_cond_text(const void *a, const void *b)
+{
+    const CondRef *x = a, *y = b;
+    int c = strcmp(x->text, y->text);
+    if (c)
+        return c;
+    return x->rule != y->rule ? (x->rule < y->rule ? -1 : 1) : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* Every shareable condition: compiled, with text, reading only the event. */
+static size_t shareable(const Nfa *const *nfas, size_t n, CondRef *out)
+{
+    size_t count = 0;
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < nfas[r]->n_steps; i++) {
+            const NfaStep *st = &nfas[r]->steps[i];
+            if (st->where && !st->where_iter && st->where_text) {
+                if (out)
+                    out[count] = (CondRef){st->where_text, r, 2 * i};
+                count++;
+            }
+            if (st->until && !st->until_iter && st->until_text) {
+                if (out)
+                    out[count] = (CondRef){st->until_text, r, 2 * i + 1};
+                count++;
+            }
+        }
+    return count;
+}
+
+/* Runs of equal text that span two places or more become groups. */
+static void assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && strcmp(refs[j].text, refs[i].text) == 0)
+            j++;
+        if (j - i > 1) {
+            for (size_t k = i; k < j; k++)
+                sh->ids[refs[k].rule][refs[k].slot] = (uint32_t)sh->n_groups;
+            sh->n_groups++;
+        }
+        i = j;
+    }
+}
+
+NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
+{
+    NfaCondShare *sh = calloc(1, sizeof *sh);
+    if (!sh)
+        return NULL;
+    sh->n_rules = n;
+    sh->ids = calloc(n ? n : 1, sizeof *sh->ids);
+    size_t n_refs = shareable(nfas, n, NULL);
+    CondRef *refs = malloc((n_refs ? n_refs : 1) * sizeof *refs);
+    bool ok = sh->ids && refs;
+    for (size_t r = 0; ok && r < n; r++) {
+        size_t slots = 2 * nfas[r]->n_steps;
+        sh->ids[r] = malloc((slots ? slots : 1) * sizeof *sh->ids[r]);
+        ok = sh->ids[r] != NULL;
+        for (size_t i = 0; ok && i < slots; i++)
+            sh->ids[r][i] = NFA_NONE;
+    }
+    if (!ok) {
+        free(refs);
+        nfa_cond_share_free(sh);
+        return NULL;
+    }
+    shareable(nfas, n, refs);
+    qsort(refs, n_refs, sizeof *refs, cmp_cond_text);
+    assign_groups(sh, refs, n_refs);
+    free(refs);
+    return sh;
+}
+
+void nfa_cond_share_free(NfaCondShare *share)
+{
+    if (!share)
+        return;
+    if (share->ids)
+        for (size_t r = 0; r < share->n_rules; r++)
+            free(share->ids[r]);
+    free(share->ids);
+    free(share);
+}
+
+size_t nfa_cond_share_groups(const NfaCondShare *share)
+{
+    return share->n_groups;
+}
+
+const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule)
+{
+    return rule < share->n_rules ? share->ids[rule] : NULL;
+}
+
+NfaCondCache *nfa_cond_cache_new(const NfaCondShare *share)
+{
+    NfaCondCache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    size_t n = share->n_groups ? share->n_groups : 1;
+    c->seen = calloc(n, sizeof *c->seen);   /* 0: never; events count from 1 */
+    c->vals = calloc(n, sizeof *c->vals);
+    if (!c->seen || !c->vals) {
+        nfa_cond_cache_free(c);
+        return NULL;
+    }
+    c->event = 1;
+    return c;
+}
+
+void nfa_cond_cache_free(NfaCondCache *cache)
+{
+    if (!cache)
+        return;
+    free(cache->seen);
+    free(cache->vals);
+    free(cache);
+}
+
+void nfa_cond_cache_next_event(NfaCondCache *cache)
+{
+    cache->event++;
+}
+
+uint64_t nfa_cond_cache_hits(const NfaCondCache *cache)
+{
+    return cache->hits;
 }

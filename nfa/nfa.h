@@ -66,11 +66,40 @@ typedef struct NfaCounters {
                                    runtime warns (rate-limited) when this grows */
 } NfaCounters;
 
+/* Conditions shared across rules. Rule sets repeat step conditions (`where ok ==
+ * false` in twenty login rules); a condition that reads only the current event
+ * (no STEP.x, aggregate or time(STEP)) has the same result in every rule, so rules
+ * whose condition has the same canonical text share one result per event.
+ *   NfaCondShare: built once per rule set from its Nfas (immutable; any thread);
+ *   NfaCondCache: one per thread, told about each new event.
+ * In NfaRunCtx, set cond_cache and cond_ids = nfa_cond_share_ids(share, rule) to use
+ * them (both NULL: every rule evaluates its own conditions). */
+typedef struct NfaCondShare NfaCondShare;
+typedef struct NfaCondCache NfaCondCache;
+
+/* Groups the shareable conditions of nfas[0..n) (which it does not keep). NULL on
+ * allocation failure. */
+NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n);
+void nfa_cond_share_free(NfaCondShare *share);
+/* Conditions that occur in more than one place. */
+size_t nfa_cond_share_groups(const NfaCondShare *share);
+/* The per-rule table for NfaRunCtx.cond_ids (owned by the share). */
+const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule);
+/* NULL on allocation failure. */
+NfaCondCache *nfa_cond_cache_new(const NfaCondShare *share);
+void nfa_cond_cache_free(NfaCondCache *cache);
+/* Call before each event (before the first nfa_key_event of any rule for it). */
+void nfa_cond_cache_next_event(NfaCondCache *cache);
+/* Evaluations saved so far (a result reused by another rule). */
+uint64_t nfa_cond_cache_hits(const NfaCondCache *cache);
+
 typedef struct NfaRunCtx {
     EvalScratch *scratch;
     const NfaLimits *limits;
     NfaCounters *counters;
     NfaSink sink;
+    NfaCondCache *cond_cache;     /* optional: shared condition results of this event */
+    const uint32_t *cond_ids;     /* this rule's table in the share; with cond_cache */
 } NfaRunCtx;
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);

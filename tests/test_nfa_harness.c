@@ -40,6 +40,8 @@ struct NfaHarness {
     EvalScratch *scratch;
     NfaLimits limits;
     NfaCounters counters;
+    NfaCondShare *share;       /* NH_SHARE_CONDS */
+    NfaCondCache *cache;
     StrList results;
     size_t cur_rule;
     size_t cur_key;
@@ -215,6 +217,19 @@ static bool compile_rules(NfaHarness *h, char **err)
     return true;
 }
 
+static bool share_conditions(NfaHarness *h)
+{
+    const Nfa **nfas = malloc((h->n_rules ? h->n_rules : 1) * sizeof *nfas);
+    if (!nfas)
+        return false;
+    for (size_t i = 0; i < h->n_rules; i++)
+        nfas[i] = h->rules[i].nfa;
+    h->share = nfa_cond_share_new(nfas, h->n_rules);
+    free(nfas);
+    h->cache = h->share ? nfa_cond_cache_new(h->share) : NULL;
+    return h->cache != NULL;
+}
+
 NfaHarness *nh_new(const char *text, int flags, size_t max_partials, char **err)
 {
     *err = NULL;
@@ -233,6 +248,8 @@ NfaHarness *nh_new(const char *text, int flags, size_t max_partials, char **err)
         h->dec = decoder_new(&h->ft, DECODE_MAX_DEPTH);
         ok = h->dec != NULL;
     }
+    if (ok && (flags & NH_SHARE_CONDS))
+        ok = share_conditions(h);
     if (!ok) {
         if (!*err)
             *err = heap_printf("harness setup failed%s%s", "", "");
@@ -255,6 +272,8 @@ void nh_free(NfaHarness *h)
     free(h->rules);
     if (h->dec)
         decoder_free(h->dec);
+    nfa_cond_cache_free(h->cache);
+    nfa_cond_share_free(h->share);
     if (h->scratch)
         expr_scratch_free(h->scratch);
     field_table_free(&h->ft);
@@ -298,9 +317,15 @@ bool nh_feed_line(NfaHarness *h, const char *line, char **err)
         return false;
     }
     NfaRunCtx ctx = run_ctx(h);
+    if (h->cache)
+        nfa_cond_cache_next_event(h->cache);
     for (size_t i = 0; i < h->n_rules; i++) {
         NhRule *r = &h->rules[i];
         h->cur_rule = i;
+        if (h->cache) {
+            ctx.cond_cache = h->cache;
+            ctx.cond_ids = nfa_cond_share_ids(h->share, i);
+        }
         EvalCtx ec = {.event = ev, .time_ms = ev->time_ms};
         if (r->filter && !expr_test(r->filter, &ec, h->scratch))
             continue;
@@ -411,6 +436,8 @@ void nh_use_key(NfaHarness *h, size_t key)
 
 NfaLimits *nh_limits(NfaHarness *h) { return &h->limits; }
 const NfaCounters *nh_counters(const NfaHarness *h) { return &h->counters; }
+const NfaCondShare *nh_share(const NfaHarness *h) { return h->share; }
+const NfaCondCache *nh_cache(const NfaHarness *h) { return h->cache; }
 
 const Nfa *nh_nfa(const NfaHarness *h, size_t rule) { return h->rules[rule].nfa; }
 

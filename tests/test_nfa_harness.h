@@ -16,6 +16,7 @@ enum {
     NH_WITH_RULE = 1,      /* prefix results with the rule name */
     NH_WITH_TIME = 2,      /* add the result time in ms */
     NH_BY_ACTIONS = 4,     /* keep a kind only if the rule has an `on` clause for it */
+    NH_SHARE_CONDS = 8,    /* rules share condition results (NfaCondShare / NfaCondCache) */
 };
 
 typedef struct NfaHarness NfaHarness;
@@ -47,6 +48,9 @@ void nh_use_key(NfaHarness *h, size_t key);
 /* The limits in force (change them between events) and the counters (shared by all rules). */
 NfaLimits *nh_limits(NfaHarness *h);
 const NfaCounters *nh_counters(const NfaHarness *h);
+/* With NH_SHARE_CONDS, else NULL. */
+const NfaCondShare *nh_share(const NfaHarness *h);
+const NfaCondCache *nh_cache(const NfaHarness *h);
 /* nfa_key_deadline of a rule's current key. */
 long long nh_deadline(const NfaHarness *h, size_t rule);
 

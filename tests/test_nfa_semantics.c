@@ -703,6 +703,45 @@ START_TEST(test_rule_cap_default)
 }
 END_TEST
 
+/* Rules sharing condition texts give the same results with and without the
+ * shared cache, and the cache answers the repeated conditions. */
+START_TEST(test_shared_conditions)
+{
+    static const char *const text =
+        "rule r1 { begin a where n == \"a\"; followed_by b where n == \"b\"; skip no_skip;"
+        " on match alert \"m\"; }\n"
+        "rule r2 { begin a where n == \"a\"; next b where n == \"b\" or n == \"c\";"
+        " skip no_skip; on match alert \"m\"; }\n"
+        "rule r3 { begin x where n == \"a\"; followed_by y where n == \"b\" and count(x) > 0"
+        " times 2; skip no_skip; on match alert \"m\"; }\n"
+        "rule r4 { filter n != \"c\"; begin a where n == \"a\"; followed_by b where n == \"b\";"
+        " within 5s; on match alert \"m\"; on timeout alert \"t\"; }\n";
+    static const char *const events =
+        "a1:a@1 b1:b@2 c1:c@3 a2:a@4 c2:c@5 b2:b@6 b3:b@7 a3:a@8 x1:x@9 !20 a4:a@21 b4:b@22";
+    char *err = NULL;
+    NfaHarness *plain = nh_new(text, NH_WITH_RULE | NH_WITH_TIME, 0, &err);
+    ck_assert_msg(plain != NULL, "%s", err ? err : "?");
+    NfaHarness *shared = nh_new(text, NH_WITH_RULE | NH_WITH_TIME | NH_SHARE_CONDS, 0, &err);
+    ck_assert_msg(shared != NULL, "%s", err ? err : "?");
+    /* n == "a" in four rules, n == "b" in r1 and r4 (r3's reads the match) */
+    ck_assert_uint_eq(nfa_cond_share_groups(nh_share(shared)), 2);
+    feed(plain, events);
+    feed(shared, events);
+    nh_advance(plain, INT64_MAX);
+    nh_advance(shared, INT64_MAX);
+    size_t n_plain, n_shared;
+    char **rp = nh_results(plain, &n_plain);
+    char **rs = nh_results(shared, &n_shared);
+    ck_assert_uint_gt(n_plain, 5);
+    ck_assert_uint_eq(n_plain, n_shared);
+    for (size_t i = 0; i < n_plain; i++)
+        ck_assert_str_eq(rp[i], rs[i]);
+    ck_assert_uint_gt(nfa_cond_cache_hits(nh_cache(shared)), 0);
+    nh_free(plain);
+    nh_free(shared);
+}
+END_TEST
+
 START_TEST(test_deadline)
 {
     NfaHarness *h = harness("begin a " A "; followed_by b " B " within 2s; followed_by c " C "; within 10s; skip no_skip;", T, 0);
@@ -926,6 +965,7 @@ int main(void)
     tcase_add_test(tr, test_key_cap_counts_hits);
     tcase_add_test(tr, test_rule_cap_refuses_new_starts);
     tcase_add_test(tr, test_rule_cap_default);
+    tcase_add_test(tr, test_shared_conditions);
     tcase_add_test(tr, test_deadline);
     tcase_add_test(tr, test_compile_errors);
     suite_add_tcase(s, tr);
