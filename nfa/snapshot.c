@@ -1,0 +1,350 @@
+/* nfa/snapshot.c — checkpoint encoding primitives and one key's matcher state;
+ * see snapshot.h. The layout of a key:
+ *   nodes: count, then per node (prev number + 1 or 0, event number, step), every
+ *          node after its predecessor;
+ *   live:  count, then per run (node, start_time, start_id, time, state);
+ *   done:  the same for completed matches held back by a skip strategy. */
+#include "nfa/snapshot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfa/nfa_internal.h"
+
+/* ---- primitives ------------------------------------------------------------------ */
+
+void snap_put_u64(Buf *b, uint64_t v)
+{
+    char tmp[10];
+    size_t n = 0;
+    do {
+        unsigned char byte = v & 0x7f;
+        v >>= 7;
+        tmp[n++] = (char)(byte | (v ? 0x80 : 0));
+    } while (v);
+    buf_append(b, tmp, n);
+}
+
+void snap_put_i64(Buf *b, int64_t v)
+{
+    /* zigzag: small magnitudes of either sign stay short */
+    uint64_t u = v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
+    snap_put_u64(b, u);
+}
+
+void snap_put_bytes(Buf *b, const void *data, size_t len)
+{
+    snap_put_u64(b, len);
+    if (len)
+        buf_append(b, data, len);
+}
+
+void snap_put_str(Buf *b, const char *s)
+{
+    snap_put_bytes(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+void snap_reader_init(SnapReader *r, const void *data, size_t len)
+{
+    r->p = data;
+    r->end = r->p + len;
+    r->bad = false;
+}
+
+uint64_t snap_get_u64(SnapReader *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; !r->bad; shift += 7) {
+        if (r->p == r->end || shift > 63) {
+            r->bad = true;
+            break;
+        }
+        unsigned char byte = *r->p++;
+        v |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return v;
+    }
+    return 0;
+}
+
+int64_t snap_get_i64(SnapReader *r)
+{
+    uint64_t u = snap_get_u64(r);
+    return (u & 1) ? (int64_t)~(u >> 1) : (int64_t)(u >> 1);
+}
+
+const char *snap_get_bytes(SnapReader *r, size_t *len)
+{
+    uint64_t n = snap_get_u64(r);
+    if (r->bad || n > (uint64_t)(r->end - r->p)) {
+        r->bad = true;
+        *len = 0;
+        return NULL;
+    }
+    const char *s = (const char *)r->p;
+    r->p += n;
+    *len = (size_t)n;
+    return s;
+}
+
+size_t snap_get_count(SnapReader *r, size_t min_bytes)
+{
+    uint64_t n = snap_get_u64(r);
+    if (min_bytes == 0)
+        min_bytes = 1;
+    if (r->bad || n > (uint64_t)(r->end - r->p) / min_bytes) {
+        r->bad = true;
+        return 0;
+    }
+    return (size_t)n;
+}
+
+/* ---- node numbering ---------------------------------------------------------------- */
+
+/* Node pointer -> number, open addressing; `order` lists the nodes by number. */
+typedef struct NodeMap {
+    const MatchNode **slots;
+    uint32_t *nums;
+    size_t cap;                  /* power of two, at most half full */
+    const MatchNode **order;
+    size_t n, order_cap;
+    const MatchNode **stack;     /* scratch of number_chain */
+    size_t stack_cap;
+} NodeMap;
+
+static size_t node_slot(const NodeMap *m, const MatchNode *n)
+{
+    uint64_t h = (uint64_t)(uintptr_t)n * UINT64_C(0x9E3779B97F4A7C15);
+    size_t i = (size_t)(h >> 32) & (m->cap - 1);
+    while (m->slots[i] && m->slots[i] != n)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static bool node_map_grow(NodeMap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    NodeMap g = *m;
+    g.slots = calloc(cap, sizeof *g.slots);
+    g.nums = calloc(cap, sizeof *g.nums);
+    g.cap = cap;
+    if (!g.slots || !g.nums) {
+        free(g.slots);
+        free(g.nums);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->slots[i])
+            continue;
+        size_t j = node_slot(&g, m->slots[i]);
+        g.slots[j] = m->slots[i];
+        g.nums[j] = m->nums[i];
+    }
+    free(m->slots);
+    free(m->nums);
+    *m = g;
+    return true;
+}
+
+static bool node_known(const NodeMap *m, const MatchNode *n)
+{
+    return m->cap && m->slots[node_slot(m, n)] == n;
+}
+
+static uint32_t node_number(const NodeMap *m, const MatchNode *n)
+{
+    return m->nums[node_slot(m, n)];
+}
+
+static bool node_add(NodeMap *m, const MatchNode *n)
+{
+    if ((m->n + 1) * 2 > m->cap && !node_map_grow(m))
+        return false;
+    if (m->n == m->order_cap) {
+        size_t cap = m->order_cap ? m->order_cap * 2 : 16;
+        const MatchNode **o = realloc(m->order, cap * sizeof *o);
+        if (!o)
+            return false;
+        m->order = o;
+        m->order_cap = cap;
+    }
+    size_t i = node_slot(m, n);
+    m->slots[i] = n;
+    m->nums[i] = (uint32_t)m->n;
+    m->order[m->n++] = n;
+    return true;
+}
+
+static void node_map_free(NodeMap *m)
+{
+    free(m->slots);
+    free(m->nums);
+    free(m->order);
+    free(m->stack);
+}
+
+/* Numbers the chain of `last` that is not numbered yet, oldest node first, so that a
+ * node's predecessor always has the smaller number. */
+static bool number_chain(NodeMap *m, const MatchNode *last)
+{
+    size_t depth = 0;
+    for (const MatchNode *n = last; n && !node_known(m, n); n = n->prev) {
+        if (depth == m->stack_cap) {
+            size_t cap = m->stack_cap ? m->stack_cap * 2 : 16;
+            const MatchNode **st = realloc(m->stack, cap * sizeof *st);
+            if (!st)
+                return false;
+            m->stack = st;
+            m->stack_cap = cap;
+        }
+        m->stack[depth++] = n;
+    }
+    while (depth > 0)
+        if (!node_add(m, m->stack[--depth]))
+            return false;
+    return true;
+}
+
+/* ---- one key ------------------------------------------------------------------------ */
+
+static void put_runs(Buf *out, const NodeMap *m, const RunList *l)
+{
+    snap_put_u64(out, l->n);
+    for (size_t i = 0; i < l->n; i++) {
+        const Run *r = &l->v[i];
+        snap_put_u64(out, node_number(m, r->last));
+        snap_put_i64(out, r->start_time);
+        snap_put_u64(out, r->start_id);
+        snap_put_i64(out, r->time);
+        snap_put_u64(out, r->state);
+    }
+}
+
+int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex index,
+                     void *user)
+{
+    (void)nfa;
+    if (!key) {
+        snap_put_u64(out, 0);   /* nodes */
+        snap_put_u64(out, 0);   /* live */
+        snap_put_u64(out, 0);   /* done */
+        return out->failed ? -1 : 0;
+    }
+    NodeMap m = {0};
+    int rc = -1;
+    for (size_t i = 0; i < key->live.n; i++)
+        if (!number_chain(&m, key->live.v[i].last))
+            goto out;
+    for (size_t i = 0; i < key->done.n; i++)
+        if (!number_chain(&m, key->done.v[i].last))
+            goto out;
+    snap_put_u64(out, m.n);
+    for (size_t i = 0; i < m.n; i++) {
+        const MatchNode *n = m.order[i];
+        uint64_t ev = index(user, n->event);
+        if (ev == UINT64_MAX)
+            goto out;
+        snap_put_u64(out, n->prev ? (uint64_t)node_number(&m, n->prev) + 1 : 0);
+        snap_put_u64(out, ev);
+        snap_put_u64(out, n->step);
+    }
+    put_runs(out, &m, &key->live);
+    put_runs(out, &m, &key->done);
+    rc = out->failed ? -1 : 0;
+out:
+    node_map_free(&m);
+    return rc;
+}
+
+/* Reads the nodes into nodes[] (each holding one reference). */
+static const char *get_nodes(const Nfa *nfa, SnapReader *r, MatchNode **nodes, size_t n,
+                             SnapEventLookup lookup, void *user)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t prev = snap_get_u64(r), ev_no = snap_get_u64(r), step = snap_get_u64(r);
+        if (r->bad || prev > i || step >= nfa->n_steps)
+            return "malformed match chain";
+        Event *ev = lookup(user, ev_no);
+        if (!ev)
+            return "a match chain names an unknown event";
+        /* nfa_node_new: the running aggregates are folded again as the chain grows */
+        nodes[i] = nfa_node_new(nfa, prev ? nodes[prev - 1] : NULL, ev, (uint32_t)step);
+        if (!nodes[i])
+            return "out of memory";
+    }
+    return NULL;
+}
+
+static const char *get_runs(const Nfa *nfa, SnapReader *r, MatchNode **nodes, size_t n_nodes,
+                            RunList *l, bool live)
+{
+    size_t n = snap_get_count(r, 5);
+    if (r->bad)
+        return "malformed run list";
+    if (n == 0)
+        return NULL;
+    if (!(l->v = malloc(n * sizeof *l->v)))
+        return "out of memory";
+    l->cap = n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t node = snap_get_u64(r);
+        Run run = {.start_time = snap_get_i64(r), .start_id = snap_get_u64(r),
+                   .time = snap_get_i64(r)};
+        uint64_t state = snap_get_u64(r);
+        if (r->bad || node >= n_nodes || state >= nfa->n_states)
+            return "malformed run";
+        uint8_t kind = nfa->states[state].kind;
+        if (live && kind != NFA_ST_NORMAL && kind != NFA_ST_PENDING)
+            return "a partial match waits in a state where none can wait";
+        run.state = (uint32_t)state;
+        run.last = nodes[node];
+        match_node_retain(run.last);
+        l->v[l->n++] = run;
+    }
+    return NULL;
+}
+
+static void release_runs(RunList *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        match_node_release(l->v[i].last);
+    free(l->v);
+}
+
+int nfa_key_restore(const Nfa *nfa, SnapReader *r, NfaKey **key, NfaCounters *counters,
+                    SnapEventLookup lookup, void *user, const char **err)
+{
+    *key = NULL;
+    size_t n_nodes = snap_get_count(r, 3);
+    MatchNode **nodes = calloc(n_nodes ? n_nodes : 1, sizeof *nodes);
+    RunList live = {0}, done = {0};
+    const char *why = r->bad ? "malformed node count" : !nodes ? "out of memory" : NULL;
+    if (!why)
+        why = get_nodes(nfa, r, nodes, n_nodes, lookup, user);
+    if (!why)
+        why = get_runs(nfa, r, nodes, n_nodes, &live, true);
+    if (!why)
+        why = get_runs(nfa, r, nodes, n_nodes, &done, false);
+    if (!why && (live.n || done.n)) {
+        NfaKey *k = nfa_key_new_empty(nfa);
+        if (!k) {
+            why = "out of memory";
+        } else {
+            k->live = live;
+            k->done = done;
+            memset(&live, 0, sizeof live);
+            memset(&done, 0, sizeof done);
+            nfa_key_refresh_deadline(nfa, k);
+            counters->partials_live += k->live.n;
+            *key = k;
+        }
+    }
+    release_runs(&live);
+    release_runs(&done);
+    for (size_t i = 0; nodes && i < n_nodes && nodes[i]; i++)
+        match_node_release(nodes[i]);
+    free(nodes);
+    if (why && err)
+        *err = why;
+    return why ? -1 : 0;
+}
