@@ -2,6 +2,7 @@
 #include "runtime/deadline.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void deadline_init(DeadlineHeap *d)
 {
@@ -17,6 +18,22 @@ void deadline_free(DeadlineHeap *d)
     deadline_init(d);
 }
 
+/* Equal deadlines are ordered by key, so the order in which they fire does not depend
+ * on the heap's history: a run restored from a checkpoint (whose heap is rebuilt in
+ * table order) fires them, and writes their alerts, exactly as the original would.
+ * Only ties read the (cold) entries. */
+static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
+{
+    if (a->deadline != b->deadline)
+        return a->deadline < b->deadline;
+    const PartEntry *x = a->entry, *y = b->entry;
+    if (x->hash != y->hash)
+        return x->hash < y->hash;
+    size_t n = x->klen < y->klen ? x->klen : y->klen;
+    int c = memcmp(x->kbytes, y->kbytes, n);
+    return c < 0 || (c == 0 && x->klen < y->klen);
+}
+
 static void place(DeadlineHeap *d, size_t i, DeadlineSlot s)
 {
     d->h[i] = s;
@@ -28,7 +45,7 @@ static void sift_up(DeadlineHeap *d, size_t i)
     DeadlineSlot s = d->h[i];
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (d->h[parent].deadline <= s.deadline)
+        if (!slot_before(&s, &d->h[parent]))
             break;
         place(d, i, d->h[parent]);
         i = parent;
@@ -43,9 +60,9 @@ static void sift_down(DeadlineHeap *d, size_t i)
         size_t child = 2 * i + 1;
         if (child >= d->n)
             break;
-        if (child + 1 < d->n && d->h[child + 1].deadline < d->h[child].deadline)
+        if (child + 1 < d->n && slot_before(&d->h[child + 1], &d->h[child]))
             child++;
-        if (d->h[child].deadline >= s.deadline)
+        if (!slot_before(&d->h[child], &s))
             break;
         place(d, i, d->h[child]);
         i = child;
@@ -93,6 +110,6 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     if (deadline < old)
         sift_up(d, e->heap_pos);
     else if (deadline > old)
-        sift_down(d, e->heap_pos);
+        sift_down(d, e->heap_pos);   /* equal: the key order is unchanged too */
     return 0;
 }

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nfa/snapshot.h"
 #include "runtime/decode.h"
 #include "runtime/evtime.h"
+#include "runtime/partition.h"
 #include "runtime/reorder.h"
 #include "runtime/shard.h"
 #include "runtime/workers.h"
@@ -27,6 +29,8 @@ struct Engine {
     int64_t released_ms;       /* time of the latest released event */
     size_t n_workers;
     bool failed;               /* an allocation failed: the run must end with an error */
+    char **origins;            /* origin strings of restored events (engine_restore); heap */
+    size_t n_origins;
 };
 
 static char *dup_message(const char *msg)
@@ -86,6 +90,9 @@ void engine_free(Engine *e)
     buf_free(&e->reason);
     if (e->decoder)
         decoder_free(e->decoder);
+    for (size_t i = 0; i < e->n_origins; i++)
+        free(e->origins[i]);
+    free(e->origins);
     free(e);
 }
 
@@ -423,4 +430,497 @@ void engine_stats_json(const Engine *e, Buf *out)
         workers_resume(e->workers);
     buf_printf(out, "},\"keys_live\":%llu,\"workers\":%zu}", (unsigned long long)keys,
                e->n_workers);
+}
+
+/* ---- checkpoints -------------------------------------------------------------
+ * The engine section: clock and counters; the origin strings; every event held by a
+ * match or the reorder buffer, once (by id: workers hold copies of one event); the
+ * reorder buffer; then per rule its fingerprint, name, counters and keys (shard.h). */
+
+typedef struct EventIndex {
+    uint64_t *ids;             /* open addressing on the event id (ids start at 1) */
+    uint32_t *nums;
+    size_t cap;
+    const Event **events;      /* by number: what the events table lists */
+    size_t n, events_cap;
+    const char **origins;      /* distinct origin strings, by number */
+    size_t n_origins, origins_cap;
+    uint64_t *origin_of;       /* per event number: its origin's number */
+    size_t origin_of_cap;
+} EventIndex;
+
+static size_t id_slot(const EventIndex *x, uint64_t id)
+{
+    size_t i = (size_t)((id * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & (x->cap - 1);
+    while (x->ids[i] && x->ids[i] != id)
+        i = (i + 1) & (x->cap - 1);
+    return i;
+}
+
+static bool index_grow(EventIndex *x)
+{
+    size_t cap = x->cap ? x->cap * 2 : 1024;
+    uint64_t *ids = calloc(cap, sizeof *ids);
+    uint32_t *nums = calloc(cap, sizeof *nums);
+    if (!ids || !nums) {
+        free(ids);
+        free(nums);
+        return false;
+    }
+    EventIndex g = *x;
+    g.ids = ids;
+    g.nums = nums;
+    g.cap = cap;
+    for (size_t i = 0; i < x->cap; i++) {
+        if (!x->ids[i])
+            continue;
+        size_t j = id_slot(&g, x->ids[i]);
+        ids[j] = x->ids[i];
+        nums[j] = x->nums[i];
+    }
+    free(x->ids);
+    free(x->nums);
+    *x = g;
+    return true;
+}
+
+static bool grow_array(void **v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 256;
+    void *g = realloc(*v, nc * size);
+    if (!g)
+        return false;
+    *v = g;
+    *cap = nc;
+    return true;
+}
+
+static uint64_t origin_number(EventIndex *x, const char *origin)
+{
+    origin = origin ? origin : "";
+    for (size_t i = 0; i < x->n_origins; i++)
+        if (x->origins[i] == origin || !strcmp(x->origins[i], origin))
+            return i;
+    if (!grow_array((void **)&x->origins, &x->origins_cap, x->n_origins, sizeof *x->origins))
+        return UINT64_MAX;
+    x->origins[x->n_origins] = origin;
+    return x->n_origins++;
+}
+
+static uint64_t index_event(void *user, const Event *ev)
+{
+    EventIndex *x = user;
+    if (x->cap && x->ids[id_slot(x, ev->id)] == ev->id)
+        return x->nums[id_slot(x, ev->id)];
+    if ((x->n + 1) * 2 > x->cap && !index_grow(x))
+        return UINT64_MAX;
+    if (!grow_array((void **)&x->events, &x->events_cap, x->n, sizeof *x->events) ||
+        !grow_array((void **)&x->origin_of, &x->origin_of_cap, x->n, sizeof *x->origin_of))
+        return UINT64_MAX;
+    uint64_t origin = origin_number(x, ev->origin);
+    if (origin == UINT64_MAX)
+        return UINT64_MAX;
+    size_t i = id_slot(x, ev->id);
+    x->ids[i] = ev->id;
+    x->nums[i] = (uint32_t)x->n;
+    x->events[x->n] = ev;
+    x->origin_of[x->n] = origin;
+    return x->n++;
+}
+
+static void event_index_free(EventIndex *x)
+{
+    free(x->ids);
+    free(x->nums);
+    free(x->events);
+    free(x->origins);
+    free(x->origin_of);
+}
+
+static void put_rule_stats(Buf *out, const EngineRuleStats *st)
+{
+    const uint64_t v[] = {st->matches, st->timeouts, st->alerts, st->suppressed,
+                          st->missing_key, st->partials_dropped, st->partials_refused,
+                          st->cap_hits};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        snap_put_u64(out, v[i]);
+}
+
+static void get_rule_stats(SnapReader *r, EngineRuleStats *st)
+{
+    memset(st, 0, sizeof *st);
+    uint64_t *v[] = {&st->matches, &st->timeouts, &st->alerts, &st->suppressed,
+                     &st->missing_key, &st->partials_dropped, &st->partials_refused,
+                     &st->cap_hits};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        *v[i] = snap_get_u64(r);
+}
+
+static size_t shard_count(const Engine *e)
+{
+    return e->workers ? workers_count(e->workers) : 1;
+}
+
+static Shard *shard_at(const Engine *e, size_t i)
+{
+    return e->workers ? workers_shard(e->workers, i) : e->shard;
+}
+
+/* The reorder buffer and every rule's keys into `tail`, numbering their events. */
+static int write_state(Engine *e, Buf *tail, EventIndex *x, EngineCheckpointInfo *info)
+{
+    snap_put_i64(tail, e->reorder.max_seen);
+    snap_put_i64(tail, e->reorder.watermark);
+    snap_put_u64(tail, e->reorder.next_seq);
+    snap_put_u64(tail, e->reorder.n);
+    for (size_t i = 0; i < e->reorder.n; i++) {
+        const ReorderItem *it = &e->reorder.heap[i];
+        uint64_t no = index_event(x, it->item);
+        if (no == UINT64_MAX)
+            return -1;
+        snap_put_i64(tail, it->time_ms);
+        snap_put_u64(tail, it->seq);
+        snap_put_u64(tail, no);
+    }
+    info->buffered = e->reorder.n;
+    snap_put_u64(tail, e->rs->n_rules);
+    Buf keys = BUF_INIT;
+    int rc = 0;
+    for (size_t ri = 0; ri < e->rs->n_rules && rc == 0; ri++) {
+        const CompiledRule *rule = &e->rs->rules[ri];
+        EngineRuleStats st;
+        engine_rule_stats(e, ri, &st);
+        info->keys += st.keys_live;
+        info->partials += st.partials_live;
+        snap_put_u64(tail, rule->fingerprint);
+        snap_put_str(tail, rule->name);
+        put_rule_stats(tail, &st);
+        buf_clear(&keys);
+        for (size_t i = 0; i < shard_count(e) && rc == 0; i++)
+            rc = shard_snapshot_keys(shard_at(e, i), ri, &keys, index_event, x);
+        snap_put_u64(&keys, 0);
+        snap_put_bytes(tail, keys.data, keys.len);
+        if (keys.failed)
+            rc = -1;
+    }
+    buf_free(&keys);
+    return rc < 0 || tail->failed ? -1 : 0;
+}
+
+static void write_events(const Engine *e, Buf *out, const EventIndex *x)
+{
+    snap_put_u64(out, e->rs->event_time);
+    snap_put_u64(out, e->next_id);
+    snap_put_i64(out, e->clock_ms);
+    snap_put_i64(out, e->released_ms);
+    snap_put_u64(out, e->stats.lines);
+    snap_put_u64(out, e->stats.events);
+    snap_put_u64(out, e->stats.malformed);
+    snap_put_u64(out, e->stats.late);
+    snap_put_u64(out, x->n_origins);
+    for (size_t i = 0; i < x->n_origins; i++)
+        snap_put_str(out, x->origins[i]);
+    snap_put_u64(out, x->n);
+    for (size_t i = 0; i < x->n; i++) {
+        const Event *ev = x->events[i];
+        snap_put_u64(out, ev->id);
+        snap_put_i64(out, ev->time_ms);
+        snap_put_u64(out, x->origin_of[i]);
+        snap_put_u64(out, ev->origin_line);
+        snap_put_bytes(out, ev->line, ev->line_len);
+    }
+}
+
+int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *user,
+                      EngineCheckpointInfo *info)
+{
+    EngineCheckpointInfo local;
+    info = info ? info : &local;
+    memset(info, 0, sizeof *info);
+    if (e->workers && workers_pause(e->workers) < 0)
+        return -1;
+    EventIndex x = {0};
+    Buf tail = BUF_INIT;
+    int rc = write_state(e, &tail, &x, info);
+    if (paused)
+        paused(user);
+    if (e->workers)
+        workers_resume(e->workers);
+    if (rc == 0) {
+        write_events(e, out, &x);
+        buf_append(out, tail.data ? tail.data : "", tail.len);
+        info->events = x.n;
+    }
+    buf_free(&tail);
+    event_index_free(&x);
+    return rc < 0 || out->failed ? -1 : 0;
+}
+
+/* ---- restore ---- */
+
+typedef struct SavedEvent {
+    uint64_t id, origin, origin_line;
+    int64_t time_ms;
+    const char *line;          /* into the checkpoint */
+    size_t len;
+} SavedEvent;
+
+typedef struct SavedRule {
+    uint64_t fingerprint;
+    const char *name;
+    size_t name_len;
+    EngineRuleStats stats;
+    const char *keys;
+    size_t keys_len;
+    size_t to;                 /* the current rule that takes it, or SIZE_MAX */
+} SavedRule;
+
+typedef struct Restore {
+    Engine *e;
+    SavedEvent *events;
+    size_t n_events;
+    Event **decoded;           /* n_slots x n_events, decoded on first use */
+    size_t n_slots, slot;      /* slot: whose copies lookups hand out now */
+    SavedRule *rules;
+    size_t n_rules;
+    const char *why;           /* static text, for *err */
+} Restore;
+
+/* Events are decoded per thread (slot): a worker never shares an event object. */
+static Event *lookup_event(void *user, uint64_t no)
+{
+    Restore *c = user;
+    if (no >= c->n_events)
+        return NULL;
+    Event **d = &c->decoded[c->slot * c->n_events + no];
+    if (*d)
+        return *d;
+    const SavedEvent *sv = &c->events[no];
+    DecodeError derr;
+    Event *ev = decoder_decode(c->e->decoder, sv->line, sv->len, &derr);
+    if (!ev) {
+        c->why = "a checkpointed event cannot be decoded";
+        return NULL;
+    }
+    ev->id = sv->id;
+    ev->time_ms = sv->time_ms;
+    ev->origin = c->e->origins[sv->origin];
+    ev->origin_line = sv->origin_line;
+    return *d = ev;
+}
+
+static char *dup_bytes(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static const char *read_events(Restore *c, SnapReader *r)
+{
+    Engine *e = c->e;
+    bool event_time = snap_get_u64(r) != 0;
+    if (!r->bad && event_time != e->rs->event_time)
+        return event_time ? "the checkpoint ran on event time, the rules now on processing time"
+                          : "the checkpoint ran on processing time, the rules now on event time";
+    e->next_id = snap_get_u64(r);
+    e->clock_ms = snap_get_i64(r);
+    e->released_ms = snap_get_i64(r);
+    e->stats.lines = snap_get_u64(r);
+    e->stats.events = snap_get_u64(r);
+    e->stats.malformed = snap_get_u64(r);
+    e->stats.late = snap_get_u64(r);
+    size_t n = snap_get_count(r, 1);
+    if (r->bad)
+        return "malformed engine header";
+    if (!(e->origins = calloc(n ? n : 1, sizeof *e->origins)))
+        return "out of memory";
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        const char *s = snap_get_bytes(r, &len);
+        if (r->bad)
+            return "malformed origin";
+        if (!(e->origins[i] = dup_bytes(s, len)))
+            return "out of memory";
+        e->n_origins++;
+    }
+    c->n_events = snap_get_count(r, 5);
+    c->events = calloc(c->n_events ? c->n_events : 1, sizeof *c->events);
+    c->decoded = calloc(c->n_slots * (c->n_events ? c->n_events : 1), sizeof *c->decoded);
+    if (!c->events || !c->decoded)
+        return "out of memory";
+    for (size_t i = 0; i < c->n_events && !r->bad; i++) {
+        SavedEvent *sv = &c->events[i];
+        sv->id = snap_get_u64(r);
+        sv->time_ms = snap_get_i64(r);
+        sv->origin = snap_get_u64(r);
+        sv->origin_line = snap_get_u64(r);
+        sv->line = snap_get_bytes(r, &sv->len);
+        if (sv->origin >= e->n_origins)
+            return "an event names an unknown origin";
+    }
+    return r->bad ? "malformed event table" : NULL;
+}
+
+static const char *read_reorder(Restore *c, SnapReader *r)
+{
+    int64_t max_seen = snap_get_i64(r), watermark = snap_get_i64(r);
+    uint64_t next_seq = snap_get_u64(r);
+    size_t n = snap_get_count(r, 3);
+    if (r->bad)
+        return "malformed reorder buffer";
+    ReorderItem *items = calloc(n ? n : 1, sizeof *items);
+    if (!items)
+        return "out of memory";
+    c->slot = c->n_slots - 1;   /* the engine thread's copies */
+    const char *why = NULL;
+    size_t got = 0;
+    for (; got < n && !why; got++) {
+        items[got].time_ms = snap_get_i64(r);
+        items[got].seq = snap_get_u64(r);
+        Event *ev = r->bad ? NULL : lookup_event(c, snap_get_u64(r));
+        if (!ev) {
+            why = c->why ? c->why : "malformed reorder buffer";
+            break;
+        }
+        event_retain(ev);
+        items[got].item = ev;
+    }
+    if (!why && reorder_restore(&c->e->reorder, max_seen, watermark, next_seq, items, n) < 0)
+        why = "out of memory";
+    if (why)
+        for (size_t i = 0; i < got; i++)
+            event_release(items[i].item);
+    free(items);
+    return why;
+}
+
+/* Which current rule takes each saved one: the same fingerprint, by name first. */
+static void map_saved_rules(Restore *c, EngineRestoreSummary *sum)
+{
+    const CompiledRuleSet *rs = c->e->rs;
+    bool *claimed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *claimed);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < c->n_rules; i++) {
+            SavedRule *sr = &c->rules[i];
+            if (pass == 0)
+                sr->to = SIZE_MAX;
+            for (size_t j = 0; claimed && sr->to == SIZE_MAX && j < rs->n_rules; j++) {
+                const CompiledRule *cr = &rs->rules[j];
+                bool same_name = strlen(cr->name) == sr->name_len &&
+                                 !memcmp(cr->name, sr->name, sr->name_len);
+                if (!claimed[j] && cr->fingerprint == sr->fingerprint && (pass || same_name)) {
+                    sr->to = j;
+                    claimed[j] = true;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < c->n_rules; i++) {
+        if (c->rules[i].to != SIZE_MAX)
+            sum->rules_kept++;
+        else
+            sum->rules_dropped++;
+    }
+    sum->rules_empty = rs->n_rules - sum->rules_kept;
+    free(claimed);
+}
+
+static const char *read_rules(Restore *c, SnapReader *r)
+{
+    c->n_rules = snap_get_count(r, 11);
+    if (r->bad)
+        return "malformed rule list";
+    if (!(c->rules = calloc(c->n_rules ? c->n_rules : 1, sizeof *c->rules)))
+        return "out of memory";
+    for (size_t i = 0; i < c->n_rules && !r->bad; i++) {
+        SavedRule *sr = &c->rules[i];
+        sr->fingerprint = snap_get_u64(r);
+        sr->name = snap_get_bytes(r, &sr->name_len);
+        get_rule_stats(r, &sr->stats);
+        sr->keys = snap_get_bytes(r, &sr->keys_len);
+    }
+    return r->bad ? "malformed rule state" : NULL;
+}
+
+static const char *restore_keys(Restore *c, const SavedRule *sr, EngineRestoreSummary *sum)
+{
+    Engine *e = c->e;
+    SnapReader r;
+    snap_reader_init(&r, sr->keys, sr->keys_len);
+    shard_restore_stats(shard_at(e, 0), sr->to, &sr->stats);
+    while (snap_get_u64(&r) == 1 && !r.bad) {
+        size_t klen;
+        const char *kb = snap_get_bytes(&r, &klen);
+        if (r.bad)
+            break;
+        size_t w = e->workers ? workers_pick(e->workers, sr->to, part_hash(kb, klen)) : 0;
+        c->slot = w;
+        const char *why = NULL;
+        if (shard_restore_key(shard_at(e, w), sr->to, kb, klen, &r, lookup_event, c, &why) < 0)
+            return c->why ? c->why : why;
+        sum->keys++;
+    }
+    return r.bad || !snap_at_end(&r) ? "malformed key list" : NULL;
+}
+
+static void restore_free(Restore *c)
+{
+    for (size_t i = 0; c->decoded && i < c->n_slots * c->n_events; i++)
+        if (c->decoded[i])
+            event_release(c->decoded[i]);   /* matches and the buffer hold their own */
+    free(c->decoded);
+    free(c->events);
+    free(c->rules);
+}
+
+int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary *sum,
+                   char **err)
+{
+    EngineRestoreSummary local;
+    sum = sum ? sum : &local;
+    memset(sum, 0, sizeof *sum);
+    Restore c = {.e = e, .n_slots = e->workers ? workers_count(e->workers) + 1 : 1};
+    SnapReader r;
+    snap_reader_init(&r, data, len);
+    bool paused = e->workers && workers_pause(e->workers) == 0;
+    const char *why = e->workers && !paused ? "out of memory" : NULL;
+    if (!why)
+        why = read_events(&c, &r);
+    if (!why)
+        why = read_reorder(&c, &r);
+    if (!why)
+        why = read_rules(&c, &r);
+    if (!why && !snap_at_end(&r))
+        why = "trailing bytes after the engine state";
+    if (!why)
+        map_saved_rules(&c, sum);
+    for (size_t i = 0; !why && i < c.n_rules; i++)
+        if (c.rules[i].to != SIZE_MAX)
+            why = restore_keys(&c, &c.rules[i], sum);
+    if (!why) {
+        EngineStats st;
+        engine_stats(e, &st);
+        sum->buffered = st.buffered;
+        for (size_t i = 0; i < e->rs->n_rules; i++) {
+            EngineRuleStats rst;
+            engine_rule_stats(e, i, &rst);
+            sum->partials += rst.partials_live;
+        }
+    }
+    if (paused)
+        workers_resume(e->workers);
+    restore_free(&c);
+    if (why) {
+        size_t n = strlen(why) + 64;
+        if ((*err = malloc(n)))
+            snprintf(*err, n, "checkpoint state: %s", why);
+        return -1;
+    }
+    return 0;
 }

@@ -114,6 +114,39 @@ typedef struct EngineReloadSummary {
 int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *user),
                   void *user, EngineReloadSummary *summary);
 
+/* ---- checkpoints (vigil run --state; see runtime/checkpoint.h) ---- */
+
+typedef struct EngineCheckpointInfo {
+    uint64_t keys, partials;      /* partition entries and partial matches written */
+    uint64_t events;              /* distinct events written (held by matches or buffered) */
+    uint64_t buffered;            /* of which waiting in the reorder buffer */
+} EngineCheckpointInfo;
+
+/* Appends the engine's whole state to out: counters, event-time clock, the reorder
+ * buffer, and per rule (by fingerprint) every key's partial matches, held-back
+ * matches, timers and suppression window; each event once, as its line text, id, time
+ * and origin. Call between two events. With workers they are paused for it, and
+ * paused(user) (may be NULL) is called while they are, so that the caller can
+ * capture its outputs at exactly this point (processing-time timers of workers cannot
+ * fire meanwhile). -1 on allocation failure. */
+int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *user,
+                      EngineCheckpointInfo *info);
+
+typedef struct EngineRestoreSummary {
+    size_t rules_kept;            /* state restored (same fingerprint) */
+    size_t rules_empty;           /* current rules without state in the checkpoint */
+    size_t rules_dropped;         /* checkpointed rules the current set no longer has */
+    uint64_t keys, partials, buffered;
+} EngineRestoreSummary;
+
+/* Restores what engine_checkpoint wrote, into an engine that has seen no line yet.
+ * Rules are matched by fingerprint (the same name preferred, as in reload); a rule
+ * whose fingerprint changed starts empty. Events are decoded again with the current
+ * field table. The worker count may differ from the checkpointing run's. -1 with
+ * *err (heap) on malformed data or allocation failure; the engine must then be freed. */
+int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary *sum,
+                   char **err);
+
 void engine_stats(const Engine *e, EngineStats *out);
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);
 /* The counters of every rule of the current set into out[0..n_rules-1], read safely

@@ -85,6 +85,8 @@ struct InputSet {
     uint64_t done_bytes, total_bytes;   /* regular files, for progress */
     int last_port;
     Arena strings;          /* origin strings */
+    InputPosition *ended;   /* stream inputs that reached their end (checkpoints); heap */
+    size_t n_ended, cap_ended;
 };
 
 static void log_error(const char *fmt, ...)
@@ -150,6 +152,7 @@ void input_set_free(InputSet *in)
     free(in->sources);
     free(in->pfds);
     free(in->polled);
+    free(in->ended);
     arena_free(&in->strings);
     free(in);
 }
@@ -590,6 +593,22 @@ static bool ensure_pfds(InputSet *in, size_t n)
     return true;
 }
 
+/* A finished stream's final position stays known for checkpoints. Without memory for
+ * it, a later checkpoint simply omits the input (a restart then reads it again, and
+ * the checkpoint's alert-file lengths keep the output right up to that point). */
+static void remember_end(InputSet *in, const Source *s)
+{
+    if (in->n_ended == in->cap_ended) {
+        size_t cap = in->cap_ended ? in->cap_ended * 2 : 4;
+        InputPosition *grown = realloc(in->ended, cap * sizeof *grown);
+        if (grown == NULL)
+            return;
+        in->ended = grown;
+        in->cap_ended = cap;
+    }
+    in->ended[in->n_ended++] = (InputPosition){s->origin, s->offset, s->line_no, s->regular};
+}
+
 /* Drops finished sources, keeping the others in order. */
 static void remove_finished(InputSet *in)
 {
@@ -598,6 +617,8 @@ static void remove_finished(InputSet *in)
     for (size_t i = 0; i < in->n_sources; i++) {
         Source *s = in->sources[i];
         if (s->finished) {
+            if (s->kind == SRC_STREAM)
+                remember_end(in, s);
             if (s->kind == SRC_CONNECTION)
                 in->n_connections--;
             freed_fd |= s->owns_fd && s->fd >= 0;
@@ -668,6 +689,51 @@ void input_progress(const InputSet *in, uint64_t *done, uint64_t *total)
 {
     *done = in->done_bytes;
     *total = in->total_bytes;
+}
+
+void input_each_position(const InputSet *in, void (*fn)(void *user, const InputPosition *p),
+                         void *user)
+{
+    for (size_t i = 0; i < in->n_ended; i++)
+        fn(user, &in->ended[i]);
+    for (size_t i = 0; i < in->n_sources; i++) {
+        const Source *s = in->sources[i];
+        if (s->kind != SRC_STREAM)
+            continue;
+        InputPosition p = {s->origin, s->offset, s->line_no, s->regular};
+        fn(user, &p);
+    }
+}
+
+int input_resume(InputSet *in, const char *origin, uint64_t offset, uint64_t line_no,
+                 char **err)
+{
+    for (size_t i = 0; i < in->n_sources; i++) {
+        Source *s = in->sources[i];
+        if (s->kind != SRC_STREAM || strcmp(s->origin, origin) != 0)
+            continue;
+        if (!s->regular) {
+            *err = format_heap("%s is not a regular file: it cannot resume", origin);
+            return -1;
+        }
+        if (offset > s->size) {
+            *err = format_heap("%s has %llu bytes, fewer than the checkpointed offset %llu "
+                               "(was it replaced or truncated?)", origin,
+                               (unsigned long long)s->size, (unsigned long long)offset);
+            return -1;
+        }
+        if (lseek(s->fd, (off_t)offset, SEEK_SET) < 0) {
+            *err = format_heap("cannot seek in %s: %s", origin, strerror(errno));
+            return -1;
+        }
+        s->offset = offset;
+        s->line_no = line_no;
+        s->len = s->scanned = 0;
+        in->done_bytes += offset;
+        return 0;
+    }
+    *err = format_heap("%s is not a file input of this run", origin);
+    return -1;
 }
 
 int input_bound_port(const InputSet *in)

@@ -11,3 +11,5 @@ libvigil_a_SOURCES += \
 	runtime/reorder.c runtime/reorder.h \
 	runtime/partition.c runtime/partition.h \
 	runtime/deadline.c runtime/deadline.h
+# checkpoints (vigil run --state)
+libvigil_a_SOURCES += runtime/checkpoint.c runtime/checkpoint.h

@@ -108,6 +108,25 @@ void reorder_flush(Reorder *r)
     r->watermark = INT64_MAX;
 }
 
+int reorder_restore(Reorder *r, int64_t max_seen, int64_t watermark, uint64_t next_seq,
+                    const ReorderItem *items, size_t n)
+{
+    ReorderItem *h = n ? malloc(n * sizeof *h) : NULL;
+    if (n && !h)
+        return -1;
+    free(r->heap);
+    r->heap = h;
+    r->n = r->cap = n;
+    for (size_t i = 0; i < n; i++) {
+        h[i] = items[i];
+        sift_up(h, i);
+    }
+    r->max_seen = max_seen;
+    r->watermark = watermark;
+    r->next_seq = next_seq;
+    return 0;
+}
+
 void reorder_free(Reorder *r, void (*drop)(void *item))
 {
     if (drop)

@@ -44,6 +44,11 @@ void reorder_set_lateness(Reorder *r, int64_t lateness_ms);
 void reorder_flush(Reorder *r);
 static inline int64_t reorder_watermark(const Reorder *r) { return r->watermark; }
 static inline size_t reorder_size(const Reorder *r) { return r->n; }
+/* Checkpoint restore into an empty buffer: the watermark, the highest time seen and
+ * the next arrival number as they were, then `items` (any order; their seq kept). The
+ * buffer takes the item pointers. -1 on allocation failure (nothing changed). */
+int reorder_restore(Reorder *r, int64_t max_seen, int64_t watermark, uint64_t next_seq,
+                    const ReorderItem *items, size_t n);
 /* Frees the buffer; each item still held is passed to drop (may be NULL). */
 void reorder_free(Reorder *r, void (*drop)(void *item));
 

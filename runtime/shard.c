@@ -419,6 +419,118 @@ bool shard_failed(const Shard *s)
     return s->failed;
 }
 
+/* ---- checkpoints ------------------------------------------------------------ */
+
+enum { VALUE_HAS_S = 1, VALUE_HAS_RAW = 2 };
+
+static void put_value(Buf *out, const Value *v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v->num, sizeof bits);
+    snap_put_u64(out, (uint64_t)v->type);
+    snap_put_u64(out, v->b);
+    snap_put_u64(out, bits);
+    snap_put_i64(out, v->i);
+    snap_put_u64(out, (v->s ? VALUE_HAS_S : 0) | (v->raw ? VALUE_HAS_RAW : 0));
+    if (v->s)
+        snap_put_bytes(out, v->s, v->len);
+    if (v->raw)
+        snap_put_bytes(out, v->raw, v->raw_len);
+}
+
+/* A value whose strings point into the reader's input (part_insert copies them). */
+static bool get_value(SnapReader *r, Value *v)
+{
+    memset(v, 0, sizeof *v);
+    uint64_t type = snap_get_u64(r);
+    v->b = snap_get_u64(r) != 0;
+    uint64_t bits = snap_get_u64(r);
+    memcpy(&v->num, &bits, sizeof bits);
+    v->i = snap_get_i64(r);
+    uint64_t has = snap_get_u64(r);
+    if (has & VALUE_HAS_S)
+        v->s = snap_get_bytes(r, &v->len);
+    if (has & VALUE_HAS_RAW)
+        v->raw = snap_get_bytes(r, &v->raw_len);
+    v->type = (ValueType)type;
+    return !r->bad && type <= V_DUR;
+}
+
+int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)
+{
+    const RuleState *st = &s->rules[ri];
+    const Nfa *nfa = s->rs->rules[ri].nfa;
+    size_t bucket = 0;
+    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe;
+         pe = part_next(&st->keys, &bucket, pe)) {
+        snap_put_u64(out, 1);
+        snap_put_bytes(out, pe->kbytes, pe->klen);
+        snap_put_u64(out, pe->n_key);
+        for (size_t k = 0; k < pe->n_key; k++)
+            put_value(out, &pe->key[k]);
+        snap_put_i64(out, pe->suppress_until);
+        if (nfa_key_snapshot(nfa, pe->nfa, out, index, user) < 0)
+            return -1;
+    }
+    return out->failed ? -1 : 0;
+}
+
+int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
+                      SnapEventLookup lookup, void *user, const char **err)
+{
+    const CompiledRule *rule = &s->rs->rules[ri];
+    RuleState *st = &s->rules[ri];
+    size_t n_key = snap_get_count(r, 5);
+    if (r->bad || n_key != rule->n_keys) {
+        *err = "a key does not fit its rule";
+        return -1;
+    }
+    for (size_t k = 0; k < n_key; k++) {
+        if (!get_value(r, &s->key_vals[k])) {
+            *err = "malformed key value";
+            return -1;
+        }
+    }
+    int64_t suppress_until = snap_get_i64(r);
+    NfaKey *nk = NULL;
+    if (r->bad || nfa_key_restore(rule->nfa, r, &nk, &st->counters, lookup, user, err) < 0) {
+        if (r->bad)
+            *err = "malformed key";
+        return -1;
+    }
+    if (!nk && suppress_until == INT64_MIN)
+        return 0;   /* nothing to keep: the key would have been removed */
+    uint64_t hash = part_hash(kbytes, klen);
+    PartEntry *pe = part_lookup(&st->keys, kbytes, klen, hash)
+                        ? NULL : part_insert(&st->keys, kbytes, klen, hash, s->key_vals, n_key);
+    if (!pe) {
+        nfa_key_free(nk, &st->counters);
+        *err = "out of memory, or a key twice";
+        return -1;
+    }
+    pe->nfa = nk;
+    pe->suppress_until = suppress_until;
+    if (deadline_set(&st->timers, pe, nk ? nfa_key_deadline(nk) : suppress_until) < 0) {
+        *err = "out of memory";
+        return -1;
+    }
+    return 0;
+}
+
+void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
+{
+    RuleState *st = &s->rules[ri];
+    st->stats.matches = in->matches;
+    st->stats.timeouts = in->timeouts;
+    st->stats.alerts = in->alerts;
+    st->stats.suppressed = in->suppressed;
+    st->stats.missing_key = in->missing_key;
+    st->counters.partials_dropped = in->partials_dropped;
+    st->counters.partials_refused = in->partials_refused;
+    st->counters.cap_hits = in->cap_hits;
+    st->cap_hits_warned = in->cap_hits;
+}
+
 /* ---- hot reload ------------------------------------------------------------- */
 
 struct ShardSwap {

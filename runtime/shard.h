@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "nfa/snapshot.h"
 #include "runtime/engine.h"
 #include "runtime/route.h"
 
@@ -57,6 +58,18 @@ uint64_t shard_partials_live(const Shard *s);
 void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc);
 /* An allocation failed: the run must end with an error. */
 bool shard_failed(const Shard *s);
+
+/* Checkpoints (runtime/checkpoint.h). A key's record is its key bytes, its key values,
+ * its suppression end and its matcher state (nfa/snapshot.h). snapshot_keys appends
+ * the byte 1 and a record for every key of rule ri; restore_key reads one record whose
+ * key bytes the caller already read (they choose the shard: part_hash, workers_pick),
+ * and arms the key's timer. restore_stats sets the rule's cumulative counters (the
+ * live ones follow from the restored keys). -1 on allocation failure or, for
+ * restore_key, malformed input (*err, static text). */
+int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user);
+int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
+                      SnapEventLookup lookup, void *user, const char **err);
+void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *st);
 
 /* Hot reload in two phases, so that a failure leaves every shard unchanged:
  * prepare allocates the state arrays for `next` (NULL on allocation failure), commit

@@ -281,17 +281,22 @@ static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
     return e;
 }
 
+/* By the rule's fingerprint, not its index: a hot reload that keeps a rule's state
+ * may move the rule to another index (a file added before it), and its keys must
+ * stay on the worker that holds their partial matches. */
+size_t workers_pick(const Workers *ws, size_t rule, uint64_t hash)
+{
+    uint64_t fp = ws->rs->rules[rule].fingerprint;
+    return (size_t)((hash ^ (fp * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
+}
+
 static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
                     bool *original_used)
 {
     const char *kb = key->bytes;
     size_t klen = key->len;
     uint64_t h = key->hash;
-    /* by fingerprint, not index: a hot reload that keeps a rule's state may move the
-     * rule to another index (a file added before it), and its keys must stay on the
-     * worker that holds their partial matches */
-    uint64_t fp = ws->rs->rules[ri].fingerprint;
-    size_t i = (size_t)((h ^ (fp * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
+    size_t i = workers_pick(ws, ri, h);
     Worker *wk = &ws->w[i];
     if (!wk->filling && !(wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules)))
         return -1;
@@ -488,6 +493,16 @@ void workers_rule_stats(const Workers *ws, size_t rule, EngineRuleStats *acc)
     for (size_t i = 0; i < ws->n; i++)
         if (ws->w[i].shard)
             shard_add_rule_stats(ws->w[i].shard, rule, acc);
+}
+
+size_t workers_count(const Workers *ws)
+{
+    return ws->n;
+}
+
+Shard *workers_shard(Workers *ws, size_t i)
+{
+    return ws->w[i].shard;
 }
 
 void workers_free(Workers *ws)

@@ -47,6 +47,12 @@ int workers_pause(Workers *w);
 void workers_resume(Workers *w);
 /* Counters of one rule summed over the workers: read them paused or finished. */
 void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
+/* Checkpoints: the number of workers, worker i's shard (touch it only while the
+ * workers are paused, or before they get any event), and the worker that owns
+ * (rule, key hash). */
+size_t workers_count(const Workers *w);
+Shard *workers_shard(Workers *w, size_t i);
+size_t workers_pick(const Workers *w, size_t rule, uint64_t hash);
 /* Finishes without firing if still running, then frees everything. */
 void workers_free(Workers *w);
 

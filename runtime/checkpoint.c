@@ -1,0 +1,489 @@
+/* runtime/checkpoint.c — the state folder, checkpoint framing, input positions and
+ * file lengths; see checkpoint.h. */
+#include "runtime/checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/hash.h"
+#include "nfa/snapshot.h"
+
+static const char ckpt_magic[8] = {'V', 'I', 'G', 'I', 'L', 'C', 'K', 'P'};
+
+enum { INPUT_KIND_FILE = 0 };
+
+/* A heap copy of the formatted text; NULL on allocation failure. */
+static char *heap_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *heap_printf(const char *fmt, ...)
+{
+    Buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (b.failed) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+static void logf_(CkptLog log, void *user, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void logf_(CkptLog log, void *user, const char *fmt, ...)
+{
+    Buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    if (log)
+        log(user, b.failed ? "(out of memory while formatting a message)" : b.data);
+    buf_free(&b);
+}
+
+/* ---- little-endian header fields --------------------------------------------------- */
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t checksum(const unsigned char *header, const char *body, size_t len)
+{
+    return hash_bytes(hash_bytes(HASH_SEED, header, 40), body, len);
+}
+
+/* ---- the folder ---------------------------------------------------------------------- */
+
+static char *slot_path(const CkptStore *s, uint64_t seq)
+{
+    return heap_printf("%s/checkpoint.%llu", s->dir, (unsigned long long)(seq & 1));
+}
+
+int ckpt_open(CkptStore *s, const char *dir, char **err)
+{
+    memset(s, 0, sizeof *s);
+    s->lock_fd = -1;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        *err = heap_printf("cannot create the state folder %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    s->dir = heap_printf("%s", dir);
+    char *lock = heap_printf("%s/lock", dir);
+    if (!s->dir || !lock) {
+        free(lock);
+        ckpt_close(s);
+        *err = heap_printf("out of memory");
+        return -1;
+    }
+    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int open_errno = errno;
+    free(lock);
+    if (s->lock_fd < 0) {
+        *err = heap_printf("cannot open %s/lock: %s", dir, strerror(open_errno));
+        ckpt_close(s);
+        return -1;
+    }
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        *err = errno == EWOULDBLOCK
+                   ? heap_printf("the state folder %s is in use by another vigil", dir)
+                   : heap_printf("cannot lock %s/lock: %s", dir, strerror(errno));
+        ckpt_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+void ckpt_close(CkptStore *s)
+{
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);   /* releases the flock */
+    s->lock_fd = -1;
+    free(s->dir);
+    s->dir = NULL;
+}
+
+/* ---- reading a slot ----------------------------------------------------------------- */
+
+typedef enum { SLOT_OK, SLOT_ABSENT, SLOT_BAD } SlotStatus;
+
+static SlotStatus read_file(const char *path, char **data, size_t *len, char **why)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return SLOT_ABSENT;
+        *why = heap_printf("cannot open it: %s", strerror(errno));
+        return SLOT_BAD;
+    }
+    struct stat st;
+    char *buf = NULL;
+    size_t got = 0;
+    if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+        while (got < (size_t)st.st_size) {
+            ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+    }
+    close(fd);
+    if (!buf || got != (size_t)st.st_size) {
+        free(buf);
+        *why = heap_printf("cannot read it");
+        return SLOT_BAD;
+    }
+    *data = buf;
+    *len = got;
+    return SLOT_OK;
+}
+
+/* Validates a slot's framing; on success the body is moved to the front of data. */
+static SlotStatus check_slot(char *data, size_t len, CkptLoaded *out, char **why)
+{
+    const unsigned char *h = (const unsigned char *)data;
+    if (len < CKPT_HEADER_SIZE) {
+        *why = heap_printf("torn: only %zu bytes", len);
+        return SLOT_BAD;
+    }
+    if (memcmp(h, ckpt_magic, sizeof ckpt_magic) != 0) {
+        *why = heap_printf("not a vigil checkpoint");
+        return SLOT_BAD;
+    }
+    uint64_t version = get_le(h + 8, 4);
+    if (version != CKPT_VERSION) {
+        *why = heap_printf("format version %llu, but this vigil reads version %d",
+                           (unsigned long long)version, CKPT_VERSION);
+        return SLOT_BAD;
+    }
+    uint64_t body_len = get_le(h + 32, 8);
+    if (body_len != len - CKPT_HEADER_SIZE) {
+        *why = heap_printf("torn: %zu bytes of body, the header says %llu",
+                           len - CKPT_HEADER_SIZE, (unsigned long long)body_len);
+        return SLOT_BAD;
+    }
+    if (checksum(h, data + CKPT_HEADER_SIZE, (size_t)body_len) != get_le(h + 40, 8)) {
+        *why = heap_printf("corrupt: bad checksum");
+        return SLOT_BAD;
+    }
+    out->seq = get_le(h + 16, 8);
+    out->written_ms = (int64_t)get_le(h + 24, 8);
+    memmove(data, data + CKPT_HEADER_SIZE, (size_t)body_len);
+    out->body = data;
+    out->len = (size_t)body_len;
+    return SLOT_OK;
+}
+
+int ckpt_load(CkptStore *s, CkptLoaded *out, CkptLog log, void *user, char **err)
+{
+    memset(out, 0, sizeof *out);
+    CkptLoaded cand[2] = {{0}};
+    char *why[2] = {NULL, NULL};
+    SlotStatus st[2];
+    for (int i = 0; i < 2; i++) {
+        cand[i].path = slot_path(s, (uint64_t)i);
+        char *data = NULL;
+        size_t len = 0;
+        st[i] = !cand[i].path ? SLOT_BAD : read_file(cand[i].path, &data, &len, &why[i]);
+        if (st[i] == SLOT_OK && (st[i] = check_slot(data, len, &cand[i], &why[i])) != SLOT_OK)
+            free(data);
+    }
+    int best = -1;
+    for (int i = 0; i < 2; i++)
+        if (st[i] == SLOT_OK && (best < 0 || cand[i].seq > cand[best].seq))
+            best = i;
+    int rc = best >= 0 ? 1 : (st[0] == SLOT_ABSENT && st[1] == SLOT_ABSENT) ? 0 : -1;
+    for (int i = 0; i < 2; i++) {
+        if (st[i] != SLOT_BAD)
+            continue;
+        if (best >= 0)
+            logf_(log, user, "checkpoint %s is unusable (%s); using the previous one, %s",
+                  cand[i].path ? cand[i].path : "?", why[i] ? why[i] : "out of memory",
+                  cand[best].path);
+        else if (!*err)
+            *err = heap_printf("checkpoint %s is unusable (%s) and there is no good one to "
+                               "fall back to; move the folder %s away to start afresh",
+                               cand[i].path ? cand[i].path : "?",
+                               why[i] ? why[i] : "out of memory", s->dir);
+    }
+    for (int i = 0; i < 2; i++) {
+        free(why[i]);
+        if (i == best) {
+            *out = cand[i];
+        } else {
+            free(cand[i].body);
+            free(cand[i].path);
+        }
+    }
+    /* the next checkpoint goes to the other slot, over anything unusable there */
+    s->seq = best >= 0 ? out->seq : 0;
+    return rc;
+}
+
+void ckpt_loaded_free(CkptLoaded *l)
+{
+    free(l->body);
+    free(l->path);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int ckpt_write(CkptStore *s, const char *body, size_t len, int64_t now_ms, char **err)
+{
+    uint64_t seq = s->seq + 1;
+    unsigned char h[CKPT_HEADER_SIZE];
+    memcpy(h, ckpt_magic, sizeof ckpt_magic);
+    put_le(h + 8, CKPT_VERSION, 4);
+    put_le(h + 12, 0, 4);
+    put_le(h + 16, seq, 8);
+    put_le(h + 24, (uint64_t)now_ms, 8);
+    put_le(h + 32, len, 8);
+    put_le(h + 40, checksum(h, body, len), 8);
+    char *tmp = heap_printf("%s/checkpoint.tmp", s->dir);
+    char *dest = slot_path(s, seq);
+    int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    const char *step = !tmp || !dest ? "out of memory" : fd < 0 ? "create" : NULL;
+    if (!step && (write_all(fd, h, sizeof h) < 0 || write_all(fd, body, len) < 0))
+        step = "write";
+    if (!step && fsync(fd) < 0)
+        step = "fsync";
+    if (fd >= 0 && close(fd) < 0 && !step)
+        step = "close";
+    if (!step && rename(tmp, dest) < 0)
+        step = "rename";
+    if (!step && fsync_dir(s->dir) < 0)
+        step = "fsync the folder of";
+    if (step) {
+        int e = errno;
+        *err = heap_printf("cannot write the checkpoint %s: %s: %s", dest ? dest : "?", step,
+                           strerror(e));
+        if (tmp)
+            unlink(tmp);
+    } else {
+        s->seq = seq;
+    }
+    free(tmp);
+    free(dest);
+    return step ? -1 : 0;
+}
+
+/* ---- sections ------------------------------------------------------------------------ */
+
+void ckpt_put_section(Buf *body, uint64_t tag, const char *data, size_t len)
+{
+    snap_put_u64(body, tag);
+    snap_put_bytes(body, data, len);
+}
+
+bool ckpt_find_section(const char *body, size_t len, uint64_t tag, const char **data,
+                       size_t *dlen)
+{
+    SnapReader r;
+    snap_reader_init(&r, body, len);
+    while (!r.bad && !snap_at_end(&r)) {
+        uint64_t t = snap_get_u64(&r);
+        const char *d = snap_get_bytes(&r, dlen);
+        if (!r.bad && t == tag) {
+            *data = d;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- inputs --------------------------------------------------------------------------- */
+
+static void put_position(void *user, const InputPosition *p)
+{
+    Buf *sec = user;
+    if (!p->resumable)
+        return;   /* stdin cannot be reopened where it was */
+    snap_put_u64(sec, INPUT_KIND_FILE);
+    snap_put_str(sec, p->origin);
+    snap_put_u64(sec, 1);          /* one partition */
+    snap_put_u64(sec, 0);          /* partition 0 */
+    snap_put_u64(sec, p->offset);
+    snap_put_u64(sec, p->line_no);
+}
+
+void ckpt_put_inputs(Buf *body, const InputSet *in)
+{
+    Buf sec = BUF_INIT;
+    input_each_position(in, put_position, &sec);
+    if (sec.failed)
+        body->failed = true;
+    else
+        ckpt_put_section(body, CKPT_SEC_INPUTS, sec.data ? sec.data : "", sec.len);
+    buf_free(&sec);
+}
+
+typedef struct ResumeCtx {
+    InputSet *in;
+    const char *data;
+    size_t len;
+    CkptLog log;
+    void *user;
+    char **err;
+    int rc;
+} ResumeCtx;
+
+/* Finds origin's entry in the section: true with its offset and line. */
+static bool saved_position(const ResumeCtx *c, const char *origin, uint64_t *offset,
+                           uint64_t *line_no, bool *malformed)
+{
+    SnapReader r;
+    snap_reader_init(&r, c->data, c->len);
+    while (!r.bad && !snap_at_end(&r)) {
+        uint64_t kind = snap_get_u64(&r);
+        size_t nlen;
+        const char *name = snap_get_bytes(&r, &nlen);
+        size_t parts = snap_get_count(&r, 3);
+        bool match = !r.bad && kind == INPUT_KIND_FILE && nlen == strlen(origin) &&
+                     memcmp(name, origin, nlen) == 0;
+        for (size_t i = 0; i < parts && !r.bad; i++) {
+            uint64_t part = snap_get_u64(&r), off = snap_get_u64(&r), line = snap_get_u64(&r);
+            if (match && part == 0) {
+                *offset = off;
+                *line_no = line;
+            }
+        }
+        if (match && !r.bad && parts == 1)
+            return true;
+    }
+    *malformed = r.bad;
+    return false;
+}
+
+static void resume_one(void *user, const InputPosition *p)
+{
+    ResumeCtx *c = user;
+    if (c->rc < 0)
+        return;
+    if (!p->resumable) {
+        logf_(c->log, c->user, "input %s cannot resume (not a regular file): it is read as "
+              "new input", p->origin);
+        return;
+    }
+    uint64_t offset = 0, line_no = 0;
+    bool malformed = false;
+    if (!saved_position(c, p->origin, &offset, &line_no, &malformed)) {
+        if (malformed) {
+            *c->err = heap_printf("the inputs section of the checkpoint is malformed");
+            c->rc = -1;
+        } else {
+            logf_(c->log, c->user, "input %s is not in the checkpoint: reading it from the "
+                  "start", p->origin);
+        }
+        return;
+    }
+    if (input_resume(c->in, p->origin, offset, line_no, c->err) < 0) {
+        c->rc = -1;
+        return;
+    }
+    logf_(c->log, c->user, "input %s resumes at byte %llu (line %llu)", p->origin,
+          (unsigned long long)offset, (unsigned long long)line_no + 1);
+}
+
+int ckpt_resume_inputs(InputSet *in, const char *data, size_t len, CkptLog log, void *user,
+                       char **err)
+{
+    ResumeCtx c = {in, data, len, log, user, err, 0};
+    input_each_position(in, resume_one, &c);
+    return c.rc;
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+void ckpt_files_add(Buf *sec, const char *path, uint64_t length)
+{
+    snap_put_str(sec, path);
+    snap_put_u64(sec, length);
+}
+
+int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, char **err)
+{
+    SnapReader r;
+    snap_reader_init(&r, data, len);
+    while (!r.bad && !snap_at_end(&r)) {
+        size_t plen;
+        const char *p = snap_get_bytes(&r, &plen);
+        uint64_t length = snap_get_u64(&r);
+        if (r.bad || memchr(p, '\0', plen))
+            break;
+        char *path = heap_printf("%.*s", (int)plen, p);
+        struct stat st;
+        if (!path) {
+            *err = heap_printf("out of memory");
+            return -1;
+        }
+        if (stat(path, &st) < 0) {
+            logf_(log, user, "%s is gone (the checkpoint had %llu bytes of it)", path,
+                  (unsigned long long)length);
+        } else if ((uint64_t)st.st_size < length) {
+            logf_(log, user, "%s has %llu bytes, fewer than the %llu of the checkpoint; "
+                  "left as it is", path, (unsigned long long)st.st_size,
+                  (unsigned long long)length);
+        } else if ((uint64_t)st.st_size > length) {
+            if (truncate(path, (off_t)length) < 0) {
+                *err = heap_printf("cannot cut %s back to %llu bytes: %s", path,
+                                   (unsigned long long)length, strerror(errno));
+                free(path);
+                return -1;
+            }
+            logf_(log, user, "%s cut back from %llu to %llu bytes (written after the "
+                  "checkpoint)", path, (unsigned long long)st.st_size,
+                  (unsigned long long)length);
+        }
+        free(path);
+    }
+    if (r.bad) {
+        *err = heap_printf("the files section of the checkpoint is malformed");
+        return -1;
+    }
+    return 0;
+}

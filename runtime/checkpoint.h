@@ -1,0 +1,94 @@
+/* runtime/checkpoint.h — checkpoint files of `vigil run --state DIR`.
+ *
+ * Owns: the state folder (created if missing, locked with flock so that two vigils
+ * never share one), the on-disk framing of a checkpoint, and the sections that are not
+ * engine internals: input positions and the lengths of the files vigil appends to.
+ *
+ * File layout (little endian), DIR/checkpoint.0 and DIR/checkpoint.1 alternately:
+ *     "VIGILCKP"  u32 version  u32 0  u64 sequence  i64 written (ms, wall clock)
+ *     u64 body length  u64 checksum   body
+ * The checksum is FNV-1a 64 (base/hash.h) over the first 40 header bytes and the body.
+ * A checkpoint is written to DIR/checkpoint.tmp, fsync-ed, renamed over the older of
+ * the two slots, and the folder is fsync-ed: a crash leaves the previous checkpoint
+ * intact. Loading takes the newest slot that is whole, has this version and a good
+ * checksum, and says why it skipped the other (torn, corrupt, other version).
+ *
+ * Body: tagged sections (u64 tag, length-prefixed bytes; see nfa/snapshot.h for the
+ * encoding), so readers skip what they do not know. The inputs section has room for
+ * sources with several partitions (Kafka later): per input a kind, a name and a list
+ * of (partition, offset, line) entries; a file has one entry, partition 0. */
+#ifndef VIGIL_RUNTIME_CHECKPOINT_H
+#define VIGIL_RUNTIME_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "runtime/input.h"
+
+#define CKPT_VERSION 1
+#define CKPT_HEADER_SIZE 48
+#define CKPT_DEFAULT_EVERY_MS 10000
+
+enum {
+    CKPT_SEC_ENGINE = 1,   /* engine_checkpoint */
+    CKPT_SEC_INPUTS = 2,   /* ckpt_put_inputs */
+    CKPT_SEC_FILES = 3,    /* ckpt_put_file: output files and their lengths */
+};
+
+/* Messages (one line, no newline) about what loading or restoring decided. */
+typedef void (*CkptLog)(void *user, const char *msg);
+
+typedef struct CkptStore {
+    char *dir;             /* heap copy */
+    int lock_fd;           /* DIR/lock, held with flock while the store is open */
+    uint64_t seq;          /* sequence number of the newest checkpoint (0: none) */
+} CkptStore;
+
+/* Creates DIR if needed and locks it. -1 with *err (heap) if it cannot, or if another
+ * process holds it. */
+int ckpt_open(CkptStore *s, const char *dir, char **err);
+void ckpt_close(CkptStore *s);
+
+typedef struct CkptLoaded {
+    char *body;            /* heap, owned by the caller */
+    size_t len;
+    uint64_t seq;
+    int64_t written_ms;
+    char *path;            /* the slot it came from; heap */
+} CkptLoaded;
+
+/* The newest usable checkpoint. 1: loaded into *out; 0: the folder holds none; -1:
+ * checkpoints exist but none is usable (*err, heap, says why). Skipped slots are
+ * reported through log. */
+int ckpt_load(CkptStore *s, CkptLoaded *out, CkptLog log, void *user, char **err);
+void ckpt_loaded_free(CkptLoaded *l);
+
+/* Writes the next checkpoint atomically (see above). -1 with *err (heap). */
+int ckpt_write(CkptStore *s, const char *body, size_t len, int64_t now_ms, char **err);
+
+/* ---- sections ------------------------------------------------------------------ */
+
+void ckpt_put_section(Buf *body, uint64_t tag, const char *data, size_t len);
+/* The section with `tag`; false if absent (or the body is malformed). */
+bool ckpt_find_section(const char *body, size_t len, uint64_t tag, const char **data,
+                       size_t *dlen);
+
+/* Appends the inputs section: every stream input's position. */
+void ckpt_put_inputs(Buf *body, const InputSet *in);
+/* Moves the file inputs of `in` to their positions in the section and logs each
+ * decision (resumed, not resumable, not in the checkpoint). -1 if the section is
+ * malformed or a file cannot be resumed (*err, heap). */
+int ckpt_resume_inputs(InputSet *in, const char *data, size_t len, CkptLog log, void *user,
+                       char **err);
+
+/* A files section is a run of (path, length) pairs to its end: append one. */
+void ckpt_files_add(Buf *sec, const char *path, uint64_t length);
+/* Cuts every file of a files section back to its checkpointed length (alerts written
+ * after the checkpoint are written again by the resumed run). A file shorter than its
+ * length, or missing, is reported and left alone. -1 on a malformed section or a
+ * failed truncate (*err, heap). */
+int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, char **err);
+
+#endif
