@@ -36,6 +36,8 @@ static void config_from_options(OutConfig *c, const AlertOptions *o)
         c->exec_backoff_ms = o->exec_backoff_ms;
     if (o->flush_timeout_ms > 0)
         c->flush_timeout_ms = o->flush_timeout_ms;
+    c->file_opened = o->file_opened;
+    c->file_opened_user = o->file_opened_user;
 }
 
 static Output *output_open(const OutputDecl *d, const OutConfig *cfg, char **err)
@@ -179,6 +181,16 @@ void alerts_idle(AlertRouter *ar)
     for (size_t i = 0; i < ar->n_outs; i++)
         if (ar->outs[i]->ops->drain)
             ar->outs[i]->ops->drain(ar->outs[i]);
+}
+
+int alerts_sync_files(AlertRouter *ar, void (*fn)(void *user, const char *path,
+                                                  uint64_t length), void *user)
+{
+    int rc = 0;
+    for (size_t i = 0; i < ar->n_outs; i++)
+        if (ar->outs[i]->ops->sync_files && ar->outs[i]->ops->sync_files(ar->outs[i], fn, user) < 0)
+            rc = -1;
+    return rc;
 }
 
 void alerts_stats(const AlertRouter *ar, Buf *out)

@@ -41,6 +41,11 @@ typedef struct AlertOptions {
     int exec_tries;            /* attempts per alert and exec output (3) */
     int64_t exec_backoff_ms;   /* before the 2nd attempt, doubling (100) */
     int64_t flush_timeout_ms;  /* alerts_flush waits at most this long in all (5000) */
+    /* Checkpoints: called when the stdout (-o FILE) or a file output opens a path for
+     * the first time in this run, before anything is written to it; may be NULL.
+     * Called from the thread that delivers the alert. */
+    void (*file_opened)(void *user, const char *path);
+    void *file_opened_user;
 } AlertOptions;
 
 /* Opens every output the rule set declares (opts may be NULL). The rule set must
@@ -64,6 +69,13 @@ int alerts_flush(AlertRouter *ar);
 /* Writes out the stdout and file buffers without waiting for anything (call it when
  * the input is idle). Exec and network outputs deliver on their own threads anyway. */
 void alerts_idle(AlertRouter *ar);
+/* Checkpoints (vigil run --state): writes out the stdout and file buffers, syncs them
+ * to disk and calls fn once for every file the `stdout` output (-o FILE) and the file
+ * outputs have written to in this run, with its current length. Call it while no
+ * thread delivers alerts. -1 if a buffer could not be written or synced (the lengths
+ * reported may then be short of what the caller has already counted as done). */
+int alerts_sync_files(AlertRouter *ar, void (*fn)(void *user, const char *path,
+                                                  uint64_t length), void *user);
 /* Appends a JSON object with per-output counters and health to out:
  * {"stdout":{"kind":"stdout","sent":1,"failed":0,"dropped":0,"buffered":0,
  *  "healthy":true,"state":"ok"},"NAME":{...}} */

@@ -22,6 +22,8 @@ void out_config_defaults(OutConfig *c)
     c->file_cache = 64;
     c->fd_buffer = 64 * 1024;
     c->fd_max_delay_ms = 100;
+    c->file_opened = NULL;
+    c->file_opened_user = NULL;
 }
 
 void out_log(const OutConfig *c, const char *fmt, ...)

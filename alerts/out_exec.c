@@ -486,7 +486,7 @@ static void exec_destroy(Output *o)
     exec_free_parts(eo);
 }
 
-static const OutputOps exec_ops = {exec_write, exec_flush, NULL, exec_stats, exec_destroy};
+static const OutputOps exec_ops = {exec_write, exec_flush, NULL, exec_stats, exec_destroy, NULL};
 
 static int exec_compile_argv(ExecOutput *eo, const OutputDecl *d, char **err)
 {

@@ -188,8 +188,32 @@ static void stdout_destroy(Output *o)
     free(so);
 }
 
+/* Length of an output file once its buffer is out and on disk; -1 on failure. */
+static int64_t synced_length(int fd)
+{
+    struct stat st;
+    if (fdatasync(fd) < 0 && errno != EINVAL)   /* EINVAL: a file that cannot sync */
+        return -1;
+    return fstat(fd, &st) < 0 ? -1 : (int64_t)st.st_size;
+}
+
+/* Only -o FILE can be cut back after a crash: a terminal or pipe cannot. */
+static int stdout_sync_files(Output *o, void (*fn)(void *user, const char *path,
+                                                   uint64_t length), void *user)
+{
+    StdoutOutput *so = (StdoutOutput *)o;
+    pthread_mutex_lock(&so->mu);
+    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    int64_t len = so->own_fd ? synced_length(so->fb.fd) : 0;
+    int rc = so->h.failing || len < 0 ? -1 : 0;
+    if (so->own_fd && len >= 0)
+        fn(user, so->path, (uint64_t)len);
+    pthread_mutex_unlock(&so->mu);
+    return rc;
+}
+
 static const OutputOps stdout_ops = {stdout_write, stdout_flush, stdout_drain, stdout_stats,
-                                     stdout_destroy};
+                                     stdout_destroy, stdout_sync_files};
 
 Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
 {
@@ -204,6 +228,8 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
     so->cfg = cfg;
     so->fb.fd = STDOUT_FILENO;
     if (path && strcmp(path, "-") != 0) {
+        if (cfg->file_opened)
+            cfg->file_opened(cfg->file_opened_user, path);
         so->fb.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (so->fb.fd < 0) {
             *err = out_strf("cannot open output file %s: %s", path, strerror(errno));
@@ -245,6 +271,8 @@ typedef struct FileOutput {
     int64_t last_sweep_ms;
     FdHealth h;
     Buf scratch;             /* resolved path of the current alert */
+    char **seen;             /* every path opened in this run, for checkpoints; heap */
+    size_t n_seen, cap_seen;
 } FileOutput;
 
 /* mkdir -p of the folder that holds `path`. 0, or an errno value. */
@@ -302,6 +330,29 @@ static void file_evict_lru(FileOutput *fo)
     fo->files[lru] = fo->files[--fo->n_files];
 }
 
+/* Remembers a path the first time it is opened (checkpoints report its length) and
+ * tells the file_opened hook before anything is written to it. */
+static int file_note_path(FileOutput *fo, const char *path)
+{
+    for (size_t i = 0; i < fo->n_seen; i++)
+        if (strcmp(fo->seen[i], path) == 0)
+            return 0;
+    if (fo->n_seen == fo->cap_seen) {
+        size_t cap = fo->cap_seen ? fo->cap_seen * 2 : 8;
+        char **grown = realloc(fo->seen, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        fo->seen = grown;
+        fo->cap_seen = cap;
+    }
+    if (!(fo->seen[fo->n_seen] = strdup(path)))
+        return -1;
+    fo->n_seen++;
+    if (fo->cfg->file_opened)
+        fo->cfg->file_opened(fo->cfg->file_opened_user, path);
+    return 0;
+}
+
 /* The open file for `path`, opening it if needed; NULL with errno on failure. */
 static OpenFile *file_get(FileOutput *fo, const char *path, int64_t alert_ms)
 {
@@ -312,7 +363,8 @@ static OpenFile *file_get(FileOutput *fo, const char *path, int64_t alert_ms)
         }
     }
     char *copy = strdup(path);
-    if (!copy) {
+    if (!copy || file_note_path(fo, path) < 0) {
+        free(copy);
         errno = ENOMEM;
         return NULL;
     }
@@ -451,9 +503,32 @@ static void file_stats(Output *o, OutStats *st)
     pthread_mutex_unlock(&fo->mu);
 }
 
+static int file_sync_files(Output *o, void (*fn)(void *user, const char *path,
+                                                 uint64_t length), void *user)
+{
+    FileOutput *fo = (FileOutput *)o;
+    pthread_mutex_lock(&fo->mu);
+    file_drain_locked(fo);
+    int rc = fo->h.failing ? -1 : 0;
+    for (size_t i = 0; i < fo->n_files; i++)
+        if (synced_length(fo->files[i].fb.fd) < 0)
+            rc = -1;
+    /* by path: files closed by the cache or rotated are reported too */
+    for (size_t i = 0; i < fo->n_seen; i++) {
+        struct stat st;
+        if (stat(fo->seen[i], &st) == 0)
+            fn(user, fo->seen[i], (uint64_t)st.st_size);
+    }
+    pthread_mutex_unlock(&fo->mu);
+    return rc;
+}
+
 static void file_destroy(Output *o)
 {
     FileOutput *fo = (FileOutput *)o;
+    for (size_t i = 0; i < fo->n_seen; i++)
+        free(fo->seen[i]);
+    free(fo->seen);
     for (size_t i = 0; i < fo->n_files; i++)
         file_close(fo, &fo->files[i]);
     free(fo->files);
@@ -463,7 +538,8 @@ static void file_destroy(Output *o)
     free(fo);
 }
 
-static const OutputOps file_ops = {file_write, file_flush, file_drain, file_stats, file_destroy};
+static const OutputOps file_ops = {file_write, file_flush, file_drain, file_stats, file_destroy,
+                                   file_sync_files};
 
 Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
 {

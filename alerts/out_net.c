@@ -377,7 +377,7 @@ static void net_destroy(Output *o)
     net_free_parts(no);
 }
 
-static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy};
+static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy, NULL};
 
 /* Splits "HOST:PORT" or "[V6]:PORT". */
 static int net_parse_hostport(NetOutput *no, const char *s, const char *where, char **err)

@@ -49,6 +49,8 @@ typedef struct OutConfig {
     size_t file_cache;          /* open files kept per file output */
     size_t fd_buffer;           /* bytes buffered per stdout/file before a write */
     int64_t fd_max_delay_ms;    /* a buffered line is written at the next alert after this */
+    void (*file_opened)(void *user, const char *path);   /* AlertOptions.file_opened */
+    void *file_opened_user;
 } OutConfig;
 
 void out_config_defaults(OutConfig *c);
@@ -94,6 +96,10 @@ typedef struct OutputOps {
     void (*drain)(Output *o);
     void (*stats)(Output *o, OutStats *st);
     void (*destroy)(Output *o);   /* stops threads and children, counts what is left */
+    /* Checkpoints: writes out, syncs, and reports every file written in this run with
+     * its length; -1 on a failed write or sync. NULL for outputs without files. */
+    int (*sync_files)(Output *o, void (*fn)(void *user, const char *path, uint64_t length),
+                      void *user);
 } OutputOps;
 
 struct Output {
