@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/control.h"
 #include "cli/rejects.h"
+#include "cli/run_state.h"
 #include "cli/watch.h"
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
@@ -34,6 +35,8 @@ typedef struct RunOptions {
     size_t n_inputs;
     const char *output, *late, *errors, *control;
     bool watch, stats;
+    const char *state;         /* --state DIR, or NULL */
+    int64_t checkpoint_every_ms;
     unsigned long workers;
     size_t max_line, max_partials;
     const char *const *rule_paths;   /* borrowed from argv */
@@ -47,6 +50,7 @@ typedef struct Run {
     Engine *engine;
     InputSet *inputs;
     RuleWatch *watch;          /* --watch, or NULL */
+    RunState *state;           /* --state, or NULL */
     Control *control;          /* --control, or NULL */
     Rejects rejects;
     bool event_time;
@@ -98,6 +102,11 @@ static void usage(FILE *out)
           "                       (rule, key) so each key's events stay in order\n"
           "      --stats          print a JSON summary to stderr at exit\n"
           "      --max-line BYTES longest accepted input line (default 1M; K/M/G suffixes)\n"
+          "      --state DIR      checkpoint the whole state into DIR (every 10s and at\n"
+          "                       exit) and, at start, recover from it: file inputs resume\n"
+          "                       at their offsets, -o/file outputs are cut back to the\n"
+          "                       checkpoint, so a crash neither repeats nor loses alerts\n"
+          "      --checkpoint-every DUR  time between checkpoints (10s; ms/s/m/h)\n"
           "      --max-partials N partial matches kept per key; when full the oldest is\n"
           "                       dropped and counted (default 10000)\n"
           "  -h, --help           show this help\n"
@@ -145,7 +154,7 @@ static bool parse_size(const char *s, size_t *out)
 }
 
 enum { OPT_LATE = 256, OPT_ERRORS, OPT_WATCH, OPT_CONTROL, OPT_WORKERS, OPT_STATS,
-       OPT_MAX_LINE, OPT_MAX_PARTIALS };
+       OPT_MAX_LINE, OPT_MAX_PARTIALS, OPT_STATE, OPT_CHECKPOINT_EVERY };
 
 static const struct option run_long_options[] = {
     {"input", required_argument, NULL, 'i'},
@@ -158,6 +167,8 @@ static const struct option run_long_options[] = {
     {"stats", no_argument, NULL, OPT_STATS},
     {"max-line", required_argument, NULL, OPT_MAX_LINE},
     {"max-partials", required_argument, NULL, OPT_MAX_PARTIALS},
+    {"state", required_argument, NULL, OPT_STATE},
+    {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -201,6 +212,11 @@ static int parse_options(int argc, char **argv, RunOptions *o)
         case OPT_MAX_LINE:
             if (!parse_size(optarg, &o->max_line))
                 return bad_value("--max-line", optarg);
+            break;
+        case OPT_STATE: o->state = optarg; break;
+        case OPT_CHECKPOINT_EVERY:
+            if (!run_state_parse_every(optarg, &o->checkpoint_every_ms))
+                return bad_value("--checkpoint-every", optarg);
             break;
         case OPT_MAX_PARTIALS:
             if (!parse_size(optarg, &o->max_partials))
@@ -392,6 +408,10 @@ static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
     if (!next)
         return reload_failed(run, "rule errors", outcome);
     AlertOptions aopts = {.stdout_path = o->output};
+    if (run->state) {
+        aopts.file_opened = run_state_file_opened;
+        aopts.file_opened_user = run->state;
+    }
     char *err = NULL;
     AlertRouter *ar = alerts_new(next, &aopts, &err);
     if (!ar) {
@@ -560,6 +580,9 @@ static int read_loop(Run *run, const sigset_t *signals)
         /* timers on processing time; with workers, hands them what was routed */
         if (engine_tick(run->engine, run->event_time ? 0 : wall_ms()) < 0)
             return -1;
+        if (run->state && run_state_due(run->state, mono_ms()))
+            run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
+                                 &run->rejects);
         if (run->lines_seen == before)
             alerts_idle(run->alerts);   /* idle: no alert waits in a buffer */
         rejects_tick(&run->rejects, mono_ms(), false);
@@ -599,6 +622,10 @@ static int open_inputs(Run *run, const RunOptions *o)
 static int start(Run *run, const RunOptions *o)
 {
     AlertOptions aopts = {.stdout_path = o->output};
+    if (run->state) {
+        aopts.file_opened = run_state_file_opened;
+        aopts.file_opened_user = run->state;
+    }
     char *err = NULL;
     run->alerts = alerts_new(run->rs, &aopts, &err);
     if (!run->alerts) {
@@ -625,7 +652,9 @@ static int start(Run *run, const RunOptions *o)
         free(err);
         return -1;
     }
-    return open_inputs(run, o);
+    if (open_inputs(run, o) < 0)
+        return -1;
+    return run->state ? run_state_restore(run->state, run->engine, run->inputs) : 0;
 }
 
 /* SIGTERM/SIGINT/SIGHUP are taken between reads (stop_requested), never by a handler.
@@ -647,10 +676,22 @@ static int serve(Run *run, const sigset_t *signals)
     int code = EXIT_OK;
     run->progress = isatty(STDERR_FILENO) && any_file_input(run->opts);
     int how = read_loop(run, signals);
-    int end = how == 1 ? engine_stop(run->engine) : engine_finish(run->engine);
+    int end = 0;
+    if (run->state && how == 1)
+        /* the checkpoint keeps buffered events and partial matches for the next run */
+        end = run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
+                                   &run->rejects);
+    else
+        end = how == 1 ? engine_stop(run->engine) : engine_finish(run->engine);
+    if (run->state && how == 0 && end == 0 && alerts_flush(run->alerts) == 0)
+        end = run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
+                                   &run->rejects);
+    if (run->state)
+        run_state_report(run->state);
     if (how < 0 || end < 0) {
         fprintf(stderr, "vigil run: stopped on %s\n",
-                run->fatal || end < 0 ? "an allocation failure" : "an input error");
+                run->fatal ? "an allocation failure" : end < 0 && run->state
+                ? "a failed checkpoint" : end < 0 ? "an allocation failure" : "an input error");
         code = EXIT_IO;
     }
     show_progress(run, true);
@@ -684,7 +725,18 @@ static void run_free(Run *run)
 static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
 {
     Run run = {.opts = o, .rs = rs, .event_time = rs->event_time};
+    RunState state;
+    /* recovery cuts the files back before anything opens them */
+    if (o->state && run_state_open(&state, o->state, o->checkpoint_every_ms, o->errors,
+                                   o->late) < 0) {
+        run_state_close(&state);
+        ruleset_free(rs);
+        return EXIT_IO;
+    }
+    run.state = o->state ? &state : NULL;
     if (rejects_open(&run.rejects, o->errors, o->late) < 0) {
+        if (run.state)
+            run_state_close(run.state);
         ruleset_free(rs);
         return EXIT_IO;
     }
@@ -697,6 +749,8 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
         code = EXIT_IO;
     }
     run_free(&run);
+    if (run.state)
+        run_state_close(run.state);
     return code;
 }
 

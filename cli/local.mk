@@ -5,5 +5,6 @@ vigil_SOURCES += \
 vigil_SOURCES += \
 	cli/json_tree.c cli/json_tree.h \
 	cli/rejects.c cli/rejects.h \
+	cli/run_state.c cli/run_state.h \
 	cli/watch.c cli/watch.h \
 	cli/control.c cli/control.h

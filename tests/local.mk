@@ -17,3 +17,4 @@ include tests/e2e.mk
 include tests/fuzz.mk
 include tests/hostile.mk
 include tests/reload.mk
+include tests/state.mk
