@@ -70,6 +70,9 @@ run_vigil() {
     "$VIGIL" run --stats --workers "$2" --control "$dir/ctl.sock" -i "unix:$dir/in.sock" \
         -o "$dir/alerts" "$dir/rules" 2> "$dir/err" &
     vpid=$!
+    # the rules are loaded once the control socket answers: only then change them
+    wait_for '"$VIGIL" ctl "$dir/ctl.sock" rules > /dev/null 2>&1' ||
+        { kill $vpid; fail "$1: vigil did not start"; }
     "$FEED" "$dir/in.sock" $N $(($3 + 1)) < "$dir/go" > "$dir/fed" &
     fpid=$!
     exec 4> "$dir/go"
