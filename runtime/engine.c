@@ -369,10 +369,18 @@ out:
 
 /* ---- statistics ------------------------------------------------------------- */
 
-void engine_stats(const Engine *e, EngineStats *out)
+/* With workers running, theirs count only if `paused` (the caller paused them). */
+static void stats_of(const Engine *e, bool paused, EngineStats *out)
 {
     *out = e->stats;
     out->buffered = reorder_size(&e->reorder);
+    out->regex_limit_hits = e->workers ? workers_regex_limit_hits(e->workers, paused)
+                                       : shard_regex_limit_hits(e->shard);
+}
+
+void engine_stats(const Engine *e, EngineStats *out)
+{
+    stats_of(e, false, out);
 }
 
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out)
@@ -397,17 +405,19 @@ int engine_all_rule_stats(const Engine *e, EngineRuleStats *out)
 
 void engine_stats_json(const Engine *e, Buf *out)
 {
-    EngineStats s;
-    engine_stats(e, &s);
-    buf_printf(out, "{\"lines\":%llu,\"events\":%llu,\"malformed\":%llu,\"late\":%llu,"
-               "\"buffered\":%llu,\"pending_at_stop\":%llu,\"rules\":{",
-               (unsigned long long)s.lines, (unsigned long long)s.events,
-               (unsigned long long)s.malformed, (unsigned long long)s.late,
-               (unsigned long long)s.buffered, (unsigned long long)s.pending_at_stop);
-    uint64_t keys = 0;
     /* workers' counters are theirs while they run; without memory to pause them,
      * the rules are left out rather than read racily */
     bool paused = e->workers && workers_pause(e->workers) == 0;
+    EngineStats s;
+    stats_of(e, paused, &s);
+    buf_printf(out, "{\"lines\":%llu,\"events\":%llu,\"malformed\":%llu,\"late\":%llu,"
+               "\"buffered\":%llu,\"pending_at_stop\":%llu,\"regex_limit_hits\":%llu,"
+               "\"rules\":{",
+               (unsigned long long)s.lines, (unsigned long long)s.events,
+               (unsigned long long)s.malformed, (unsigned long long)s.late,
+               (unsigned long long)s.buffered, (unsigned long long)s.pending_at_stop,
+               (unsigned long long)s.regex_limit_hits);
+    uint64_t keys = 0;
     for (size_t i = 0; (!e->workers || paused) && i < e->rs->n_rules; i++) {
         EngineRuleStats r;
         engine_rule_stats(e, i, &r);

@@ -60,6 +60,9 @@ typedef struct EngineStats {
     uint64_t late;
     uint64_t buffered;            /* events waiting in the reorder buffer */
     uint64_t pending_at_stop;     /* partial matches not fired because of a stop signal */
+    uint64_t regex_limit_hits;    /* regex tests that hit PCRE2's match or depth limit (no
+                                     match); engine_stats counts running workers' only in
+                                     engine_stats_json, which pauses them */
 } EngineStats;
 
 typedef struct Engine Engine;

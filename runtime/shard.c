@@ -419,6 +419,11 @@ bool shard_failed(const Shard *s)
     return s->failed;
 }
 
+uint64_t shard_regex_limit_hits(const Shard *s)
+{
+    return expr_scratch_regex_limit_hits(s->scratch);
+}
+
 /* ---- checkpoints ------------------------------------------------------------ */
 
 enum { VALUE_HAS_S = 1, VALUE_HAS_RAW = 2 };

@@ -58,6 +58,8 @@ uint64_t shard_partials_live(const Shard *s);
 void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc);
 /* An allocation failed: the run must end with an error. */
 bool shard_failed(const Shard *s);
+/* Regex tests of this shard that hit PCRE2's match or depth limit (nfa/expr.h). */
+uint64_t shard_regex_limit_hits(const Shard *s);
 
 /* Checkpoints (runtime/checkpoint.h). A key's record is its key bytes, its key values,
  * its suppression end and its matcher state (nfa/snapshot.h). snapshot_keys appends

@@ -495,6 +495,15 @@ void workers_rule_stats(const Workers *ws, size_t rule, EngineRuleStats *acc)
             shard_add_rule_stats(ws->w[i].shard, rule, acc);
 }
 
+uint64_t workers_regex_limit_hits(const Workers *ws, bool paused)
+{
+    uint64_t n = expr_scratch_regex_limit_hits(ws->scratch);
+    for (size_t i = 0; (paused || ws->finished) && i < ws->n; i++)
+        if (ws->w[i].shard)
+            n += shard_regex_limit_hits(ws->w[i].shard);
+    return n;
+}
+
 size_t workers_count(const Workers *ws)
 {
     return ws->n;

@@ -47,6 +47,9 @@ int workers_pause(Workers *w);
 void workers_resume(Workers *w);
 /* Counters of one rule summed over the workers: read them paused or finished. */
 void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
+/* Regex tests that hit PCRE2's limits: the sending thread's (filters and keys), plus
+ * the workers' own if `paused` (the caller paused them) or once they finished. */
+uint64_t workers_regex_limit_hits(const Workers *w, bool paused);
 /* Checkpoints: the number of workers, worker i's shard (touch it only while the
  * workers are paused, or before they get any event), and the worker that owns
  * (rule, key hash). */

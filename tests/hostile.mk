@@ -4,8 +4,6 @@ check_PROGRAMS += tests/hostile/sockclient
 tests_hostile_sockclient_SOURCES = tests/hostile/sockclient.c
 TESTS += tests/hostile/flood.sh tests/hostile/redos.sh tests/hostile/malformed.sh \
 	tests/hostile/many_clients.sh tests/hostile/regex_stats.sh
-# Fails until --stats reports the regex tests that hit PCRE2's limits (see the script).
-XFAIL_TESTS = tests/hostile/regex_stats.sh
 EXTRA_DIST += tests/hostile/lib.sh tests/hostile/flood.sh tests/hostile/redos.sh \
 	tests/hostile/malformed.sh tests/hostile/many_clients.sh tests/hostile/regex_stats.sh \
 	tests/hostile/data/clients.cep tests/hostile/data/redos.cep tests/hostile/data/events.cep
