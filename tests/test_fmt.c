@@ -409,9 +409,13 @@ static int round_trip_tree(const char *dir)
             continue;
         char *text = read_all(path);
         ck_assert_ptr_nonnull(text);
-        assert_round_trip(path, text);
+        /* Test inputs that are broken on purpose carry this marker in a comment. */
+        bool broken = strstr(text, "vigil:broken-on-purpose") != NULL;
+        if (!broken) {
+            assert_round_trip(path, text);
+            count++;
+        }
         free(text);
-        count++;
     }
     closedir(d);
     return count;
