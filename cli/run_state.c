@@ -293,6 +293,10 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
         st->last_bytes = body.len + CKPT_HEADER_SIZE;
         st->last_write_ms = mono_ms() - t0;
         st->last_info = info;
+        if (st->last_bytes > st->max_bytes)
+            st->max_bytes = st->last_bytes;
+        if (st->last_write_ms > st->max_write_ms)
+            st->max_write_ms = st->last_write_ms;
     }
     buf_free(&c.files);
     buf_free(&eng);
@@ -305,12 +309,14 @@ void run_state_report(const RunState *st)
     if (!st->written)
         return;
     fprintf(stderr, "vigil run: state saved in %s: checkpoint %llu, %zu bytes, written in %lld "
-            "ms (%llu keys, %llu partial matches, %llu events of which %llu buffered)\n",
+            "ms (%llu keys, %llu partial matches, %llu events of which %llu buffered); "
+            "%llu checkpoints in this run, the largest %zu bytes, the slowest %lld ms\n",
             st->store.dir, (unsigned long long)st->store.seq, st->last_bytes,
             (long long)st->last_write_ms, (unsigned long long)st->last_info.keys,
             (unsigned long long)st->last_info.partials,
             (unsigned long long)st->last_info.events,
-            (unsigned long long)st->last_info.buffered);
+            (unsigned long long)st->last_info.buffered, (unsigned long long)st->written,
+            st->max_bytes, (long long)st->max_write_ms);
 }
 
 void run_state_close(RunState *st)

@@ -35,6 +35,8 @@ typedef struct RunState {
     uint64_t written;          /* checkpoints written by this run */
     size_t last_bytes;
     int64_t last_write_ms;     /* duration of the last write, capture included */
+    size_t max_bytes;          /* the largest and slowest checkpoint of this run */
+    int64_t max_write_ms;
     EngineCheckpointInfo last_info;
 } RunState;
 

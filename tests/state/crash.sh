@@ -19,11 +19,11 @@ t_ref=$(( $(now_ms) - t0 ))
 [ -s "$TMP/ref.out" ] && [ -s "$TMP/ref/no_logout.jsonl" ] || fail "no alerts at all"
 echo "uninterrupted: $N events in $t_ref ms, $(wc -l < "$TMP/ref.out") alerts on stdout"
 
-# kill points: random, between 5 % and 35 % of the uninterrupted time after each start
+# kill points: random, between 4 % and 24 % of the uninterrupted time after each start
 seed=${VIGIL_TEST_SEED:-$(date +%s)}
 echo "kill points seed: $seed (VIGIL_TEST_SEED to repeat)"
 delays=$(awk -v s="$seed" -v t="$t_ref" 'BEGIN { srand(s);
-    for (i = 0; i < 5; i++) printf "%d ", 50 + t * (0.05 + 0.30 * rand()) }')
+    for (i = 0; i < 5; i++) printf "%d ", 50 + t * (0.04 + 0.20 * rand()) }')
 
 # run_crashing WORKERS: five SIGKILLs, then a run to the end
 run_crashing() {
