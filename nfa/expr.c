@@ -236,10 +236,27 @@ static RegexResult regex_run(const Regex *re, const Value *subject, uint32_t pai
 
 static Value eval_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScratch *s);
 
+/* Numbers compared as doubles straight away (NaN: only != holds, as through
+ * value_equal/value_compare); the common case of conditions. */
+static bool compare_numbers(int op, double a, double b)
+{
+    switch (op) {
+    case BIN_EQ: return a == b;
+    case BIN_NE: return a != b;
+    case BIN_LT: return a < b;
+    case BIN_LE: return a <= b;
+    case BIN_GT: return a > b;
+    case BIN_GE: return a >= b;
+    default: return false;
+    }
+}
+
 static bool compare_holds(int op, const Value *l, const Value *r)
 {
     if (value_is_null(l) || value_is_null(r) || l->type != r->type)
         return false;
+    if (l->type == V_NUM)
+        return compare_numbers(op, l->num, r->num);
     switch (op) {
     case BIN_EQ: return value_equal(l, r);
     case BIN_NE: return !value_equal(l, r);

@@ -97,11 +97,12 @@ typedef struct RunList {
 } RunList;
 
 struct NfaKey {
+    /* every event reads deadline, then live: one cache line for both */
+    int64_t deadline;      /* earliest deadline of `live`; INT64_MAX if none */
     RunList live;          /* partial matches, oldest start first */
     RunList next;          /* the next generation, built while an event is processed */
     RunList done;          /* completed, held back by a skip strategy, in start order */
     RunList fresh;         /* completed during the current call */
-    int64_t deadline;      /* earliest deadline of `live`; INT64_MAX if none */
     uint32_t *edges;       /* decision scratch: nfa->max_collect edge indices */
     int8_t *memo;          /* per event: where/until results of non-iterative steps (-1 unknown) */
 };
