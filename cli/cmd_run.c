@@ -38,7 +38,7 @@ typedef struct RunOptions {
     const char *state;         /* --state DIR, or NULL */
     int64_t checkpoint_every_ms;
     unsigned long workers;
-    size_t max_line, max_partials;
+    size_t max_line, max_partials, max_memory, max_buffered;
     const char *const *rule_paths;   /* borrowed from argv */
     size_t n_rule_paths;
 } RunOptions;
@@ -109,6 +109,12 @@ static void usage(FILE *out)
           "      --checkpoint-every DUR  time between checkpoints (10s; ms/s/m/h)\n"
           "      --max-partials N partial matches kept per key; when full the oldest is\n"
           "                       dropped and counted (default 10000)\n"
+          "      --max-memory BYTES  budget for the matching state (keys, partial matches,\n"
+          "                       the events they hold, the reorder buffer; estimated;\n"
+          "                       K/M/G suffixes); once reached new keys are refused and\n"
+          "                       counted, existing keys keep matching (default: none)\n"
+          "      --max-buffered N events held in the reorder buffer (event time); when\n"
+          "                       full the oldest is released early (default 1000000)\n"
           "  -h, --help           show this help\n"
           "\n"
           "Time: with a `time` declaration events are reordered within its lateness and\n"
@@ -154,7 +160,8 @@ static bool parse_size(const char *s, size_t *out)
 }
 
 enum { OPT_LATE = 256, OPT_ERRORS, OPT_WATCH, OPT_CONTROL, OPT_WORKERS, OPT_STATS,
-       OPT_MAX_LINE, OPT_MAX_PARTIALS, OPT_STATE, OPT_CHECKPOINT_EVERY };
+       OPT_MAX_LINE, OPT_MAX_PARTIALS, OPT_STATE, OPT_CHECKPOINT_EVERY, OPT_MAX_MEMORY,
+       OPT_MAX_BUFFERED };
 
 static const struct option run_long_options[] = {
     {"input", required_argument, NULL, 'i'},
@@ -167,6 +174,8 @@ static const struct option run_long_options[] = {
     {"stats", no_argument, NULL, OPT_STATS},
     {"max-line", required_argument, NULL, OPT_MAX_LINE},
     {"max-partials", required_argument, NULL, OPT_MAX_PARTIALS},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"max-buffered", required_argument, NULL, OPT_MAX_BUFFERED},
     {"state", required_argument, NULL, OPT_STATE},
     {"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT_EVERY},
     {"help", no_argument, NULL, 'h'},
@@ -221,6 +230,14 @@ static int parse_options(int argc, char **argv, RunOptions *o)
         case OPT_MAX_PARTIALS:
             if (!parse_size(optarg, &o->max_partials))
                 return bad_value("--max-partials", optarg);
+            break;
+        case OPT_MAX_MEMORY:
+            if (!parse_size(optarg, &o->max_memory))
+                return bad_value("--max-memory", optarg);
+            break;
+        case OPT_MAX_BUFFERED:
+            if (!parse_size(optarg, &o->max_buffered))
+                return bad_value("--max-buffered", optarg);
             break;
         case 'h':
             usage(stdout);
@@ -642,6 +659,8 @@ static int start(Run *run, const RunOptions *o)
         return -1;
     }
     engine_set_warn(run->engine, engine_warning, run);
+    EngineLimits limits = {.max_memory = o->max_memory, .max_buffered = o->max_buffered};
+    engine_set_limits(run->engine, &limits);
     if (o->watch && !(run->watch = watch_new(o->rule_paths, o->n_rule_paths, &err))) {
         fprintf(stderr, "vigil run: --watch: %s\n", err ? err : "out of memory");
         free(err);

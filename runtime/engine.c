@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nfa/snapshot.h"
+#include "runtime/budget.h"
 #include "runtime/decode.h"
 #include "runtime/evtime.h"
 #include "runtime/partition.h"
@@ -28,6 +30,11 @@ struct Engine {
     int64_t clock_ms;          /* latest processing time handed out (never goes back) */
     int64_t released_ms;       /* time of the latest released event */
     size_t n_workers;
+    MemBudget budget;          /* --max-memory: every thread's state; hooks.budget points here */
+    MemShare mem;              /* the reorder buffer's part */
+    size_t max_buffered;
+    uint64_t early_warned;     /* stats.released_early at the last warning */
+    int64_t early_warned_ms;   /* when (monotonic), or INT64_MIN */
     bool failed;               /* an allocation failed: the run must end with an error */
     char **origins;            /* origin strings of restored events (engine_restore); heap */
     size_t n_origins;
@@ -53,6 +60,11 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
                                                          : ENGINE_DEFAULT_MAX_PARTIALS;
     e->clock_ms = INT64_MIN;
     e->released_ms = INT64_MIN;
+    atomic_init(&e->budget.used, 0);
+    e->hooks.budget = &e->budget;
+    e->mem.budget = &e->budget;
+    e->max_buffered = ENGINE_DEFAULT_MAX_BUFFERED;
+    e->early_warned_ms = INT64_MIN;
     reorder_init(&e->reorder, rs->event_time ? rs->lateness_ms : 0);
     e->decoder = decoder_new(&rs->fields, DECODE_MAX_DEPTH);
     if (!e->decoder)
@@ -102,6 +114,12 @@ void engine_set_warn(Engine *e, void (*warn)(void *user, const char *msg), void 
     e->hooks.warn_user = user;
 }
 
+void engine_set_limits(Engine *e, const EngineLimits *limits)
+{
+    e->budget.limit = limits->max_memory <= INT64_MAX ? (int64_t)limits->max_memory : 0;
+    e->max_buffered = limits->max_buffered ? limits->max_buffered : ENGINE_DEFAULT_MAX_BUFFERED;
+}
+
 static bool engine_failed(const Engine *e)
 {
     return e->failed || (e->shard && shard_failed(e->shard));
@@ -125,8 +143,47 @@ static void match_event(Engine *e, Event *ev)
 static void release_ready(Engine *e)
 {
     Event *ev;
-    while ((ev = reorder_pop_ready(&e->reorder, NULL)))
+    while ((ev = reorder_pop_ready(&e->reorder, NULL))) {
+        budget_add(&e->mem, -(int64_t)budget_event_bytes(ev));
         match_event(e, ev);
+    }
+}
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Events released early lose their lateness: later ones older than them are late. */
+static void warn_released_early(Engine *e)
+{
+    if (e->stats.released_early == e->early_warned || !e->hooks.warn)
+        return;
+    int64_t now = monotonic_ms();
+    if (e->early_warned_ms != INT64_MIN && now - e->early_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+        return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "reorder buffer full (%zu events): %llu events released before "
+             "the watermark (%llu so far); raise --max-buffered or lower the lateness",
+             e->max_buffered, (unsigned long long)(e->stats.released_early - e->early_warned),
+             (unsigned long long)e->stats.released_early);
+    e->early_warned = e->stats.released_early;
+    e->early_warned_ms = now;
+    e->hooks.warn(e->hooks.warn_user, msg);
+}
+
+/* A full buffer releases its oldest events early rather than drop or refuse any. */
+static void release_overflow(Engine *e)
+{
+    while (reorder_size(&e->reorder) > e->max_buffered) {
+        Event *ev = reorder_pop_oldest(&e->reorder, NULL);
+        budget_add(&e->mem, -(int64_t)budget_event_bytes(ev));
+        e->stats.released_early++;
+        match_event(e, ev);
+    }
+    warn_released_early(e);
 }
 
 /* ---- input ------------------------------------------------------------------ */
@@ -209,6 +266,8 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
         event_release(ev);
         return -1;
     }
+    budget_add(&e->mem, (int64_t)budget_event_bytes(ev));
+    release_overflow(e);
     release_ready(e);
     return engine_failed(e) ? -1 : 0;
 }
@@ -309,6 +368,7 @@ static void redecode_buffered(Engine *e)
         ev->origin = old->origin;
         ev->origin_line = old->origin_line;
         e->reorder.heap[i].item = ev;
+        budget_add(&e->mem, (int64_t)budget_event_bytes(ev) - (int64_t)budget_event_bytes(old));
         event_release(old);
     }
 }
@@ -376,6 +436,9 @@ static void stats_of(const Engine *e, bool paused, EngineStats *out)
     out->buffered = reorder_size(&e->reorder);
     out->regex_limit_hits = e->workers ? workers_regex_limit_hits(e->workers, paused)
                                        : shard_regex_limit_hits(e->shard);
+    int64_t used = budget_used(&e->budget) + e->mem.pending;
+    out->memory_bytes = used > 0 ? (uint64_t)used : 0;
+    out->max_memory = (uint64_t)e->budget.limit;
 }
 
 void engine_stats(const Engine *e, EngineStats *out)
@@ -412,11 +475,13 @@ void engine_stats_json(const Engine *e, Buf *out)
     stats_of(e, paused, &s);
     buf_printf(out, "{\"lines\":%llu,\"events\":%llu,\"malformed\":%llu,\"late\":%llu,"
                "\"buffered\":%llu,\"pending_at_stop\":%llu,\"regex_limit_hits\":%llu,"
+               "\"memory_bytes\":%llu,\"max_memory\":%llu,\"released_early\":%llu,"
                "\"rules\":{",
                (unsigned long long)s.lines, (unsigned long long)s.events,
                (unsigned long long)s.malformed, (unsigned long long)s.late,
                (unsigned long long)s.buffered, (unsigned long long)s.pending_at_stop,
-               (unsigned long long)s.regex_limit_hits);
+               (unsigned long long)s.regex_limit_hits, (unsigned long long)s.memory_bytes,
+               (unsigned long long)s.max_memory, (unsigned long long)s.released_early);
     uint64_t keys = 0;
     for (size_t i = 0; (!e->workers || paused) && i < e->rs->n_rules; i++) {
         EngineRuleStats r;
@@ -428,13 +493,14 @@ void engine_stats_json(const Engine *e, Buf *out)
         buf_printf(out, ":{\"matches\":%llu,\"timeouts\":%llu,\"alerts\":%llu,"
                    "\"suppressed\":%llu,\"missing_key\":%llu,\"keys_live\":%llu,"
                    "\"partials_live\":%llu,\"partials_dropped\":%llu,"
-                   "\"partials_refused\":%llu,\"cap_hits\":%llu}",
+                   "\"partials_refused\":%llu,\"cap_hits\":%llu,\"keys_refused\":%llu}",
                    (unsigned long long)r.matches, (unsigned long long)r.timeouts,
                    (unsigned long long)r.alerts, (unsigned long long)r.suppressed,
                    (unsigned long long)r.missing_key, (unsigned long long)r.keys_live,
                    (unsigned long long)r.partials_live,
                    (unsigned long long)r.partials_dropped,
-                   (unsigned long long)r.partials_refused, (unsigned long long)r.cap_hits);
+                   (unsigned long long)r.partials_refused, (unsigned long long)r.cap_hits,
+                   (unsigned long long)r.keys_refused);
     }
     if (paused)
         workers_resume(e->workers);
@@ -800,6 +866,7 @@ static const char *read_reorder(Restore *c, SnapReader *r)
         }
         event_retain(ev);
         items[got].item = ev;
+        budget_add(&c->e->mem, (int64_t)budget_event_bytes(ev));
     }
     if (!why && reorder_restore(&c->e->reorder, max_seen, watermark, next_seq, items, n) < 0)
         why = "out of memory";

@@ -24,6 +24,7 @@
 #include "rules/ruleset.h"
 
 #define ENGINE_DEFAULT_MAX_PARTIALS 10000
+#define ENGINE_DEFAULT_MAX_BUFFERED 1000000
 
 typedef struct EngineSink {
     /* A result of rule `rule` that makes alerts. key/r/scratch are valid during the call. */
@@ -42,6 +43,14 @@ typedef struct EngineOptions {
     size_t workers;            /* matching threads; 0 or 1: inline, fully deterministic */
 } EngineOptions;
 
+/* Resource limits beyond EngineOptions (vigil run --max-memory, --max-buffered). */
+typedef struct EngineLimits {
+    size_t max_memory;         /* bytes of state (approximate, runtime/budget.h); once
+                                  reached new keys are refused; 0: no limit */
+    size_t max_buffered;       /* events in the reorder buffer; when full the oldest is
+                                  released early; 0 means ENGINE_DEFAULT_MAX_BUFFERED */
+} EngineLimits;
+
 typedef struct EngineRuleStats {
     uint64_t matches, timeouts;   /* every result the NFA produced */
     uint64_t alerts;              /* results delivered to the sink */
@@ -51,6 +60,7 @@ typedef struct EngineRuleStats {
     uint64_t partials_live, partials_dropped;
     uint64_t partials_refused;    /* not started: the per-rule cap */
     uint64_t cap_hits;            /* events at which a cap dropped or refused something */
+    uint64_t keys_refused;        /* new keys not started: --max-memory was reached */
 } EngineRuleStats;
 
 typedef struct EngineStats {
@@ -63,6 +73,9 @@ typedef struct EngineStats {
     uint64_t regex_limit_hits;    /* regex tests that hit PCRE2's match or depth limit (no
                                      match); engine_stats counts running workers' only in
                                      engine_stats_json, which pauses them */
+    uint64_t memory_bytes;        /* the state's estimated size (runtime/budget.h) */
+    uint64_t max_memory;          /* the budget, 0: none */
+    uint64_t released_early;      /* events released before the watermark: buffer full */
 } EngineStats;
 
 typedef struct Engine Engine;
@@ -76,6 +89,10 @@ void engine_free(Engine *e);
  * warn(user, msg); with workers it is called from their threads. Call before the
  * first line. */
 void engine_set_warn(Engine *e, void (*warn)(void *user, const char *msg), void *user);
+/* Sets the resource limits; call before the first line. Without it: no memory
+ * budget (the state's size is still estimated, for --stats) and
+ * ENGINE_DEFAULT_MAX_BUFFERED. */
+void engine_set_limits(Engine *e, const EngineLimits *limits);
 /* One input line from `origin` (borrowed; must outlive the engine). now_ms is the
  * arrival wall-clock time, used on processing time. -1 on a fatal (allocation) error. */
 int engine_line(Engine *e, const char *text, size_t len, const char *origin,

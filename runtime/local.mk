@@ -10,6 +10,7 @@ libvigil_a_SOURCES += \
 	runtime/workers.c runtime/workers.h \
 	runtime/reorder.c runtime/reorder.h \
 	runtime/partition.c runtime/partition.h \
-	runtime/deadline.c runtime/deadline.h
+	runtime/deadline.c runtime/deadline.h \
+	runtime/budget.h
 # checkpoints (vigil run --state)
 libvigil_a_SOURCES += runtime/checkpoint.c runtime/checkpoint.h

@@ -137,6 +137,7 @@ PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t h
     e->suppress_until = INT64_MIN;
     e->deadline = INT64_MAX;
     e->heap_pos = SIZE_MAX;
+    e->held = e->charged = 0;
     e->n_key = n_key;
     e->key = (Value *)(e + 1);
     char *cursor = (char *)(e->key + n_key);

@@ -28,6 +28,9 @@ typedef struct PartEntry {
     Value *key;               /* n_key values; strings point into this allocation */
     const char *kbytes;       /* canonical key bytes; in this allocation */
     size_t klen;
+    /* --max-memory accounting (runtime/budget.h), kept by the shard: */
+    size_t held;              /* estimated bytes of the events and nodes its matches hold */
+    size_t charged;           /* what this key counts for in the budget now */
 } PartEntry;
 
 /* Open addressing with linear probing: the hash sits in the slot, so a probe compares

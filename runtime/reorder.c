@@ -93,6 +93,13 @@ void *reorder_pop_ready(Reorder *r, int64_t *time_ms)
     return top.item;
 }
 
+void *reorder_pop_oldest(Reorder *r, int64_t *time_ms)
+{
+    if (r->n && r->heap[0].time_ms > r->watermark)
+        r->watermark = r->heap[0].time_ms;
+    return reorder_pop_ready(r, time_ms);
+}
+
 int64_t reorder_peek_time(const Reorder *r)
 {
     return r->n ? r->heap[0].time_ms : INT64_MAX;

@@ -36,6 +36,10 @@ void reorder_init(Reorder *r, int64_t lateness_ms);
 ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item);
 /* The next item whose time is <= the watermark (removed from the buffer), or NULL. */
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
+/* The buffer is full: the oldest item (removed), released before the watermark
+ * reaches it. The watermark moves up to its time, so releases stay in time order and
+ * anything older that arrives later is late. NULL if empty. */
+void *reorder_pop_oldest(Reorder *r, int64_t *time_ms);
 /* Time of the next buffered item (ready or not); INT64_MAX if empty. */
 int64_t reorder_peek_time(const Reorder *r);
 /* A new lateness (hot reload) for the next items; the watermark never moves back. */

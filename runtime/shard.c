@@ -17,6 +17,9 @@ typedef struct RuleState {
     EngineRuleStats stats;
     uint64_t cap_hits_warned;  /* counters.cap_hits at the last warning */
     int64_t cap_warned_ms;     /* when (monotonic), or INT64_MIN */
+    uint64_t refused_warned;   /* stats.keys_refused at the last warning */
+    int64_t refuse_warned_ms;  /* when (monotonic), or INT64_MIN */
+    MemShare *mem;             /* the shard's part of the budget (drop_entry) */
 } RuleState;
 
 struct Shard {
@@ -31,6 +34,8 @@ struct Shard {
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_bytes;
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
+    MemShare mem;              /* this shard's keys in the --max-memory budget */
+    bool refused;              /* the pending key was refused (budget spent) */
     bool failed;
     /* the (rule, key) whose NFA is running, for the result callback; cur_entry is
      * NULL while a key without an entry runs (pending says which key that is) */
@@ -53,6 +58,8 @@ static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
     st->ctx.sink.emit = on_result;
     st->ctx.sink.user = s;
     st->cap_warned_ms = INT64_MIN;
+    st->refuse_warned_ms = INT64_MIN;
+    st->mem = &s->mem;
 }
 
 size_t rules_widest_key(const CompiledRuleSet *rs)
@@ -71,6 +78,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
         return NULL;
     s->rs = rs;
     s->hooks = hooks;
+    s->mem.budget = hooks->budget;
     s->fired_upto = INT64_MIN;
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
@@ -95,6 +103,7 @@ static void drop_entry(PartEntry *pe, void *user)
     if (pe->nfa)
         nfa_key_free(pe->nfa, &st->counters);
     pe->nfa = NULL;
+    budget_add(st->mem, -(int64_t)pe->charged);
 }
 
 static void rule_state_free(RuleState *st)
@@ -161,13 +170,62 @@ static void on_result(void *user, const NfaResult *r)
     s->hooks->sink.alert(s->hooks->sink.user, s->cur_rule, pe->key, pe->n_key, r, s->scratch);
 }
 
+/* --max-memory estimates (nfa/SEMANTICS.md 10): a key's matcher with its first
+ * partial match, each further one, and a node holding an event; an entry's table slots,
+ * timer slot and allocator header. */
+#define KEY_MATCHER_BYTES 224
+#define PARTIAL_BYTES 128
+#define NODE_BYTES 32
+#define ENTRY_OVERHEAD_BYTES 64
+
+static size_t key_bytes(const PartEntry *pe)
+{
+    size_t p = nfa_key_partials(pe->nfa);
+    size_t matcher = p ? KEY_MATCHER_BYTES + (p - 1) * PARTIAL_BYTES : 0;
+    return sizeof *pe + pe->n_key * sizeof(Value) + 2 * pe->klen + ENTRY_OVERHEAD_BYTES +
+           matcher + pe->held;
+}
+
+/* What one NFA run did to a key's memory: `before` partial matches on entry, and
+ * `retained` bytes of the event it took into new nodes. Which events the dropped
+ * partial matches released is not known here: the held bytes shrink in proportion
+ * to the partial matches that went (an approximation). */
+typedef struct KeyGrowth {
+    size_t before;
+    size_t retained;
+} KeyGrowth;
+
+/* The growth of a run of `ev` (NULL: a timer) that started with `refs0` references. */
+static KeyGrowth growth_of(size_t before, const Event *ev, uint32_t refs0)
+{
+    KeyGrowth g = {before, 0};
+    if (ev && ev->refs > refs0)
+        g.retained = budget_event_bytes(ev) + (size_t)(ev->refs - refs0) * NODE_BYTES;
+    return g;
+}
+
+static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
+{
+    size_t after = nfa_key_partials(pe->nfa);
+    if (!after)
+        pe->held = 0;
+    else if (after < g.before)
+        pe->held = pe->held / g.before * after;
+    pe->held += after ? g.retained : 0;
+    size_t now = key_bytes(pe);
+    budget_add(&s->mem, (int64_t)now - (int64_t)pe->charged);
+    pe->charged = now;
+}
+
 /* After the NFA ran for a key at time `now`: drop the entry if the key went idle
  * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
  * suppression so that the idle entry is collected then). */
-static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now)
+static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
+    recharge(s, pe, g);
     if (!pe->nfa && pe->suppress_until <= now) {
+        budget_add(&s->mem, -(int64_t)pe->charged);
         deadline_remove(&st->timers, pe);
         part_remove(&st->keys, pe);
         return;
@@ -195,12 +253,13 @@ static bool next_due(const Shard *s, int64_t t, size_t *rule)
 
 static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
 {
+    KeyGrowth g = growth_of(nfa_key_partials(pe->nfa), NULL, 0);
     if (pe->nfa) {
         s->cur_rule = ri;
         s->cur_entry = pe;
         nfa_key_advance(s->rs->rules[ri].nfa, &pe->nfa, t, &s->rules[ri].ctx);
     }
-    settle(s, ri, pe, t);
+    settle(s, ri, pe, t, g);
 }
 
 void shard_fire_due(Shard *s, int64_t t)
@@ -266,13 +325,48 @@ static void warn_caps(Shard *s, size_t ri)
     s->hooks->warn(s->hooks->warn_user, msg);
 }
 
+/* Keys refused for want of memory lose their events: say so, as for the caps. */
+static void warn_refused(Shard *s, size_t ri)
+{
+    RuleState *st = &s->rules[ri];
+    if (st->stats.keys_refused == st->refused_warned || !s->hooks->warn)
+        return;
+    int64_t now = monotonic_ms();
+    if (st->refuse_warned_ms != INT64_MIN &&
+        now - st->refuse_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+        return;
+    char msg[256];
+    snprintf(msg, sizeof msg, "rule '%s': %llu new keys refused, --max-memory reached "
+             "(%llu so far); existing keys keep matching", s->rs->rules[ri].name,
+             (unsigned long long)(st->stats.keys_refused - st->refused_warned),
+             (unsigned long long)st->stats.keys_refused);
+    st->refused_warned = st->stats.keys_refused;
+    st->refuse_warned_ms = now;
+    s->hooks->warn(s->hooks->warn_user, msg);
+}
+
 static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
     s->cur_entry = pe;
+    KeyGrowth g = {nfa_key_partials(pe->nfa), 0};
+    uint32_t refs0 = ev->refs;
     nfa_key_event(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
-    settle(s, ri, pe, ev->time_ms);
+    settle(s, ri, pe, ev->time_ms, growth_of(g.before, ev, refs0));
     warn_caps(s, ri);
+}
+
+/* With the budget spent a new key gets no entry: its results are dropped and the
+ * refusal counted once per event. */
+static bool refuse_key(Shard *s, size_t ri)
+{
+    if (!budget_full(&s->mem))
+        return false;
+    if (!s->refused) {
+        s->rules[ri].stats.keys_refused++;
+        s->refused = true;
+    }
+    return true;
 }
 
 /* The entry of the pending key, made now; NULL on allocation failure. A routed key
@@ -280,6 +374,8 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 static PartEntry *materialize(Shard *s, size_t ri)
 {
     const CompiledRule *rule = &s->rs->rules[ri];
+    if (refuse_key(s, ri))
+        return NULL;
     RouteKey k = *s->pending;
     if (!k.vals) {
         if (rule_route(rule, s->pending_ev, s->scratch, s->key_vals, &s->key_bytes) !=
@@ -311,6 +407,8 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     s->cur_entry = NULL;
     s->pending = k;
     s->pending_ev = ev;
+    s->refused = false;
+    uint32_t refs0 = ev->refs;
     nfa_key_event(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
     pe = s->cur_entry;   /* made by on_result if the event alerted */
     if (fresh && !pe)
@@ -321,9 +419,10 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
             nfa_key_free(fresh, &st->counters);
     } else {
         pe->nfa = fresh;
-        settle(s, ri, pe, ev->time_ms);
+        settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
     }
     warn_caps(s, ri);
+    warn_refused(s, ri);
 }
 
 void shard_event(Shard *s, Event *ev)
@@ -412,6 +511,7 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
     acc->partials_dropped += st->counters.partials_dropped;
     acc->partials_refused += st->counters.partials_refused;
     acc->cap_hits += st->counters.cap_hits;
+    acc->keys_refused += st->stats.keys_refused;
 }
 
 bool shard_failed(const Shard *s)
@@ -515,6 +615,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
     }
     pe->nfa = nk;
     pe->suppress_until = suppress_until;
+    recharge(s, pe, (KeyGrowth){0, 0});   /* the events it holds are not known here */
     if (deadline_set(&st->timers, pe, nk ? nfa_key_deadline(nk) : suppress_until) < 0) {
         *err = "out of memory";
         return -1;

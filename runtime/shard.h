@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "nfa/snapshot.h"
+#include "runtime/budget.h"
 #include "runtime/engine.h"
 #include "runtime/route.h"
 
@@ -24,9 +25,12 @@ typedef struct EngineHooks {
     EngineSink sink;
     void (*warn)(void *user, const char *msg);   /* NULL: no warnings */
     void *warn_user;
+    MemBudget *budget;         /* --max-memory: shards count their keys in it and, once it
+                                  is spent, refuse new keys; NULL: no accounting */
 } EngineHooks;
 
-/* A rule whose partial-match caps were hit is warned about at most this often. */
+/* A rule whose partial-match caps were hit, or that refused new keys for want of
+ * memory (--max-memory), is warned about at most this often. */
 #define SHARD_CAP_WARN_PERIOD_MS 10000
 
 /* Filter and key of one rule for one event, without a Router (route.h): on ROUTE_KEYED, kbytes holds the

@@ -1,0 +1,64 @@
+/* runtime/budget.h — the `--max-memory` budget: an approximate count of the bytes the
+ * engine's state holds (partition entries, matchers, the events their partial matches
+ * hold, the reorder buffer), shared by the engine's thread and the workers.
+ *
+ * Owns only the counter. The sizes are estimates from the measured layout
+ * (nfa/SEMANTICS.md 10), charged where the runtime creates, runs and frees state, not
+ * allocator measurements. Each thread (MemShare) adds its changes to a private
+ * pending amount and publishes it to the shared atomic total once it reaches
+ * BUDGET_BATCH bytes either way, so the shared cache line is written rarely; the total
+ * is off by less than BUDGET_BATCH per thread. */
+#ifndef VIGIL_RUNTIME_BUDGET_H
+#define VIGIL_RUNTIME_BUDGET_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nfa/event.h"
+
+#define BUDGET_BATCH (64 * 1024)
+
+typedef struct MemBudget {
+    _Atomic int64_t used;      /* published bytes of every thread */
+    int64_t limit;             /* 0: no limit (the count is still kept, for --stats) */
+} MemBudget;
+
+/* One thread's part of the budget. */
+typedef struct MemShare {
+    MemBudget *budget;         /* borrowed; NULL: nothing is counted */
+    int64_t pending;           /* counted here, not yet published */
+} MemShare;
+
+static inline void budget_add(MemShare *m, int64_t delta)
+{
+    if (!m->budget)
+        return;
+    m->pending += delta;
+    if (m->pending >= BUDGET_BATCH || m->pending <= -BUDGET_BATCH) {
+        atomic_fetch_add_explicit(&m->budget->used, m->pending, memory_order_relaxed);
+        m->pending = 0;
+    }
+}
+
+static inline int64_t budget_used(const MemBudget *b)
+{
+    return atomic_load_explicit(&b->used, memory_order_relaxed);
+}
+
+/* Is the budget spent, as far as this thread knows? */
+static inline bool budget_full(const MemShare *m)
+{
+    return m->budget && m->budget->limit &&
+           budget_used(m->budget) + m->pending >= m->budget->limit;
+}
+
+/* An event as allocated (nfa/event.c: struct, slots, line and string room) plus the
+ * allocator's header and rounding. */
+static inline size_t budget_event_bytes(const Event *ev)
+{
+    return sizeof *ev + ev->n_slots * sizeof(Value) + 2 * ev->line_len + 1 + 16;
+}
+
+#endif
