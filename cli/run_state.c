@@ -55,7 +55,7 @@ bool run_state_parse_every(const char *text, int64_t *ms)
     return true;
 }
 
-/* ---- files: the journal and the carried-over section ---------------------------- */
+/* ---- files: the journal and the known files -------------------------------------- */
 
 /* Is `path` among the (path, length) pairs of a files section? */
 static bool files_have(const char *sec, size_t len, const char *path)
@@ -122,9 +122,19 @@ static int read_journal(const RunState *st, Buf *out)
     return n < 0 || out->failed ? -1 : 0;
 }
 
+/* Adds a path to the files measured at each checkpoint. */
+static void know_path(RunState *st, const char *path)
+{
+    pthread_mutex_lock(&st->lock);
+    if (!files_have(st->known.data, st->known.len, path))
+        ckpt_files_add(&st->known, path, 0);
+    pthread_mutex_unlock(&st->lock);
+}
+
 void run_state_file_opened(void *user, const char *path)
 {
     RunState *st = user;
+    know_path(st, path);
     struct stat sb;
     uint64_t length = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     Buf rec = BUF_INIT;
@@ -146,13 +156,14 @@ static int roll_back_files(RunState *st)
     size_t sec_len = 0;
     if (st->loaded.body &&
         ckpt_find_section(st->loaded.body, st->loaded.len, CKPT_SEC_FILES, &sec, &sec_len))
-        buf_append(&st->carried, sec, sec_len);
-    buf_append(&cut, st->carried.data ? st->carried.data : "", st->carried.len);
+        buf_append(&cut, sec, sec_len);
     int rc = read_journal(st, &journal);
     if (rc == 0)
         files_merge(&cut, journal.data ? journal.data : "", journal.len);
+    /* every file of earlier runs stays known: a later crash may need it cut back too */
+    files_merge(&st->known, cut.data ? cut.data : "", cut.len);
     char *err = NULL;
-    if (rc < 0 || cut.failed || st->carried.failed)
+    if (rc < 0 || cut.failed || st->known.failed)
         rc = fail(NULL, "cannot read the journal of opened files");
     else if (ckpt_truncate_files(cut.data ? cut.data : "", cut.len, log_line, NULL, &err) < 0)
         rc = fail(err, "cannot cut the output files back");
@@ -169,6 +180,7 @@ int run_state_open(RunState *st, const char *dir, int64_t every_ms, const char *
                    const char *late_path)
 {
     memset(st, 0, sizeof *st);
+    pthread_mutex_init(&st->lock, NULL);
     st->journal_fd = -1;
     st->every_ms = every_ms > 0 ? every_ms : CKPT_DEFAULT_EVERY_MS;
     st->errors_path = errors_path;
@@ -254,14 +266,33 @@ static void add_reject_file(Capture *c, FILE *f, const char *path)
         add_file(c, path, (uint64_t)sb.st_size);
 }
 
-/* While the engine is paused: what the outputs hold now matches the state captured. */
+/* While the engine is paused: what the files hold now matches the state captured.
+ * The outputs report what they write to; every other known file (of earlier runs,
+ * or of outputs a reload replaced) is measured on disk, where nothing writes now. */
 static void capture_files(void *user)
 {
     Capture *c = user;
+    RunState *st = c->st;
     if (alerts_sync_files(c->alerts, add_file, c) < 0)
         c->failed = true;
-    add_reject_file(c, c->rejects->errors.file, c->st->errors_path);
-    add_reject_file(c, c->rejects->late.file, c->st->late_path);
+    add_reject_file(c, c->rejects->errors.file, st->errors_path);
+    add_reject_file(c, c->rejects->late.file, st->late_path);
+    pthread_mutex_lock(&st->lock);
+    SnapReader r;
+    snap_reader_init(&r, st->known.data ? st->known.data : "", st->known.len);
+    while (!r.bad && !snap_at_end(&r)) {
+        size_t n;
+        const char *p = snap_get_bytes(&r, &n);
+        (void)snap_get_u64(&r);
+        char *path = r.bad ? NULL : strndup(p, n);
+        struct stat sb;
+        if (!path)
+            c->files.failed = true;
+        else if (!files_have(c->files.data, c->files.len, path) && stat(path, &sb) == 0)
+            ckpt_files_add(&c->files, path, (uint64_t)sb.st_size);
+        free(path);
+    }
+    pthread_mutex_unlock(&st->lock);
 }
 
 int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, InputSet *inputs,
@@ -278,8 +309,6 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
         rc = fail(NULL, c.failed ? "an output file could not be written or synced; no "
                   "checkpoint taken" : "out of memory while taking a checkpoint");
     } else {
-        /* files of earlier runs not written to in this one keep their lengths */
-        files_merge(&c.files, st->carried.data ? st->carried.data : "", st->carried.len);
         ckpt_put_section(&body, CKPT_SEC_ENGINE, eng.data ? eng.data : "", eng.len);
         ckpt_put_inputs(&body, inputs);
         ckpt_put_section(&body, CKPT_SEC_FILES, c.files.data ? c.files.data : "", c.files.len);
@@ -325,6 +354,7 @@ void run_state_close(RunState *st)
         close(st->journal_fd);
     st->journal_fd = -1;
     ckpt_loaded_free(&st->loaded);
-    buf_free(&st->carried);
+    buf_free(&st->known);
+    pthread_mutex_destroy(&st->lock);
     ckpt_close(&st->store);
 }

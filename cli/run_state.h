@@ -1,13 +1,15 @@
 /* cli/run_state.h — `vigil run --state DIR`: when to checkpoint, what goes in, and
  * recovery at start.
  *
- * Owns: the CkptStore (runtime/checkpoint.h), the journal DIR/opened of output files
- * first opened since the last checkpoint, the files section carried over from the
- * restored checkpoint, and the figures it logs (size, time to write, time to restore).
+ * Owns: the CkptStore (runtime/checkpoint.h), the journal DIR/opened of the output
+ * files each run opens (with their lengths then), the list of every file vigil has
+ * appended to under this state (restored ones included), and the figures it logs
+ * (size, time to write, time to restore).
  *
- * Exactly-once for files: a checkpoint holds the lengths of the -o FILE, `file`
- * output, --errors and --late files at the moment the engine state was captured (the
- * workers paused), and recovery cuts them back to those lengths before anything is
+ * Exactly-once for files: a checkpoint holds the lengths of every known file (-o
+ * FILE, `file` outputs, --errors, --late; also those of earlier runs and of rule sets
+ * replaced by a reload) at the moment the engine state was captured (the workers
+ * paused, the outputs written out and synced), and recovery cuts them back to those lengths before anything is
  * written, then resumes the inputs from their checkpointed offsets. A file first
  * opened after the last checkpoint is in the journal with its length at opening, and
  * is cut back to that. Outputs that cannot be rolled back (a terminal or pipe on
@@ -15,6 +17,7 @@
 #ifndef VIGIL_CLI_RUN_STATE_H
 #define VIGIL_CLI_RUN_STATE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,7 +33,9 @@ typedef struct RunState {
     int64_t last_ms;           /* monotonic time of the last checkpoint (or the start) */
     int journal_fd;            /* DIR/opened, append-only; -1 when closed */
     CkptLoaded loaded;         /* the checkpoint found at start (body NULL: none) */
-    Buf carried;               /* files section of the loaded checkpoint */
+    pthread_mutex_t lock;      /* guards `known`: workers open output files too */
+    Buf known;                 /* every file path to measure at a checkpoint, as a files
+                                  section (lengths unused) */
     const char *errors_path, *late_path;   /* --errors / --late, borrowed */
     uint64_t written;          /* checkpoints written by this run */
     size_t last_bytes;
