@@ -300,6 +300,8 @@ static void on_line(void *user, const InputLine *line)
     int64_t now = run->event_time ? 0 : wall_ms();
     if (engine_line(run->engine, line->text, line->len, line->origin, line->line_no, now) < 0)
         run->fatal = true;
+    if (engine_backlogged(run->engine))
+        input_pause(run->inputs, true);   /* the rest of this read waits in its buffer */
 }
 
 static void on_reject(void *user, const InputLine *line, const char *reason)
@@ -577,6 +579,17 @@ static int poll_timeout(Run *run)
     return wait < 0 ? 0 : wait > RUN_POLL_SLICE_MS ? RUN_POLL_SLICE_MS : (int)wait;
 }
 
+/* Backpressure: while the workers are behind, no input is read (sockets push back on
+ * their senders through flow control; files and stdin simply wait) and the loop waits
+ * for the workers in slices, still taking signals and control commands. */
+static int poll_or_wait(Run *run, const InputHandler *h)
+{
+    bool behind = engine_backlogged(run->engine) &&
+                  !engine_drain(run->engine, RUN_POLL_SLICE_MS);
+    input_pause(run->inputs, behind);
+    return input_poll(run->inputs, behind ? 0 : poll_timeout(run), h);
+}
+
 /* Reads until end of input or a stop signal. Returns 1 on stop, 0 at end, -1 on error. */
 static int read_loop(Run *run, const sigset_t *signals)
 {
@@ -591,7 +604,7 @@ static int read_loop(Run *run, const sigset_t *signals)
             control_poll(run->control, &ch);
         }
         uint64_t before = run->lines_seen;
-        int rc = input_poll(run->inputs, poll_timeout(run), &h);
+        int rc = poll_or_wait(run, &h);
         if (run->fatal || rc < 0)
             return -1;
         /* timers on processing time; with workers, hands them what was routed */

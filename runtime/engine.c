@@ -35,6 +35,7 @@ struct Engine {
     size_t max_buffered;
     uint64_t early_warned;     /* stats.released_early at the last warning */
     int64_t early_warned_ms;   /* when (monotonic), or INT64_MIN */
+    bool draining;             /* a backpressure pause is on (counted once) */
     bool failed;               /* an allocation failed: the run must end with an error */
     char **origins;            /* origin strings of restored events (engine_restore); heap */
     size_t n_origins;
@@ -285,6 +286,21 @@ int engine_tick(Engine *e, int64_t now_ms)
     return engine_failed(e) ? -1 : 0;
 }
 
+bool engine_backlogged(const Engine *e)
+{
+    return e->workers && workers_backlogged(e->workers);
+}
+
+bool engine_drain(Engine *e, int timeout_ms)
+{
+    if (!engine_backlogged(e))
+        return true;
+    if (!e->draining)
+        e->stats.backpressure_pauses++;
+    e->draining = !workers_drain(e->workers, timeout_ms);
+    return !e->draining;
+}
+
 int64_t engine_next_deadline(const Engine *e)
 {
     return e->shard ? shard_next_deadline(e->shard) : INT64_MAX;
@@ -476,12 +492,13 @@ void engine_stats_json(const Engine *e, Buf *out)
     buf_printf(out, "{\"lines\":%llu,\"events\":%llu,\"malformed\":%llu,\"late\":%llu,"
                "\"buffered\":%llu,\"pending_at_stop\":%llu,\"regex_limit_hits\":%llu,"
                "\"memory_bytes\":%llu,\"max_memory\":%llu,\"released_early\":%llu,"
-               "\"rules\":{",
+               "\"backpressure_pauses\":%llu,\"rules\":{",
                (unsigned long long)s.lines, (unsigned long long)s.events,
                (unsigned long long)s.malformed, (unsigned long long)s.late,
                (unsigned long long)s.buffered, (unsigned long long)s.pending_at_stop,
                (unsigned long long)s.regex_limit_hits, (unsigned long long)s.memory_bytes,
-               (unsigned long long)s.max_memory, (unsigned long long)s.released_early);
+               (unsigned long long)s.max_memory, (unsigned long long)s.released_early,
+               (unsigned long long)s.backpressure_pauses);
     uint64_t keys = 0;
     for (size_t i = 0; (!e->workers || paused) && i < e->rs->n_rules; i++) {
         EngineRuleStats r;

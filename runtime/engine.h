@@ -76,6 +76,7 @@ typedef struct EngineStats {
     uint64_t memory_bytes;        /* the state's estimated size (runtime/budget.h) */
     uint64_t max_memory;          /* the budget, 0: none */
     uint64_t released_early;      /* events released before the watermark: buffer full */
+    uint64_t backpressure_pauses; /* times reading waited for the workers to catch up */
 } EngineStats;
 
 typedef struct Engine Engine;
@@ -100,6 +101,14 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason);
+/* Backpressure (--workers N): true once the workers fall behind (a queue half full);
+ * the caller should stop reading (input_pause: sockets then push back through flow
+ * control, files and stdin simply wait) and call engine_drain until it returns true.
+ * Always false with one worker, which matches on the caller's thread. */
+bool engine_backlogged(const Engine *e);
+/* Waits at most timeout_ms for the workers to catch up; true when they have (or were
+ * not behind). Each wait that begins counts one `backpressure_pauses`. */
+bool engine_drain(Engine *e, int timeout_ms);
 /* Call when the input is idle or between reads: on processing time fires every
  * deadline <= now_ms; with workers, sends them the events routed so far. */
 int engine_tick(Engine *e, int64_t now_ms);

@@ -14,6 +14,9 @@
  *   input_set_free: about 40 bytes per connection ever accepted.
  * - Fairness: one read() per ready source per poll round, so one fast client cannot
  *   starve the others.
+ * - Backpressure: a pause asked for by the line handler takes effect at the next
+ *   line: the rest of the read stays in the source's buffer (`held`), so no line goes
+ *   out while paused and memory stays within the buffer bound above.
  * - Connections beyond MAX_CONNECTIONS are accepted and closed at once, with a log
  *   line, rather than left to pile up in the kernel backlog unseen.
  * - A Unix socket path is only unlinked if it is a socket nobody answers on; it is
@@ -67,6 +70,7 @@ typedef struct Source {
     size_t len, cap;
     size_t scanned;         /* buf[0..scanned) is known to hold no newline */
     bool skipping;          /* discarding the rest of an over-long line */
+    bool held;              /* buf holds complete lines not yet delivered (paused mid-read) */
     uint64_t line_no;       /* lines started so far */
     uint64_t offset;        /* origin offset of buf[0] */
     uint64_t size;          /* regular files: size at open, else 0 */
@@ -209,12 +213,23 @@ static void reject_overlong(InputSet *in, const InputHandler *h, const Source *s
     reject(h, s, text, len < OVERLONG_EXCERPT ? len : OVERLONG_EXCERPT, s->offset, reason);
 }
 
-/* Delivers every complete line in s->buf and keeps the unterminated rest at its front. */
+/* Delivers every complete line in s->buf and keeps the unterminated rest at its front.
+ * If the handler pauses the set (backpressure), the lines after that one stay in the
+ * buffer, held, until input_poll runs unpaused: nothing more goes out meanwhile. */
 static void frame_lines(InputSet *in, Source *s, const InputHandler *h)
 {
     char *p = s->buf, *end = s->buf + s->len;
     char *scan = s->buf + s->scanned;
+    s->held = false;
     for (;;) {
+        if (in->paused && p != end) {
+            size_t rest = (size_t)(end - p);
+            memmove(s->buf, p, rest);
+            s->len = rest;
+            s->scanned = 0;
+            s->held = true;
+            return;
+        }
         char *nl = memchr(scan, '\n', (size_t)(end - scan));
         if (nl == NULL)
             break;
@@ -633,11 +648,27 @@ static void remove_finished(InputSet *in)
         in->sources[i]->out_of_fds = false;
 }
 
+/* Delivers the lines held back by a pause, source by source, until one pauses again.
+ * True if any are still held. */
+static bool deliver_held(InputSet *in, const InputHandler *h)
+{
+    bool left = false;
+    for (size_t i = 0; i < in->n_sources; i++) {
+        Source *s = in->sources[i];
+        if (s->held && !in->paused)
+            frame_lines(in, s, h);
+        left |= s->held;
+    }
+    return left;
+}
+
 int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
 {
     remove_finished(in);
     if (in->n_sources == 0)
         return 0;
+    if (!in->paused && deliver_held(in, h))
+        timeout_ms = 0;   /* paused again: poll only the listeners, don't wait */
     if (!ensure_pfds(in, in->n_sources)) {
         log_error("input: out of memory");
         return -1;
@@ -645,7 +676,7 @@ int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
     size_t n = 0;
     for (size_t i = 0; i < in->n_sources; i++) {
         Source *s = in->sources[i];
-        if (s->kind == SRC_LISTENER ? s->out_of_fds : in->paused)
+        if (s->kind == SRC_LISTENER ? s->out_of_fds : in->paused || s->held)
             continue;
         in->pfds[n] = (struct pollfd){ .fd = s->fd, .events = POLLIN };
         in->polled[n++] = s;
@@ -665,7 +696,7 @@ int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
         Source *s = in->polled[i];
         if (s->kind == SRC_LISTENER)
             accept_clients(in, s);
-        else if (!in->paused)
+        else if (!in->paused && !s->held)
             read_source(in, s, h);     /* the handler may pause us mid-round */
     }
     remove_finished(in);

@@ -39,6 +39,9 @@ int input_add(InputSet *in, const char *spec, char **err);
  * (files and stdin at EOF; listeners never finish until input_close_listeners), -1 on
  * a fatal error (reported on stderr). */
 int input_poll(InputSet *in, int timeout_ms, const InputHandler *h);
+/* While paused nothing is read (sockets push back through flow control, files and
+ * stdin wait); a pause from inside the line handler also holds the rest of the read
+ * being delivered in its buffer, delivered first once input_poll runs unpaused. */
 void input_pause(InputSet *in, bool paused);
 /* Stops accepting; open connections are read to their end. */
 void input_close_listeners(InputSet *in);

@@ -10,6 +10,11 @@
 
 #define BATCH_ITEMS 256
 #define QUEUE_BATCHES 16
+/* Backpressure marks: a send that leaves a queue this full asks the reader to stop
+ * reading (workers_backlogged) well before the sender would block at QUEUE_BATCHES;
+ * reading resumes once every queue is down to the low mark. */
+#define QUEUE_HIGH (QUEUE_BATCHES / 2)
+#define QUEUE_LOW (QUEUE_BATCHES / 4)
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
@@ -55,6 +60,7 @@ struct Workers {
     Router *router;            /* the sending thread's filter/key evaluation */
     uint64_t *missing_key;     /* per rule, counted by the sending thread */
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
+    bool backlogged;           /* a queue reached QUEUE_HIGH; the sending thread's */
     bool failed;
     /* pausing every worker between two events (hot reload) */
     pthread_mutex_t pause_lock;
@@ -91,7 +97,8 @@ static void batch_free(Batch *b)
     free(b);
 }
 
-static void queue_push(Worker *wk, Batch *b)
+/* Returns the number of batches queued after this one went in. */
+static size_t queue_push(Worker *wk, Batch *b)
 {
     pthread_mutex_lock(&wk->lock);
     while (wk->queued >= QUEUE_BATCHES)
@@ -101,9 +108,10 @@ static void queue_push(Worker *wk, Batch *b)
     else
         wk->head = b;
     wk->tail = b;
-    wk->queued++;
+    size_t queued = ++wk->queued;
     pthread_cond_signal(&wk->nonempty);
     pthread_mutex_unlock(&wk->lock);
+    return queued;
 }
 
 static int64_t wall_ms(void)
@@ -260,7 +268,8 @@ static void send_filling(Worker *wk)
     wk->filling = NULL;
     if (b->upto > wk->sent_upto)
         wk->sent_upto = b->upto;
-    queue_push(wk, b);
+    if (queue_push(wk, b) >= QUEUE_HIGH)
+        wk->owner->backlogged = true;
 }
 
 /* The event object worker `i` gets: the original for the first worker, copies for others. */
@@ -361,6 +370,41 @@ void workers_publish(Workers *ws, int64_t upto)
             wk->filling->upto = upto;
         send_filling(wk);
     }
+}
+
+bool workers_backlogged(const Workers *ws)
+{
+    return ws->backlogged;
+}
+
+/* Waits until worker wk's queue is down to QUEUE_LOW or the time `until` passes. */
+static bool queue_drained(Worker *wk, const struct timespec *until)
+{
+    pthread_mutex_lock(&wk->lock);
+    while (wk->queued > QUEUE_LOW &&
+           pthread_cond_timedwait(&wk->nonfull, &wk->lock, until) == 0)
+        ;
+    bool drained = wk->queued <= QUEUE_LOW;
+    pthread_mutex_unlock(&wk->lock);
+    return drained;
+}
+
+bool workers_drain(Workers *ws, int timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    bool drained = true;
+    for (size_t i = 0; i < ws->n && drained; i++)
+        drained = queue_drained(&ws->w[i], &until);
+    if (drained)
+        ws->backlogged = false;
+    return drained;
 }
 
 /* ---- the end ---------------------------------------------------------------- */

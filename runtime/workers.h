@@ -5,7 +5,8 @@
  * released event's filter and key per rule and sends (rule, event, key) to the
  * worker chosen by the hash of (rule, key), so every key's events reach one worker
  * in release order and that key's alerts keep their order. Queues have their own
- * locks (no global lock); a full queue blocks the sender (backpressure). Events are
+ * locks (no global lock); a full queue blocks the sender, and a half-full one asks the
+ * reader to stop reading (workers_backlogged) before that happens. Events are
  * reference-counted without atomics, so an event needed by several workers is
  * copied: each event object is only ever touched by one thread at a time. Each
  * worker fires its own timers: before each of its events, after each batch (up to
@@ -28,6 +29,13 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
                      const EngineHooks *hooks, bool processing_time);
 /* Routes one released event; takes over the caller's reference. -1 on allocation failure. */
 int workers_dispatch(Workers *w, Event *ev);
+/* Backpressure: true once a send left a worker's queue half full, until workers_drain
+ * succeeds. The reader should then stop reading (input_pause) rather than let the
+ * sends block. */
+bool workers_backlogged(const Workers *w);
+/* Waits at most timeout_ms until every queue is down to a quarter; true then (and
+ * workers_backlogged is false again). Call from the sending thread. */
+bool workers_drain(Workers *w, int timeout_ms);
 /* Sends the batches being filled, and time progress up to `upto` to idle workers. */
 void workers_publish(Workers *w, int64_t upto);
 /* Ends the workers (joins them): with fire_timeouts every pending `within` fires

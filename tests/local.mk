@@ -18,3 +18,4 @@ include tests/fuzz.mk
 include tests/hostile.mk
 include tests/reload.mk
 include tests/state.mk
+include tests/limits.mk
