@@ -5,5 +5,6 @@ tests_test_checkpoint_SOURCES = tests/test_checkpoint.c
 tests_test_checkpoint_CFLAGS = $(TEST_CFLAGS)
 tests_test_checkpoint_LDADD = $(TEST_LIBS)
 # End-to-end recovery tests; they run $(top_builddir)/vigil.
-TESTS += tests/state/crash.sh tests/state/corrupt.sh
-EXTRA_DIST += tests/state/lib.sh tests/state/crash.sh tests/state/corrupt.sh
+TESTS += tests/state/crash.sh tests/state/corrupt.sh tests/state/reload.sh
+EXTRA_DIST += tests/state/lib.sh tests/state/crash.sh tests/state/corrupt.sh \
+	tests/state/reload.sh
