@@ -18,8 +18,9 @@ R
 mkfifo "$TMP/fifo"
 sock="$TMP/ctl.sock"
 ctl() { "$VIGIL" ctl "$sock" "$@" > "$TMP/out" 2> "$TMP/err"; }
-"$VIGIL" run --workers 2 --control "$sock" -i "$TMP/fifo" -o "$TMP/alerts" "$TMP/rules" \
-    2> "$TMP/run.err" &
+# the unix input stands for a server that takes the command and never answers
+"$VIGIL" run --workers 2 --control "$sock" -i "$TMP/fifo" -i "unix:$TMP/in.sock" \
+    -o "$TMP/alerts" "$TMP/rules" 2> "$TMP/run.err" &
 pid=$!
 exec 3> "$TMP/fifo"   # returns once vigil opened its input: the socket is listening
 trap 'kill $pid 2> /dev/null; rm -rf "$TMP"' EXIT
@@ -93,9 +94,13 @@ grep -q "unknown command 'restart'" "$TMP/err" || fail "unknown command message"
 "$VIGIL" ctl --timeout 0 "$sock" stats > /dev/null 2>&1
 [ $? -eq 2 ] || fail "a bad --timeout should exit 2"
 "$VIGIL" ctl --help | grep -q '^usage: vigil ctl' || fail "--help"
+"$VIGIL" ctl --timeout 1 "$TMP/in.sock" stats > "$TMP/out" 2> "$TMP/err"
+[ $? -eq 3 ] || fail "a server that never answers should exit 3"
+grep -q "no reply from $TMP/in.sock: timed out" "$TMP/err" || fail "timeout message: $(cat "$TMP/err")"
 "$VIGIL" ctl --timeout 5 "$sock" stats > /dev/null || fail "--timeout 5"
 
 exec 3>&-
+kill -TERM $pid   # the unix listener never ends by itself
 wait $pid || fail "vigil run exit status"
 trap 'rm -rf "$TMP"' EXIT
 exit 0
