@@ -256,6 +256,10 @@ static int parse_options(int argc, char **argv, RunOptions *o)
         fprintf(stderr, "usage: vigil run [OPTIONS] FILE|DIR...   (see 'vigil run --help')\n");
         return EXIT_USAGE;
     }
+    if (o->checkpoint_every_ms && !o->state) {
+        fprintf(stderr, "vigil run: --checkpoint-every needs --state DIR\n");
+        return EXIT_USAGE;
+    }
     if (o->n_inputs == 0)
         o->inputs[o->n_inputs++] = "-";
     o->rule_paths = (const char *const *)argv + optind;

@@ -75,4 +75,10 @@ same_files "$TMP/c.out" "$TMP/ref.out" "alerts differ after a SIGTERM and a rest
 # a finished run's state: running again reads nothing new and writes nothing
 run 2> "$TMP/6.log" || fail "a run over finished state failed"
 same_files "$TMP/c.out" "$TMP/ref.out" "a rerun over finished state changed the alerts"
+# options: --checkpoint-every needs --state, and a valid duration
+"$VIGIL" run "$TMP/out.cep" -i "$TMP/events.jsonl" --checkpoint-every 5s 2> "$TMP/7.log"
+[ $? -eq 2 ] && grep -q "needs --state" "$TMP/7.log" || fail "--checkpoint-every without --state"
+"$VIGIL" run "$TMP/out.cep" --state "$TMP/s2" --checkpoint-every 5x < /dev/null 2> "$TMP/8.log"
+[ $? -eq 2 ] && grep -q "invalid value '5x' for --checkpoint-every" "$TMP/8.log" ||
+    fail "bad --checkpoint-every accepted: $(cat "$TMP/8.log")"
 echo "ok"
