@@ -737,15 +737,16 @@ int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *use
     EventIndex x = {0};
     Buf tail = BUF_INIT;
     int rc = write_state(e, &tail, &x, info);
-    if (paused)
-        paused(user);
-    if (e->workers)
-        workers_resume(e->workers);
     if (rc == 0) {
+        /* before the workers go on: the events listed may be theirs to free */
         write_events(e, out, &x);
         buf_append(out, tail.data ? tail.data : "", tail.len);
         info->events = x.n;
     }
+    if (paused)
+        paused(user);
+    if (e->workers)
+        workers_resume(e->workers);
     buf_free(&tail);
     event_index_free(&x);
     return rc < 0 || out->failed ? -1 : 0;
@@ -895,16 +896,18 @@ static const char *read_reorder(Restore *c, SnapReader *r)
 }
 
 /* Which current rule takes each saved one: the same fingerprint, by name first. */
-static void map_saved_rules(Restore *c, EngineRestoreSummary *sum)
+static const char *map_saved_rules(Restore *c, EngineRestoreSummary *sum)
 {
     const CompiledRuleSet *rs = c->e->rs;
     bool *claimed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *claimed);
+    if (!claimed)
+        return "out of memory";
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < c->n_rules; i++) {
             SavedRule *sr = &c->rules[i];
             if (pass == 0)
                 sr->to = SIZE_MAX;
-            for (size_t j = 0; claimed && sr->to == SIZE_MAX && j < rs->n_rules; j++) {
+            for (size_t j = 0; sr->to == SIZE_MAX && j < rs->n_rules; j++) {
                 const CompiledRule *cr = &rs->rules[j];
                 bool same_name = strlen(cr->name) == sr->name_len &&
                                  !memcmp(cr->name, sr->name, sr->name_len);
@@ -923,6 +926,7 @@ static void map_saved_rules(Restore *c, EngineRestoreSummary *sum)
     }
     sum->rules_empty = rs->n_rules - sum->rules_kept;
     free(claimed);
+    return NULL;
 }
 
 static const char *read_rules(Restore *c, SnapReader *r)
@@ -993,7 +997,7 @@ int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary
     if (!why && !snap_at_end(&r))
         why = "trailing bytes after the engine state";
     if (!why)
-        map_saved_rules(&c, sum);
+        why = map_saved_rules(&c, sum);
     for (size_t i = 0; !why && i < c.n_rules; i++)
         if (c.rules[i].to != SIZE_MAX)
             why = restore_keys(&c, &c.rules[i], sum);
@@ -1007,9 +1011,9 @@ int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary
             sum->partials += rst.partials_live;
         }
     }
+    restore_free(&c);   /* drops references to the workers' events: before they go on */
     if (paused)
         workers_resume(e->workers);
-    restore_free(&c);
     if (why) {
         size_t n = strlen(why) + 64;
         if ((*err = malloc(n)))
