@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "alerts/outputs.h"
+#include "alerts/render.h"
 
 struct AlertRouter {
     const CompiledRuleSet *rs;
@@ -119,7 +120,7 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
 {
     Buf line = BUF_INIT;
     meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
-    int rc = alert_render(rule, action, key, n_key, r, scratch, &line);
+    int rc = alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_DECODED, &line);
     size_t n_to = action ? action->n_to : 0;
     for (size_t i = 0; i < (n_to ? n_to : 1); i++) {
         Output *o = router_target(ar, n_to ? action->to[i] : -1);

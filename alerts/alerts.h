@@ -59,7 +59,9 @@ int alert_render(const CompiledRule *rule, const CompiledAction *action,
                  const Value *key, size_t n_key, const NfaResult *r,
                  EvalScratch *scratch, Buf *out);
 /* Renders every action of the rule that fits r->kind and sends each record to its
- * outputs. A rule without any `on` clause uses the default action on match. */
+ * outputs. A rule without any `on` clause uses the default action on match. The
+ * events of r must come from decoder_decode (every engine event does): their lines
+ * are echoed without being validated again. */
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
                     const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch);
 /* Flushes buffered output (end of input, SIGTERM), waiting at most flush_timeout_ms

@@ -2,22 +2,55 @@
  *
  * Owns: alert_render and the text forms of keys, severities and kinds. The record is
  * byte-exact and always valid JSON in valid UTF-8: every piece that comes from data
- * (key values, field values, echoed events) is checked with json_validate, and a piece
- * that fails (only possible for hand-built events; the decoder rejects such lines) is
- * written as a JSON string instead, its invalid bytes replaced by U+FFFD. */
-#include "alerts/alerts.h"
+ * (key values, field values, echoed events not known to be decoded) is checked, and a
+ * piece that fails (only possible for hand-built events; the decoder rejects such
+ * lines) is written as a JSON string instead, its invalid bytes replaced by U+FFFD.
+ *
+ * A rule may alert on every other event, so rendering is kept cheap: the record's
+ * room is reserved once, constant text goes in a few large pieces, text that needs no
+ * escaping is copied after one scan of 8 bytes at a time (the message is built in
+ * place and escaped only when it must be), the time is formatted without printf, and
+ * the event lines of a result from the engine are not validated again (render.h). */
+#include "alerts/render.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "alerts/timefmt.h"
 #include "runtime/decode.h"
 
-static const char *const severity_names[] = {"info", "low", "medium", "high", "critical"};
+typedef struct Piece {
+    const char *text;
+    size_t len;
+} Piece;
+
+#define PIECE(literal) {literal, sizeof literal - 1}
+#define PUT_PIECE(out, literal) buf_append_inline(out, literal, sizeof literal - 1)
+
+/* In Severity order (dsl/ast.h). */
+#define SEVERITIES(X) X("info") X("low") X("medium") X("high") X("critical")
+#define NAME_OF(sev) sev,
+#define MATCH_HEAD(sev) PIECE(",\"kind\":\"match\",\"severity\":\"" sev "\",\"key\":{"),
+#define TIMEOUT_HEAD(sev) PIECE(",\"kind\":\"timeout\",\"severity\":\"" sev "\",\"key\":{"),
+
+static const char *const severity_names[] = {SEVERITIES(NAME_OF)};
+#define N_SEVERITIES (sizeof severity_names / sizeof severity_names[0])
+
+/* What follows the rule name, by [timeout?][severity]: kind and severity never need
+ * escaping, so the whole stretch is one constant. */
+static const Piece record_heads[2][N_SEVERITIES] = {
+    {SEVERITIES(MATCH_HEAD)},
+    {SEVERITIES(TIMEOUT_HEAD)},
+};
+
+static size_t severity_index(Severity s)
+{
+    return (unsigned)s < N_SEVERITIES ? (size_t)s : (size_t)SEV_MEDIUM;
+}
 
 const char *alert_severity_name(Severity s)
 {
-    return (unsigned)s < sizeof severity_names / sizeof severity_names[0] ? severity_names[s]
-                                                                          : "medium";
+    return severity_names[severity_index(s)];
 }
 
 const char *alert_kind_name(NfaResultKind k)
@@ -30,19 +63,48 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The raw texts that are valid without a full check: a string with nothing to escape
+ * (every key like "u7") or an integer without leading zeros. */
+static bool json_plainly_valid(const char *text, size_t len)
+{
+    if (len >= 2 && text[0] == '"')
+        return text[len - 1] == '"' && buf_json_verbatim_len(text + 1, len - 2) == len - 2;
+    size_t i = len && text[0] == '-';
+    if (i == len)
+        return false;
+    if (text[i] == '0')
+        return i + 1 == len;
+    for (; i < len; i++)
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    return true;
+}
+
 static bool json_ok(const char *text, size_t len)
 {
     DecodeError derr;
-    return json_validate(text, len, DECODE_MAX_DEPTH, &derr);
+    return json_plainly_valid(text, len) || json_validate(text, len, DECODE_MAX_DEPTH, &derr);
 }
 
-/* Appends JSON text that should already be valid; anything else becomes a string. */
-static void put_json_checked(Buf *out, const char *text, size_t len)
+/* The text appended to out from `at` on should be valid JSON; if it is not, it is
+ * replaced by a JSON string of it (tmp holds the copy). */
+static void keep_if_json(Buf *out, size_t at, Buf *tmp)
 {
-    if (json_ok(text, len))
-        buf_append(out, text, len);
-    else
-        buf_json_string(out, text, len);
+    if (out->failed || json_ok(out->data + at, out->len - at))
+        return;
+    buf_clear(tmp);
+    buf_append(tmp, out->data + at, out->len - at);
+    if (tmp->failed) {
+        out->failed = true;
+        return;
+    }
+    buf_truncate(out, at);
+    buf_json_string(out, tmp->data, tmp->len);
+}
+
+static void put_name(Buf *out, const char *name)
+{
+    buf_json_string(out, name, strlen(name));
 }
 
 /* A value as JSON: its original text when it has one (a 19-digit id stays exact),
@@ -50,74 +112,94 @@ static void put_json_checked(Buf *out, const char *text, size_t len)
 static void put_value_json(Buf *out, const Value *v, Buf *tmp)
 {
     if (v->raw && v->raw_len && json_ok(v->raw, v->raw_len)) {
-        buf_append(out, v->raw, v->raw_len);
+        buf_append_inline(out, v->raw, v->raw_len);
         return;
     }
-    buf_clear(tmp);
-    value_to_json(v, tmp);
-    if (tmp->failed) {
-        out->failed = true;
-        return;
-    }
-    put_json_checked(out, tmp->data, tmp->len);
+    size_t at = out->len;
+    value_to_json(v, out);
+    keep_if_json(out, at, tmp);
 }
 
-static void put_key(Buf *out, const CompiledRule *rule, const Value *key, size_t n_key, Buf *tmp)
+/* {"rule":NAME,"kind":...,"severity":...,"key":{...} */
+static void put_head(Buf *out, const CompiledRule *rule, const CompiledAction *action,
+                     NfaResultKind kind, const Value *key, size_t n_key, Buf *tmp)
 {
-    buf_puts(out, ",\"key\":{");
+    PUT_PIECE(out, "{\"rule\":");
+    put_name(out, rule->name);
+    const Piece *head = &record_heads[kind == NFA_TIMEOUT]
+                                     [severity_index(action ? action->severity : SEV_MEDIUM)];
+    buf_append_inline(out, head->text, head->len);
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
     for (size_t i = 0; i < n; i++) {
         if (i)
-            buf_putc(out, ',');
-        buf_json_string(out, rule->key_names[i], strlen(rule->key_names[i]));
-        buf_putc(out, ':');
+            buf_putc_inline(out, ',');
+        put_name(out, rule->key_names[i]);
+        buf_putc_inline(out, ':');
         put_value_json(out, &key[i], tmp);
     }
-    buf_putc(out, '}');
+    buf_putc_inline(out, '}');
 }
 
-static void put_message(Buf *out, const CompiledRule *rule, const CompiledAction *action,
-                        const EvalCtx *ctx, EvalScratch *scratch, Buf *tmp)
+/* ,"time":"...","message":... */
+static void put_time_and_message(Buf *out, const CompiledRule *rule,
+                                 const CompiledAction *action, int64_t time_ms,
+                                 const EvalCtx *ctx, EvalScratch *scratch, Buf *tmp)
 {
-    buf_puts(out, ",\"message\":");
+    char when[32];
+    size_t when_len = alert_time_iso(time_ms, when);
+    PUT_PIECE(out, ",\"time\":\"");
+    buf_append_inline(out, when, when_len);
     if (!action) {
-        buf_json_string(out, rule->name, strlen(rule->name));
+        PUT_PIECE(out, "\",\"message\":");
+        put_name(out, rule->name);
         return;
     }
-    /* The whole text first: a UTF-8 sequence split over two parts stays intact. */
-    buf_clear(tmp);
+    PUT_PIECE(out, "\",\"message\":\"");
+    /* The whole text in place first: a UTF-8 sequence split over two parts stays
+     * intact, and text with nothing to escape (the usual case) is never copied. */
+    size_t text_at = out->len;
     for (size_t i = 0; i < action->message.n_parts; i++) {
         const CompiledTemplatePart *p = &action->message.parts[i];
         if (p->expr) {
             Value v = expr_eval(p->expr, ctx, scratch);
-            value_to_text(&v, tmp);
+            value_to_text(&v, out);
         } else if (p->text) {
-            buf_append(tmp, p->text, p->len);
+            buf_append_inline(out, p->text, p->len);
         }
     }
-    if (tmp->failed) {
-        out->failed = true;
+    if (out->failed)
+        return;
+    size_t text_len = out->len - text_at;
+    if (buf_json_verbatim_len(out->data + text_at, text_len) != text_len) {
+        buf_clear(tmp);
+        buf_append(tmp, out->data + text_at, text_len);
+        if (tmp->failed) {
+            out->failed = true;
+            return;
+        }
+        buf_truncate(out, text_at - 1);   /* the opening quote too */
+        buf_json_string(out, tmp->data, tmp->len);
         return;
     }
-    buf_json_string(out, tmp->data, tmp->len);
+    buf_putc_inline(out, '"');
 }
 
 static void put_fields(Buf *out, const CompiledAction *action, const EvalCtx *ctx,
                        EvalScratch *scratch, Buf *tmp)
 {
-    buf_puts(out, ",\"fields\":{");
+    PUT_PIECE(out, ",\"fields\":{");
     for (size_t i = 0; action && i < action->n_fields; i++) {
         if (i)
-            buf_putc(out, ',');
-        buf_json_string(out, action->field_names[i], strlen(action->field_names[i]));
-        buf_putc(out, ':');
+            buf_putc_inline(out, ',');
+        put_name(out, action->field_names[i]);
+        buf_putc_inline(out, ':');
         Value v = expr_eval(action->field_values[i], ctx, scratch);
         put_value_json(out, &v, tmp);
     }
-    buf_putc(out, '}');
+    buf_putc_inline(out, '}');
 }
 
-static void put_event(Buf *out, const Event *ev)
+static void put_event(Buf *out, const Event *ev, EchoLines echo)
 {
     const char *s = ev->line;
     size_t len = ev->line_len;
@@ -127,14 +209,18 @@ static void put_event(Buf *out, const Event *ev)
     }
     while (len && is_blank(s[len - 1]))
         len--;
-    put_json_checked(out, s, len);
+    if (echo == ECHO_DECODED || json_ok(s, len))
+        buf_append_inline(out, s, len);
+    else
+        buf_json_string(out, s, len);
 }
 
 /* Steps in pattern order, each with its events oldest first. `nodes` is the match
  * chain copied oldest first. */
-static void put_events(Buf *out, const Rule *ast, const MatchNode *const *nodes, size_t n)
+static void put_events(Buf *out, const Rule *ast, const MatchNode *const *nodes, size_t n,
+                       EchoLines echo)
 {
-    buf_puts(out, ",\"events\":{");
+    PUT_PIECE(out, ",\"events\":{");
     bool any_step = false;
     for (size_t s = 0; s < ast->n_steps; s++) {
         bool any_event = false;
@@ -143,29 +229,34 @@ static void put_events(Buf *out, const Rule *ast, const MatchNode *const *nodes,
                 continue;
             if (!any_event) {
                 if (any_step)
-                    buf_putc(out, ',');
-                buf_json_string(out, ast->steps[s].name, strlen(ast->steps[s].name));
-                buf_puts(out, ":[");
+                    buf_putc_inline(out, ',');
+                put_name(out, ast->steps[s].name);
+                PUT_PIECE(out, ":[");
                 any_step = any_event = true;
             } else {
-                buf_putc(out, ',');
+                buf_putc_inline(out, ',');
             }
-            put_event(out, nodes[i]->event);
+            put_event(out, nodes[i]->event, echo);
         }
         if (any_event)
-            buf_putc(out, ']');
+            buf_putc_inline(out, ']');
     }
-    buf_putc(out, '}');
+    buf_putc_inline(out, '}');
 }
 
-/* The match chain oldest first, in a heap array (*n nodes); NULL on OOM (or empty). */
-static const MatchNode **chain_oldest_first(const MatchNode *last, size_t *n)
+/* Chains at most this long are copied to the stack, longer ones to the heap. */
+#define CHAIN_ON_STACK 16
+
+/* The match chain oldest first (*n nodes): in `room` (CHAIN_ON_STACK of them) when it
+ * fits, else in a heap array the caller frees; NULL on allocation failure. */
+static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNode **room,
+                                            size_t *n)
 {
     size_t count = 0;
     for (const MatchNode *m = last; m; m = m->prev)
         count++;
     *n = count;
-    const MatchNode **nodes = malloc((count ? count : 1) * sizeof *nodes);
+    const MatchNode **nodes = count <= CHAIN_ON_STACK ? room : malloc(count * sizeof *nodes);
     if (!nodes)
         return NULL;
     size_t i = count;
@@ -174,39 +265,53 @@ static const MatchNode **chain_oldest_first(const MatchNode *last, size_t *n)
     return nodes;
 }
 
+/* A generous guess at the record's length, so that it is allocated once: the fixed
+ * text, the names, the echoed events and room for a few values. */
+static size_t record_size_guess(const CompiledRule *rule, const CompiledAction *action,
+                                const MatchNode *const *nodes, size_t n)
+{
+    size_t size = 160 + 2 * strlen(rule->name) + 48 * rule->n_keys;
+    for (size_t i = 0; i < n; i++)
+        size += nodes[i]->event->line_len + 24;
+    if (action) {
+        for (size_t i = 0; i < action->message.n_parts; i++)
+            size += action->message.parts[i].len + 24;
+        size += 48 * action->n_fields;
+    }
+    return size;
+}
+
+int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
+                      const Value *key, size_t n_key, const NfaResult *r,
+                      EvalScratch *scratch, EchoLines echo, Buf *out)
+{
+    const MatchNode *room[CHAIN_ON_STACK];
+    size_t n_nodes;
+    const MatchNode **nodes = chain_oldest_first(r->last, room, &n_nodes);
+    if (!nodes) {
+        out->failed = true;
+        return -1;
+    }
+    buf_reserve(out, record_size_guess(rule, action, nodes, n_nodes));
+
+    Buf tmp = BUF_INIT;   /* only for text that must be escaped after all */
+    EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
+                   .time_ms = r->time_ms};
+    put_head(out, rule, action, r->kind, key, n_key, &tmp);
+    put_time_and_message(out, rule, action, r->time_ms, &ctx, scratch, &tmp);
+    put_fields(out, action, &ctx, scratch, &tmp);
+    put_events(out, rule->ast, nodes, n_nodes, echo);
+    buf_putc_inline(out, '}');
+    if (nodes != room)
+        free(nodes);
+    bool failed = out->failed || tmp.failed;
+    buf_free(&tmp);
+    return failed ? -1 : 0;
+}
+
 int alert_render(const CompiledRule *rule, const CompiledAction *action,
                  const Value *key, size_t n_key, const NfaResult *r,
                  EvalScratch *scratch, Buf *out)
 {
-    Buf tmp = BUF_INIT;
-    EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
-                   .time_ms = r->time_ms};
-    char when[32];
-    time_format_iso(r->time_ms, when);
-
-    buf_puts(out, "{\"rule\":");
-    buf_json_string(out, rule->name, strlen(rule->name));
-    /* Plain appends: printf would be a large share of the cost of a record. */
-    buf_puts(out, ",\"kind\":\"");
-    buf_puts(out, alert_kind_name(r->kind));
-    buf_puts(out, "\",\"severity\":\"");
-    buf_puts(out, alert_severity_name(action ? action->severity : SEV_MEDIUM));
-    buf_putc(out, '"');
-    put_key(out, rule, key, n_key, &tmp);
-    buf_puts(out, ",\"time\":\"");
-    buf_puts(out, when);
-    buf_putc(out, '"');
-    put_message(out, rule, action, &ctx, scratch, &tmp);
-    put_fields(out, action, &ctx, scratch, &tmp);
-    size_t n_nodes;
-    const MatchNode **nodes = chain_oldest_first(r->last, &n_nodes);
-    if (nodes)
-        put_events(out, rule->ast, nodes, n_nodes);
-    else
-        out->failed = true;
-    free(nodes);
-    buf_putc(out, '}');
-    bool failed = out->failed || tmp.failed;
-    buf_free(&tmp);
-    return failed ? -1 : 0;
+    return alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_CHECKED, out);
 }

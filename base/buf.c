@@ -2,6 +2,7 @@
 #include "base/buf.h"
 #include "base/utf8.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,10 @@ void buf_puts(Buf *b, const char *s)
 
 void buf_putc(Buf *b, char c)
 {
-    buf_append(b, &c, 1);
+    if (!buf_reserve(b, 1))
+        return;
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
 }
 
 void buf_vprintf(Buf *b, const char *fmt, va_list ap)
@@ -71,45 +75,140 @@ void buf_printf(Buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
 
-void buf_json_string(Buf *b, const char *s, size_t n)
+/* Nonzero if one of the 8 bytes is '"', '\\', below 0x20 or non-ASCII. The
+ * subtractions borrow only upward from a byte that is truly flagged, so the lowest
+ * flag is always exact. */
+static inline uint64_t word_flags(uint64_t w)
+{
+    uint64_t quote = w ^ (ONES * '"');
+    uint64_t bslash = w ^ (ONES * '\\');
+    uint64_t is_quote = (quote - ONES) & ~quote;
+    uint64_t is_bslash = (bslash - ONES) & ~bslash;
+    uint64_t below_space = w - ONES * 0x20;   /* also bytes >= 0xA0: flagged anyway */
+    return (is_quote | is_bslash | below_space | w) & HIGHS;
+}
+
+/* Bytes before the first flagged one; where the byte order or the builtin is unknown,
+ * 0 lets the byte loop find it. */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FLAGS_IN_BYTE_ORDER 1
+static inline size_t bytes_before_flag(uint64_t flags)
+{
+    return (size_t)__builtin_ctzll(flags) / 8;
+}
+#else
+#define FLAGS_IN_BYTE_ORDER 0
+static inline size_t bytes_before_flag(uint64_t flags)
+{
+    (void)flags;
+    return 0;
+}
+#endif
+
+static bool needs_escape(unsigned char c)
+{
+    return c == '"' || c == '\\' || c < 0x20;
+}
+
+size_t buf_json_verbatim_len(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    buf_putc(b, '"');
-    size_t run = 0; /* start of the pending run of bytes that need no escape */
-    for (size_t i = 0; i < n;) {
-        unsigned char c = p[i];
-        const char *esc = NULL;
-        char ubuf[8];
-        size_t seq = 1;
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c == '\b') esc = "\\b";
-        else if (c == '\f') esc = "\\f";
-        else if (c < 0x20) {
-            snprintf(ubuf, sizeof ubuf, "\\u%04x", c);
-            esc = ubuf;
-        } else if (c >= 0x80) {
-            seq = utf8_valid_len(p + i, n - i);
-            if (seq == 0) {
-                esc = "\xEF\xBF\xBD";
-                seq = 1;
+    size_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, p + i, sizeof w);
+            uint64_t flags = word_flags(w);
+            if (!flags) {
+                i += 8;
+                continue;
             }
+            i += bytes_before_flag(flags);
+        } else if (FLAGS_IN_BYTE_ORDER && n >= 8) {
+            /* The last 8 bytes, of which the first `seen` passed already: they are
+             * plain or UTF-8, neither of which borrows, so the flags above stay exact. */
+            uint64_t w;
+            memcpy(&w, p + n - 8, sizeof w);
+            size_t seen = 8 - (n - i);
+            uint64_t flags = word_flags(w) >> (8 * seen);
+            if (!flags)
+                return n;
+            i += bytes_before_flag(flags);
         }
-        if (esc) {
-            buf_append(b, s + run, i - run);
-            buf_puts(b, esc);
-            i += seq;
-            run = i;
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            if (needs_escape(c))
+                return i;
+            i++;
         } else {
+            size_t seq = utf8_valid_len(p + i, n - i);
+            if (seq == 0)
+                return i;
             i += seq;
         }
     }
-    buf_append(b, s + run, n - run);
+    return n;
+}
+
+/* The escape of one byte where buf_json_verbatim_len stopped: a JSON escape for an
+ * ASCII byte, U+FFFD for the first byte of an invalid UTF-8 sequence. */
+static void put_escape(Buf *b, unsigned char c)
+{
+    static const char hex[] = "0123456789abcdef";
+    switch (c) {
+    case '"':  buf_append(b, "\\\"", 2); return;
+    case '\\': buf_append(b, "\\\\", 2); return;
+    case '\n': buf_append(b, "\\n", 2); return;
+    case '\r': buf_append(b, "\\r", 2); return;
+    case '\t': buf_append(b, "\\t", 2); return;
+    case '\b': buf_append(b, "\\b", 2); return;
+    case '\f': buf_append(b, "\\f", 2); return;
+    default: break;
+    }
+    if (c < 0x20) {
+        char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        buf_append(b, u, sizeof u);
+    } else {
+        buf_append(b, "\xEF\xBF\xBD", 3);
+    }
+}
+
+void buf_json_string(Buf *b, const char *s, size_t n)
+{
+    if (n > ((size_t)-1) / 2 || !buf_reserve(b, n + 2)) {
+        b->failed = true;
+        return;
+    }
+    size_t run = buf_json_verbatim_len(s, n);
+    char *d = b->data + b->len;
+    d[0] = '"';
+    memcpy(d + 1, s, run);
+    b->len += run + 1;
+    if (run == n) {                /* the usual case: nothing to escape */
+        d[n + 1] = '"';
+        d[n + 2] = '\0';
+        b->len++;
+        return;
+    }
+    for (size_t i = run; i < n;) {
+        put_escape(b, (unsigned char)s[i]);
+        i++;
+        run = buf_json_verbatim_len(s + i, n - i);
+        buf_append(b, s + i, run);
+        i += run;
+    }
     buf_putc(b, '"');
+}
+
+void buf_truncate(Buf *b, size_t len)
+{
+    if (!b->data || len > b->len)
+        return;
+    b->len = len;
+    b->data[len] = '\0';
 }
 
 void buf_clear(Buf *b)

@@ -1,6 +1,8 @@
 /* tests/test_alerts.c — alert records byte for byte (alerts/alerts.h), and delivery
  * from compiled rules to declared outputs. Rules come from rule text through
- * dsl_load and ruleset_compile; events through the real decoder. */
+ * dsl_load and ruleset_compile; events through the real decoder. The fast paths of
+ * rendering (JSON strings scanned 8 bytes at a time, times without printf, records
+ * built in place) are checked against plain byte-by-byte references. */
 #include <check.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +12,9 @@
 #include <unistd.h>
 
 #include "alerts/alerts.h"
+#include "alerts/render.h"
+#include "alerts/timefmt.h"
+#include "base/utf8.h"
 #include "dsl/load.h"
 #include "rules/ruleset.h"
 #include "runtime/decode.h"
@@ -24,7 +29,7 @@ typedef struct Fixture {
     CompiledRuleSet *rs;
     Decoder *dec;
     EvalScratch *scratch;
-    Event *events[16];
+    Event *events[32];
     size_t n_events;
     MatchNode *chain;        /* newest first */
     Buf out;
@@ -292,6 +297,432 @@ START_TEST(invalid_utf8_never_reaches_the_output)
 }
 END_TEST
 
+/* ---- fast paths against plain references ---------------------------------- */
+
+/* A JSON string the obvious way, byte by byte: the reference for buf_json_string. */
+static void ref_json_string(Buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    buf_putc(b, '"');
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        switch (c) {
+        case '"':  buf_puts(b, "\\\""); i++; continue;
+        case '\\': buf_puts(b, "\\\\"); i++; continue;
+        case '\n': buf_puts(b, "\\n"); i++; continue;
+        case '\r': buf_puts(b, "\\r"); i++; continue;
+        case '\t': buf_puts(b, "\\t"); i++; continue;
+        case '\b': buf_puts(b, "\\b"); i++; continue;
+        case '\f': buf_puts(b, "\\f"); i++; continue;
+        default: break;
+        }
+        if (c < 0x20) {
+            buf_printf(b, "\\u%04x", c);
+            i++;
+            continue;
+        }
+        size_t seq = utf8_valid_len(p + i, n - i);
+        if (seq == 0) {
+            buf_puts(b, "\xEF\xBF\xBD");
+            seq = 1;
+        } else {
+            buf_append(b, s + i, seq);
+        }
+        i += seq;
+    }
+    buf_putc(b, '"');
+}
+
+/* Length of the prefix the reference copies unchanged. */
+static size_t ref_verbatim_len(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n && p[i] != '"' && p[i] != '\\' && p[i] >= 0x20) {
+        size_t seq = utf8_valid_len(p + i, n - i);
+        if (seq == 0)
+            break;
+        i += seq;
+    }
+    return i;
+}
+
+/* buf_json_string after `prefix` in the buffer equals the reference, and
+ * buf_json_verbatim_len agrees; `what` names the case in a failure. */
+static void check_json_string(const char *s, size_t n, const char *what)
+{
+    Buf got = BUF_INIT, want = BUF_INIT;
+    buf_puts(&got, "x");
+    buf_puts(&want, "x");
+    buf_json_string(&got, s, n);
+    ref_json_string(&want, s, n);
+    ck_assert(!got.failed && !want.failed);
+    ck_assert_msg(got.len == want.len && memcmp(got.data, want.data, got.len) == 0,
+                  "%s: got %s want %s", what, got.data, want.data);
+    ck_assert_msg(got.data[got.len] == '\0', "%s: not NUL-terminated", what);
+    ck_assert_msg(buf_json_verbatim_len(s, n) == ref_verbatim_len(s, n),
+                  "%s: verbatim %zu want %zu", what, buf_json_verbatim_len(s, n),
+                  ref_verbatim_len(s, n));
+    buf_free(&got);
+    buf_free(&want);
+}
+
+/* Every byte that stops the 8-byte scan, and some that must not. */
+static const char *const specials[] = {
+    "\"", "\\", "\n", "\r", "\t", "\b", "\f", "\x01", "\x1f", "\x7f", " ", "/",
+    "\x80", "\xbf", "\xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+    "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9d\x84\x9e",
+};
+#define N_SPECIALS (sizeof specials / sizeof specials[0])
+
+START_TEST(json_string_special_at_every_word_position)
+{
+    char s[40], what[64];
+    for (size_t len = 1; len <= 26; len++) {
+        for (size_t pos = 0; pos < len; pos++) {
+            for (size_t k = 0; k < N_SPECIALS; k++) {
+                size_t sl = strlen(specials[k]);
+                if (pos + sl > len)
+                    continue;
+                memset(s, 'a', len);
+                memcpy(s + pos, specials[k], sl);
+                snprintf(what, sizeof what, "len %zu, special %zu at %zu", len, k, pos);
+                check_json_string(s, len, what);
+            }
+        }
+    }
+    /* NUL is a control byte like the others. */
+    check_json_string("abcdefgh\0ijk", 12, "NUL at 8");
+    check_json_string("\0", 1, "NUL alone");
+    check_json_string("", 0, "empty");
+}
+END_TEST
+
+START_TEST(json_string_two_specials_around_the_last_word)
+{
+    /* The scan reads the last 8 bytes as one word when fewer remain: a UTF-8 sequence
+     * or an escape among the bytes it has seen must not hide one after it. */
+    char s[40], what[64];
+    for (size_t len = 8; len <= 20; len++)
+        for (size_t p1 = 0; p1 < len; p1++)
+            for (size_t p2 = p1; p2 < len; p2++)
+                for (size_t k1 = 0; k1 < N_SPECIALS; k1++)
+                    for (size_t k2 = 0; k2 < N_SPECIALS; k2 += 3) {
+                        size_t l1 = strlen(specials[k1]), l2 = strlen(specials[k2]);
+                        if (p1 + l1 > p2 || p2 + l2 > len)
+                            continue;
+                        memset(s, 'b', len);
+                        memcpy(s + p1, specials[k1], l1);
+                        memcpy(s + p2, specials[k2], l2);
+                        snprintf(what, sizeof what, "len %zu, %zu at %zu, %zu at %zu", len,
+                                 k1, p1, k2, p2);
+                        check_json_string(s, len, what);
+                    }
+}
+END_TEST
+
+START_TEST(json_string_random_texts)
+{
+    static const char *const pieces[] = {"a", "Z", "0", " ", "~", "\"", "\\", "\n", "\x02",
+                                         "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                         "\xc3", "\xa9", "\xff", "\xed\xbf\xbf", "abcdefgh"};
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    char s[256], what[32];
+    for (int round = 0; round < 20000; round++) {
+        size_t n = 0;
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        size_t parts = (size_t)(x >> 59);
+        for (size_t i = 0; i < parts; i++) {
+            x = x * 6364136223846793005u + 1442695040888963407u;
+            /* Mostly plain text, as real strings are. */
+            const char *p = (x >> 60) < 10 ? "plain" : pieces[(x >> 33) % (sizeof pieces / sizeof pieces[0])];
+            size_t pl = strlen(p);
+            memcpy(s + n, p, pl);
+            n += pl;
+        }
+        snprintf(what, sizeof what, "round %d", round);
+        check_json_string(s, n, what);
+    }
+}
+END_TEST
+
+START_TEST(json_string_on_a_failed_buffer_adds_nothing)
+{
+    Buf b = BUF_INIT;
+    buf_puts(&b, "ab");
+    b.failed = true;
+    buf_json_string(&b, "cd", 2);
+    ck_assert_uint_eq(b.len, 2);
+    buf_free(&b);
+}
+END_TEST
+
+START_TEST(buf_inline_appends_and_truncate)
+{
+    Buf b = BUF_INIT;
+    for (int i = 0; i < 300; i++) {   /* from no storage, across several growths */
+        buf_putc_inline(&b, (char)('a' + i % 26));
+        buf_append_inline(&b, "12", 2);
+    }
+    ck_assert_uint_eq(b.len, 900);
+    ck_assert_uint_eq(strlen(b.data), 900);
+    ck_assert(memcmp(b.data, "a12b12c12", 9) == 0);
+    buf_truncate(&b, 4);
+    ck_assert_str_eq(b.data, "a12b");
+    buf_truncate(&b, 10);              /* beyond the end: nothing happens */
+    ck_assert_str_eq(b.data, "a12b");
+    b.failed = true;
+    buf_append_inline(&b, "zz", 2);
+    buf_putc_inline(&b, 'z');
+    ck_assert_str_eq(b.data, "a12b");
+    buf_free(&b);
+}
+END_TEST
+
+static void check_time(int64_t ms)
+{
+    char want[32], got[32];
+    memset(got, 'X', sizeof got);
+    time_format_iso(ms, want);
+    size_t n = alert_time_iso(ms, got);
+    ck_assert_msg(strcmp(got, want) == 0, "%lld: got %s want %s", (long long)ms, got, want);
+    ck_assert_uint_eq(n, strlen(want));
+}
+
+#define DAY_MS INT64_C(86400000)
+
+START_TEST(times_match_time_format_iso)
+{
+    static const int64_t bases[] = {
+        0, T_2026, INT64_C(951782400000) /* 2000-02-29 */, INT64_C(4107542400000) /* 2100-03-01 */,
+        INT64_C(-2203891200000) /* 1900-03-01 */, INT64_C(-62135596800000) /* 0001-01-01 */,
+        INT64_C(-62167219200000) /* 0000-01-01 */, INT64_C(-62198755200000) /* -0001-01-01 */,
+        INT64_C(253402300800000) /* 10000-01-01: past the four-digit years */,
+        INT64_C(-12219292800000) /* 1582-10-15 */, INT64_C(-30610224000000) /* 1000-01-01 */,
+        INT64_C(-377705116800000) /* -9999-01-01 */, INT64_C(32503680000000) /* 3000-01-01 */,
+    };
+    static const int64_t offsets[] = {
+        0, 1, -1, 999, -999, 1000, -1000, 59999, 60000, -60000, 3599999, 3600000, -3600000,
+        DAY_MS - 1, DAY_MS, -DAY_MS, -DAY_MS - 1, 28 * DAY_MS, 59 * DAY_MS, 365 * DAY_MS,
+        366 * DAY_MS, -366 * DAY_MS,
+    };
+    for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++)
+        for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++)
+            check_time(bases[b] + offsets[o]);
+    /* Every hour (and a few ms off it) over 1969..1972, a leap year included. */
+    for (int64_t ms = -366 * DAY_MS; ms < 3 * 366 * DAY_MS; ms += 3600000) {
+        check_time(ms);
+        check_time(ms + 59999);
+        check_time(ms - 1);
+    }
+    /* Every day of 400 years around the epoch, at an odd time of day. */
+    for (int64_t d = -200 * 366; d < 200 * 366; d++)
+        check_time(d * DAY_MS + 45296789);
+    check_time(INT64_MAX);
+    check_time(INT64_MAX - 1);
+    check_time(INT64_MIN);
+    check_time(INT64_MIN + 1);
+    uint64_t x = 12345;
+    for (int i = 0; i < 100000; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        check_time((int64_t)x);                           /* anywhere */
+        check_time((int64_t)x >> 20);                     /* within +-280,000 years */
+    }
+}
+END_TEST
+
+/* ---- records built in place ---------------------------------------------- */
+
+START_TEST(decoded_lines_echoed_unchecked_others_checked)
+{
+    load_rules("rule plain { begin a; }\n");
+    const CompiledRule *r = rule("plain");
+    static const char bad[] = "{\"n\":1,}";
+    Event *e = event_new(bad, sizeof bad - 1, fx.rs->fields.n);
+    ck_assert_ptr_nonnull(e);
+    fx.events[fx.n_events++] = e;
+    take(r, "a", e);
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = T_2026, .last = fx.chain};
+    static const char head[] =
+        "{\"rule\":\"plain\",\"kind\":\"match\",\"severity\":\"medium\",\"key\":{},"
+        "\"time\":\"2026-01-01T00:00:00.000Z\",\"message\":\"plain\",\"fields\":{},";
+    /* What alerts_deliver asks for: the decoder's word is not doubted. */
+    ck_assert_int_eq(alert_render_echo(r, NULL, NULL, 0, &res, fx.scratch, ECHO_DECODED,
+                                       &fx.out), 0);
+    Buf want = BUF_INIT;
+    buf_printf(&want, "%s\"events\":{\"a\":[{\"n\":1,}]}}", head);
+    ck_assert_str_eq(fx.out.data, want.data);
+    /* alert_render checks: the line becomes a string. */
+    buf_clear(&fx.out);
+    ck_assert_int_eq(alert_render(r, NULL, NULL, 0, &res, fx.scratch, &fx.out), 0);
+    buf_clear(&want);
+    buf_printf(&want, "%s\"events\":{\"a\":[\"{\\\"n\\\":1,}\"]}}", head);
+    ck_assert_str_eq(fx.out.data, want.data);
+    buf_free(&want);
+}
+END_TEST
+
+/* A hand-built event whose slot `path` holds v. */
+static Event *event_with(const char *path, Value v)
+{
+    Event *e = event_new("{}", 2, fx.rs->fields.n);
+    ck_assert_ptr_nonnull(e);
+    fx.events[fx.n_events++] = e;
+    e->slots[slot_of(path)] = v;
+    return e;
+}
+
+static Value raw_value(ValueType type, const char *raw)
+{
+    Value v = {0};
+    v.type = type;
+    v.raw = raw;
+    v.raw_len = strlen(raw);
+    if (type == V_STR) {
+        v.s = raw;
+        v.len = strlen(raw);
+    } else if (type == V_NUM) {
+        v.num = strtod(raw, NULL);
+    }
+    return v;
+}
+
+START_TEST(raw_key_texts_plain_or_checked)
+{
+    load_rules("rule k { key id; begin a; on match alert \"m\"; }\n");
+    const CompiledRule *r = rule("k");
+    static const struct { ValueType type; const char *raw; const char *json; } cases[] = {
+        {V_NUM, "0", "0"},
+        {V_NUM, "-0", "-0"},
+        {V_NUM, "-12", "-12"},
+        {V_NUM, "123456789012345678901234567890", "123456789012345678901234567890"},
+        {V_NUM, "1.5e3", "1.5e3"},          /* valid, through the full check */
+        {V_NUM, "01", "\"01\""},            /* not JSON: written as a string */
+        {V_NUM, "-", "\"-\""},
+        {V_NUM, "1-", "\"1-\""},
+        {V_STR, "\"u7\"", "\"u7\""},
+        {V_STR, "\"a\\\"b\"", "\"a\\\"b\""},  /* escapes: valid, through the full check */
+        {V_STR, "\"\xc3\xa9t\xc3\xa9\"", "\"\xc3\xa9t\xc3\xa9\""},
+        {V_STR, "\"a\"b\"", "\"\\\"a\\\"b\\\"\""},
+        {V_STR, "\"", "\"\\\"\""},
+        {V_STR, "\"tab\there\"", "\"\\\"tab\\there\\\"\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Value key[1] = {raw_value(cases[i].type, cases[i].raw)};
+        Event *e = event_with("id", key[0]);
+        if (fx.chain)
+            match_node_release(fx.chain);
+        fx.chain = NULL;
+        take(r, "a", e);
+        const char *got = render(r, &r->on_match[0], key, NFA_MATCH, T_2026);
+        Buf want = BUF_INIT;
+        buf_printf(&want, "{\"rule\":\"k\",\"kind\":\"match\",\"severity\":\"medium\","
+                          "\"key\":{\"id\":%s},", cases[i].json);
+        ck_assert_msg(strncmp(got, want.data, want.len) == 0, "%s: %s", cases[i].raw, got);
+        buf_free(&want);
+    }
+}
+END_TEST
+
+START_TEST(message_escaped_after_being_built_in_place)
+{
+    load_rules("rule m { begin a; on match alert \"<{x}{y}>\"; }\n");
+    const CompiledRule *r = rule("m");
+    static const struct { const char *x, *y, *message; } cases[] = {
+        {"plain", "text", "<plaintext>"},
+        /* a UTF-8 sequence split over two values is whole in the text */
+        {"\xc3", "\xa9", "<\xc3\xa9>"},
+        {"\xc3", "|", "<\xEF\xBF\xBD|>"},
+        {"quote\"d", "back\\slash", "<quote\\\"dback\\\\slash>"},
+        {"ctl\x01", "nl\n", "<ctl\\u0001nl\\n>"},
+        {"bad\xff", "ok", "<bad\xEF\xBF\xBDok>"},
+        {"0123456789abcdef\"", "", "<0123456789abcdef\\\">"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Event *e = event_new("{}", 2, fx.rs->fields.n);
+        ck_assert_ptr_nonnull(e);
+        fx.events[fx.n_events++] = e;
+        e->slots[slot_of("x")] = value_str(cases[i].x, strlen(cases[i].x));
+        e->slots[slot_of("y")] = value_str(cases[i].y, strlen(cases[i].y));
+        if (fx.chain)
+            match_node_release(fx.chain);
+        fx.chain = NULL;
+        take(r, "a", e);
+        /* After other text in the buffer, as outputs may batch records. */
+        NfaResult res = {.kind = NFA_MATCH, .time_ms = T_2026, .last = fx.chain};
+        buf_clear(&fx.out);
+        buf_puts(&fx.out, "previous record\n");
+        ck_assert_int_eq(alert_render(r, &r->on_match[0], NULL, 0, &res, fx.scratch, &fx.out), 0);
+        Buf want = BUF_INIT;
+        buf_printf(&want, "previous record\n{\"rule\":\"m\",\"kind\":\"match\",\"severity\":\"medium\","
+                          "\"key\":{},\"time\":\"2026-01-01T00:00:00.000Z\",\"message\":\"%s\","
+                          "\"fields\":{},\"events\":{\"a\":[{}]}}", cases[i].message);
+        ck_assert_str_eq(fx.out.data, want.data);
+        ck_assert_uint_eq(fx.out.len, want.len);
+        buf_free(&want);
+    }
+}
+END_TEST
+
+START_TEST(kinds_and_severities)
+{
+    load_rules("rule s { begin a; on match alert \"m\"; }\n");
+    const CompiledRule *r = rule("s");
+    take(r, "a", decode("{}", T_2026));
+    static const char *const names[] = {"info", "low", "medium", "high", "critical"};
+    for (int kind = 0; kind < 2; kind++) {
+        for (int sev = 0; sev <= 5; sev++) {
+            CompiledAction a = r->on_match[0];
+            a.severity = (Severity)(sev == 5 ? 99 : sev);   /* unknown: medium */
+            const char *got = render(r, &a, NULL, kind ? NFA_TIMEOUT : NFA_MATCH, T_2026);
+            char want[128];
+            snprintf(want, sizeof want,
+                     "{\"rule\":\"s\",\"kind\":\"%s\",\"severity\":\"%s\",\"key\":{},\"time\"",
+                     kind ? "timeout" : "match", names[sev == 5 ? 2 : sev]);
+            ck_assert_msg(strncmp(got, want, strlen(want)) == 0, "%s", got);
+            ck_assert_str_eq(alert_severity_name(a.severity), names[sev == 5 ? 2 : sev]);
+        }
+    }
+}
+END_TEST
+
+START_TEST(long_chains_and_far_times)
+{
+    load_rules("rule l { begin a; followed_by b one_or_more; }\n");
+    const CompiledRule *r = rule("l");
+    Buf want = BUF_INIT;
+    buf_puts(&want, "\"events\":{\"a\":[{\"i\":0}],\"b\":[");
+    char line[32];
+    for (int i = 0; i < 16; i++) {   /* 16 nodes still fit on the stack */
+        snprintf(line, sizeof line, "{\"i\":%d}", i);
+        take(r, i ? "b" : "a", decode(line, T_2026 + i));
+        if (i > 1)
+            buf_putc(&want, ',');
+        if (i)
+            buf_puts(&want, line);
+    }
+    buf_puts(&want, "]}}");
+    static const int64_t times[] = {-1, INT64_C(-62198755200001), INT64_C(253402300800000),
+                                    INT64_MAX, INT64_MIN};
+    for (int extra = 0; extra < 2; extra++) {
+        if (extra) {   /* 17 nodes: more than fit on the stack */
+            take(r, "b", decode("{\"i\":16}", T_2026 + 16));
+            buf_truncate(&want, want.len - 3);
+            buf_puts(&want, ",{\"i\":16}]}}");
+        }
+        for (size_t t = 0; t < sizeof times / sizeof times[0]; t++) {
+            const char *got = render(r, NULL, NULL, NFA_MATCH, times[t]);
+            char iso[32], field[48];
+            time_format_iso(times[t], iso);
+            snprintf(field, sizeof field, "\"time\":\"%s\",", iso);
+            ck_assert_msg(strstr(got, field) != NULL, "%s in %s", field, got);
+            ck_assert_msg(strstr(got, want.data) != NULL, "%s", got);
+        }
+    }
+    buf_free(&want);
+}
+END_TEST
+
 /* ---- delivery ------------------------------------------------------------- */
 
 static char *slurp(const char *path)
@@ -452,7 +883,21 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, nineteen_digit_key_kept_exact);
     tcase_add_test(tr, escapes_in_message_and_fields);
     tcase_add_test(tr, invalid_utf8_never_reaches_the_output);
+    tcase_add_test(tr, decoded_lines_echoed_unchecked_others_checked);
+    tcase_add_test(tr, raw_key_texts_plain_or_checked);
+    tcase_add_test(tr, message_escaped_after_being_built_in_place);
+    tcase_add_test(tr, kinds_and_severities);
+    tcase_add_test(tr, long_chains_and_far_times);
     suite_add_tcase(s, tr);
+    TCase *tf = tcase_create("fast paths");
+    tcase_set_timeout(tf, 60);
+    tcase_add_test(tf, json_string_special_at_every_word_position);
+    tcase_add_test(tf, json_string_two_specials_around_the_last_word);
+    tcase_add_test(tf, json_string_random_texts);
+    tcase_add_test(tf, json_string_on_a_failed_buffer_adds_nothing);
+    tcase_add_test(tf, buf_inline_appends_and_truncate);
+    tcase_add_test(tf, times_match_time_format_iso);
+    suite_add_tcase(s, tf);
     TCase *td = tcase_create("deliver");
     tcase_add_checked_fixture(td, setup, teardown);
     tcase_set_timeout(td, 30);
