@@ -19,21 +19,36 @@ t_ref=$(( $(now_ms) - t0 ))
 [ -s "$TMP/ref.out" ] && [ -s "$TMP/ref/no_logout.jsonl" ] || fail "no alerts at all"
 echo "uninterrupted: $N events in $t_ref ms, $(wc -l < "$TMP/ref.out") alerts on stdout"
 
-# kill points: random, between 4 % and 24 % of the uninterrupted time after each start
+# kill points: after each start, once it has written a checkpoint of its own, a
+# random 0-20 % of the uninterrupted time later
 seed=${VIGIL_TEST_SEED:-$(date +%s)}
 echo "kill points seed: $seed (VIGIL_TEST_SEED to repeat)"
 delays=$(awk -v s="$seed" -v t="$t_ref" 'BEGIN { srand(s);
-    for (i = 0; i < 5; i++) printf "%d ", 50 + t * (0.04 + 0.20 * rand()) }')
+    for (i = 0; i < 5; i++) printf "%d ", t * 0.20 * rand() }')
+
+# slots: a fingerprint of the checkpoint files, to notice a new checkpoint
+slots() { cat "$TMP/state"/checkpoint.[01] 2>/dev/null | cksum; }
+
+# wait_checkpoint PID BEFORE: until a checkpoint newer than BEFORE exists or PID ends
+wait_checkpoint() {
+    i=0
+    while [ "$(slots)" = "$2" ] && kill -0 "$1" 2>/dev/null && [ $i -lt 3000 ]; do
+        i=$((i + 1))
+        sleep 0.01
+    done
+}
 
 # run_crashing WORKERS: five SIGKILLs, then a run to the end
 run_crashing() {
     rm -rf "$TMP/state" "$TMP/out" "$TMP/c.out" "$TMP/c.err"
     : > "$TMP/crash.log"
     for d in $delays; do
+        before=$(slots)
         "$VIGIL" run "$TMP/out.cep" -i "$TMP/events.jsonl" -o "$TMP/c.out" \
             --errors "$TMP/c.err" --state "$TMP/state" --checkpoint-every 100ms \
             --workers "$1" 2>> "$TMP/crash.log" &
         pid=$!
+        wait_checkpoint $pid "$before"
         sleep "$(awk -v d="$d" 'BEGIN { printf "%.3f", d / 1000 }')"
         kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
