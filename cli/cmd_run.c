@@ -354,6 +354,8 @@ static void append_stats(Run *run, Buf *b, bool live)
                (unsigned long long)run->reloads, (unsigned long long)run->reload_failures);
     buf_printf(b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f", peak_kb,
                secs, secs > 0 ? (double)st.events / secs : 0.0);
+    if (run->state)
+        run_state_stats_json(run->state, b);
     if (live)
         buf_printf(b, ",\"uptime_s\":%.3f,\"pid\":%ld", secs, (long)getpid());
     buf_putc(b, '}');

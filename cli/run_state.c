@@ -220,7 +220,7 @@ int run_state_restore(RunState *st, Engine *engine, InputSet *inputs)
     EngineRestoreSummary sum;
     if (engine_restore(engine, sec, len, &sum, &err) < 0)
         return fail(err, "cannot restore the engine state");
-    int64_t took = mono_ms() - t0;
+    int64_t took = st->restore_ms = mono_ms() - t0;
     fprintf(stderr, "vigil run: restored checkpoint %llu (%s, %zu bytes) in %lld ms: %zu rules "
             "with state, %zu starting empty, %zu gone; %llu keys, %llu partial matches, %llu "
             "buffered events\n", (unsigned long long)st->loaded.seq, st->loaded.path,
@@ -326,11 +326,23 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
             st->max_bytes = st->last_bytes;
         if (st->last_write_ms > st->max_write_ms)
             st->max_write_ms = st->last_write_ms;
+    } else {
+        st->failed++;
     }
     buf_free(&c.files);
     buf_free(&eng);
     buf_free(&body);
     return rc;
+}
+
+void run_state_stats_json(const RunState *st, Buf *out)
+{
+    buf_printf(out, ",\"checkpoints\":{\"written\":%llu,\"seq\":%llu,\"last_bytes\":%zu,"
+               "\"last_write_ms\":%lld,\"max_bytes\":%zu,\"max_write_ms\":%lld,\"failed\":%llu,"
+               "\"restored_seq\":%llu,\"restore_ms\":%lld}", (unsigned long long)st->written,
+               (unsigned long long)st->store.seq, st->last_bytes, (long long)st->last_write_ms,
+               st->max_bytes, (long long)st->max_write_ms, (unsigned long long)st->failed,
+               (unsigned long long)st->loaded.seq, (long long)st->restore_ms);
 }
 
 void run_state_report(const RunState *st)

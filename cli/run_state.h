@@ -42,6 +42,8 @@ typedef struct RunState {
     int64_t last_write_ms;     /* duration of the last write, capture included */
     size_t max_bytes;          /* the largest and slowest checkpoint of this run */
     int64_t max_write_ms;
+    uint64_t failed;           /* checkpoints that could not be written */
+    int64_t restore_ms;        /* time the restore took */
     EngineCheckpointInfo last_info;
 } RunState;
 
@@ -64,6 +66,10 @@ bool run_state_due(const RunState *st, int64_t mono_now);
  * on; the previous checkpoint stays). */
 int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, InputSet *inputs,
                          Rejects *rejects);
+/* Appends ,"checkpoints":{"written":N,"seq":N,"last_bytes":N,"last_write_ms":N,
+ * "max_bytes":N,"max_write_ms":N,"failed":N,"restored_seq":N,"restore_ms":N} for
+ * --stats (restored_seq 0: started without a checkpoint). */
+void run_state_stats_json(const RunState *st, Buf *out);
 /* Logs the last checkpoint's figures. */
 void run_state_report(const RunState *st);
 void run_state_close(RunState *st);

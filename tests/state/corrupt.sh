@@ -70,7 +70,9 @@ while [ ! -s "$TMP/state/checkpoint.1" ]; do sleep 0.02; done
 kill -TERM $pid
 wait $pid || fail "SIGTERM with --state did not exit 0: $(cat "$TMP/4.log")"
 grep -q "state saved in" "$TMP/4.log" || fail "no state saved at SIGTERM: $(cat "$TMP/4.log")"
-run 2> "$TMP/5.log" || fail "the run after SIGTERM failed"
+run --stats 2> "$TMP/5.log" || fail "the run after SIGTERM failed"
+grep -q '"checkpoints":{"written":[1-9][0-9]*,.*"failed":0,"restored_seq":[1-9]' "$TMP/5.log" ||
+    fail "--stats lacks the checkpoints: $(tail -1 "$TMP/5.log")"
 same_files "$TMP/c.out" "$TMP/ref.out" "alerts differ after a SIGTERM and a restart"
 # a finished run's state: running again reads nothing new and writes nothing
 run 2> "$TMP/6.log" || fail "a run over finished state failed"
