@@ -117,6 +117,14 @@ size_t buf_json_verbatim_len(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
+    if (n < 8) {   /* short (names, keys): one word, padded with plain bytes */
+        uint64_t w = ONES * 'a';
+        memcpy(&w, p, n);
+        uint64_t flags = word_flags(w);
+        if (!flags)
+            return n;
+        i = bytes_before_flag(flags);
+    }
     while (i < n) {
         if (n - i >= 8) {
             uint64_t w;
