@@ -101,7 +101,11 @@ size_t snap_get_count(SnapReader *r, size_t min_bytes)
 
 /* ---- node numbering ---------------------------------------------------------------- */
 
-/* Node pointer -> number, open addressing; `order` lists the nodes by number. */
+/* Most keys hold a few nodes: their map lives on the stack, no allocation per key. */
+#define NODE_SMALL 16
+
+/* Node pointer -> number, open addressing; `order` lists the nodes by number. Each
+ * array starts as the inline one and moves to the heap when it outgrows it. */
 typedef struct NodeMap {
     const MatchNode **slots;
     uint32_t *nums;
@@ -110,7 +114,38 @@ typedef struct NodeMap {
     size_t n, order_cap;
     const MatchNode **stack;     /* scratch of number_chain */
     size_t stack_cap;
+    const MatchNode *small_slots[2 * NODE_SMALL];
+    uint32_t small_nums[2 * NODE_SMALL];
+    const MatchNode *small_order[NODE_SMALL];
+    const MatchNode *small_stack[NODE_SMALL];
 } NodeMap;
+
+static void node_map_init(NodeMap *m)
+{
+    memset(m->small_slots, 0, sizeof m->small_slots);
+    m->slots = m->small_slots;
+    m->nums = m->small_nums;
+    m->cap = 2 * NODE_SMALL;
+    m->order = m->small_order;
+    m->order_cap = NODE_SMALL;
+    m->n = 0;
+    m->stack = m->small_stack;
+    m->stack_cap = NODE_SMALL;
+}
+
+/* Doubles an array of `used` items that may still be the inline one; NULL on failure
+ * (the old array is left as it was). */
+static void *grow_array(void *v, const void *small, size_t used, size_t *cap, size_t size)
+{
+    size_t nc = *cap * 2;
+    void *g = v == small ? malloc(nc * size) : realloc(v, nc * size);
+    if (!g)
+        return NULL;
+    if (v == small)
+        memcpy(g, small, used * size);
+    *cap = nc;
+    return g;
+}
 
 static size_t node_slot(const NodeMap *m, const MatchNode *n)
 {
@@ -123,32 +158,37 @@ static size_t node_slot(const NodeMap *m, const MatchNode *n)
 
 static bool node_map_grow(NodeMap *m)
 {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    NodeMap g = *m;
-    g.slots = calloc(cap, sizeof *g.slots);
-    g.nums = calloc(cap, sizeof *g.nums);
-    g.cap = cap;
-    if (!g.slots || !g.nums) {
-        free(g.slots);
-        free(g.nums);
+    size_t cap = m->cap * 2;
+    const MatchNode **slots = calloc(cap, sizeof *slots);
+    uint32_t *nums = calloc(cap, sizeof *nums);
+    if (!slots || !nums) {
+        free(slots);
+        free(nums);
         return false;
     }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i])
+    const MatchNode **old_slots = m->slots;
+    uint32_t *old_nums = m->nums;
+    size_t old_cap = m->cap;
+    m->slots = slots;
+    m->nums = nums;
+    m->cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old_slots[i])
             continue;
-        size_t j = node_slot(&g, m->slots[i]);
-        g.slots[j] = m->slots[i];
-        g.nums[j] = m->nums[i];
+        size_t j = node_slot(m, old_slots[i]);
+        slots[j] = old_slots[i];
+        nums[j] = old_nums[i];
     }
-    free(m->slots);
-    free(m->nums);
-    *m = g;
+    if (old_slots != m->small_slots) {
+        free(old_slots);
+        free(old_nums);
+    }
     return true;
 }
 
 static bool node_known(const NodeMap *m, const MatchNode *n)
 {
-    return m->cap && m->slots[node_slot(m, n)] == n;
+    return m->slots[node_slot(m, n)] == n;
 }
 
 static uint32_t node_number(const NodeMap *m, const MatchNode *n)
@@ -161,12 +201,11 @@ static bool node_add(NodeMap *m, const MatchNode *n)
     if ((m->n + 1) * 2 > m->cap && !node_map_grow(m))
         return false;
     if (m->n == m->order_cap) {
-        size_t cap = m->order_cap ? m->order_cap * 2 : 16;
-        const MatchNode **o = realloc(m->order, cap * sizeof *o);
+        const MatchNode **o = grow_array(m->order, m->small_order, m->n, &m->order_cap,
+                                         sizeof *o);
         if (!o)
             return false;
         m->order = o;
-        m->order_cap = cap;
     }
     size_t i = node_slot(m, n);
     m->slots[i] = n;
@@ -177,10 +216,14 @@ static bool node_add(NodeMap *m, const MatchNode *n)
 
 static void node_map_free(NodeMap *m)
 {
-    free(m->slots);
-    free(m->nums);
-    free(m->order);
-    free(m->stack);
+    if (m->slots != m->small_slots) {
+        free(m->slots);
+        free(m->nums);
+    }
+    if (m->order != m->small_order)
+        free(m->order);
+    if (m->stack != m->small_stack)
+        free(m->stack);
 }
 
 /* Numbers the chain of `last` that is not numbered yet, oldest node first, so that a
@@ -190,12 +233,11 @@ static bool number_chain(NodeMap *m, const MatchNode *last)
     size_t depth = 0;
     for (const MatchNode *n = last; n && !node_known(m, n); n = n->prev) {
         if (depth == m->stack_cap) {
-            size_t cap = m->stack_cap ? m->stack_cap * 2 : 16;
-            const MatchNode **st = realloc(m->stack, cap * sizeof *st);
+            const MatchNode **st = grow_array(m->stack, m->small_stack, depth, &m->stack_cap,
+                                              sizeof *st);
             if (!st)
                 return false;
             m->stack = st;
-            m->stack_cap = cap;
         }
         m->stack[depth++] = n;
     }
@@ -230,7 +272,8 @@ int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex
         snap_put_u64(out, 0);   /* done */
         return out->failed ? -1 : 0;
     }
-    NodeMap m = {0};
+    NodeMap m;
+    node_map_init(&m);
     int rc = -1;
     for (size_t i = 0; i < key->live.n; i++)
         if (!number_chain(&m, key->live.v[i].last))
