@@ -1,7 +1,8 @@
 /* runtime/engine.h — the event loop core: lines in, NFA results out.
  *
- * Owns: the decoder, the reorder buffer, and per rule the partition table, the
- * deadline heap, counters and suppression state. Borrows the CompiledRuleSet, which
+ * Owns: the decoder, the reorder buffer (bounded: EngineLimits.max_buffered), the
+ * --max-memory budget (runtime/budget.h) shared with the shards, and per rule the
+ * partition table, the deadline heap, counters and suppression state. Borrows the CompiledRuleSet, which
  * must outlive the engine. One pass per event whatever the number of rules: decode
  * once, read the time, reorder (event time), then before each released time t fire
  * every deadline <= t of every key of every rule, then per rule filter -> key ->
