@@ -503,6 +503,14 @@ static void file_stats(Output *o, OutStats *st)
     pthread_mutex_unlock(&fo->mu);
 }
 
+static bool file_is_open(const FileOutput *fo, const char *path)
+{
+    for (size_t i = 0; i < fo->n_files; i++)
+        if (strcmp(fo->files[i].path, path) == 0)
+            return true;
+    return false;
+}
+
 static int file_sync_files(Output *o, void (*fn)(void *user, const char *path,
                                                  uint64_t length), void *user)
 {
@@ -513,8 +521,15 @@ static int file_sync_files(Output *o, void (*fn)(void *user, const char *path,
     for (size_t i = 0; i < fo->n_files; i++)
         if (synced_length(fo->files[i].fb.fd) < 0)
             rc = -1;
-    /* by path: files closed by the cache or rotated are reported too */
+    /* by path: files the cache closed are synced and reported too (a clean file
+     * syncs at once), so a checkpoint never counts bytes a power loss could take */
     for (size_t i = 0; i < fo->n_seen; i++) {
+        int fd = file_is_open(fo, fo->seen[i]) ? -1 : open(fo->seen[i], O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (synced_length(fd) < 0)
+                rc = -1;
+            close(fd);
+        }
         struct stat st;
         if (stat(fo->seen[i], &st) == 0)
             fn(user, fo->seen[i], (uint64_t)st.st_size);
