@@ -310,7 +310,12 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
                   "checkpoint taken" : "out of memory while taking a checkpoint");
     } else {
         ckpt_put_section(&body, CKPT_SEC_ENGINE, eng.data ? eng.data : "", eng.len);
-        ckpt_put_inputs(&body, inputs);
+        const char *prev = NULL;
+        size_t prev_len = 0;
+        if (st->loaded.body)
+            ckpt_find_section(st->loaded.body, st->loaded.len, CKPT_SEC_INPUTS, &prev,
+                              &prev_len);
+        ckpt_put_inputs(&body, inputs, prev, prev_len);
         ckpt_put_section(&body, CKPT_SEC_FILES, c.files.data ? c.files.data : "", c.files.len);
         if (body.failed || c.files.failed)
             rc = fail(NULL, "out of memory while taking a checkpoint");

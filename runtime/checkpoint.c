@@ -351,10 +351,45 @@ static void put_position(void *user, const InputPosition *p)
     snap_put_u64(sec, p->line_no);
 }
 
-void ckpt_put_inputs(Buf *body, const InputSet *in)
+typedef struct NameQuery {
+    const char *name;
+    size_t len;
+    bool found;
+} NameQuery;
+
+static void match_name(void *user, const InputPosition *p)
+{
+    NameQuery *q = user;
+    q->found |= strlen(p->origin) == q->len && memcmp(p->origin, q->name, q->len) == 0;
+}
+
+/* Copies the entries of `prev` naming inputs that `in` does not have. */
+static void carry_inputs(Buf *sec, const InputSet *in, const char *prev, size_t len)
+{
+    SnapReader r;
+    snap_reader_init(&r, prev, len);
+    while (!r.bad && !snap_at_end(&r)) {
+        const unsigned char *start = r.p;
+        (void)snap_get_u64(&r);
+        NameQuery q = {NULL, 0, false};
+        q.name = snap_get_bytes(&r, &q.len);
+        size_t parts = snap_get_count(&r, 3);
+        for (size_t i = 0; i < 3 * parts && !r.bad; i++)
+            (void)snap_get_u64(&r);
+        if (r.bad)
+            return;
+        input_each_position(in, match_name, &q);
+        if (!q.found)
+            buf_append(sec, (const char *)start, (size_t)(r.p - start));
+    }
+}
+
+void ckpt_put_inputs(Buf *body, const InputSet *in, const char *prev, size_t prev_len)
 {
     Buf sec = BUF_INIT;
     input_each_position(in, put_position, &sec);
+    if (prev)
+        carry_inputs(&sec, in, prev, prev_len);
     if (sec.failed)
         body->failed = true;
     else
@@ -405,8 +440,8 @@ static void resume_one(void *user, const InputPosition *p)
     if (c->rc < 0)
         return;
     if (!p->resumable) {
-        logf_(c->log, c->user, "input %s cannot resume (not a regular file): it is read as "
-              "new input", p->origin);
+        logf_(c->log, c->user, "input %s cannot resume (not a regular file): what it "
+              "delivers now is new input", p->origin);
         return;
     }
     uint64_t offset = 0, line_no = 0;

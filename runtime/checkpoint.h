@@ -75,8 +75,10 @@ void ckpt_put_section(Buf *body, uint64_t tag, const char *data, size_t len);
 bool ckpt_find_section(const char *body, size_t len, uint64_t tag, const char **data,
                        size_t *dlen);
 
-/* Appends the inputs section: every stream input's position. */
-void ckpt_put_inputs(Buf *body, const InputSet *in);
+/* Appends the inputs section: the position of every file input, and those of the
+ * previous inputs section (prev, may be NULL) for files this run was not given, so
+ * that a run on other inputs does not make a later one read a file again. */
+void ckpt_put_inputs(Buf *body, const InputSet *in, const char *prev, size_t prev_len);
 /* Moves the file inputs of `in` to their positions in the section and logs each
  * decision (resumed, not resumable, not in the checkpoint). -1 if the section is
  * malformed or a file cannot be resumed (*err, heap). */

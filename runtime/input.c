@@ -729,8 +729,8 @@ void input_each_position(const InputSet *in, void (*fn)(void *user, const InputP
         fn(user, &in->ended[i]);
     for (size_t i = 0; i < in->n_sources; i++) {
         const Source *s = in->sources[i];
-        if (s->kind != SRC_STREAM)
-            continue;
+        if (s->kind == SRC_CONNECTION)
+            continue;   /* its listener stands for it */
         InputPosition p = {s->origin, s->offset, s->line_no, s->regular};
         fn(user, &p);
     }

@@ -47,16 +47,16 @@ void input_pause(InputSet *in, bool paused);
 void input_close_listeners(InputSet *in);
 /* Total bytes and size of the regular-file inputs, for a progress line. */
 void input_progress(const InputSet *in, uint64_t *done, uint64_t *total);
-/* Where a stream input (stdin or a file) is: the next byte and line to read. Inputs
- * that reached their end are still reported. resumable: a regular file, which a
- * later run can reopen at `offset`. */
+/* Where an input is: the next byte and line to read. Inputs that reached their end
+ * are still reported. resumable: a regular file, which a later run can reopen at
+ * `offset`; stdin and listeners (their spec as origin) never are. */
 typedef struct InputPosition {
     const char *origin;    /* the spec it was added with; valid while the set lives */
     uint64_t offset, line_no;
     bool resumable;
 } InputPosition;
-/* Calls fn for every stream input, in the order they were added. Call between polls:
- * then every line before `offset` has been delivered. */
+/* Calls fn for every input (stdin, files, listeners; not each client), ended ones
+ * first. Call between polls: then every line before `offset` has been delivered. */
 void input_each_position(const InputSet *in, void (*fn)(void *user, const InputPosition *p),
                          void *user);
 /* Continues the file input added as `origin` at byte `offset`, counting lines from

@@ -349,7 +349,7 @@ START_TEST(file_input_resumes_at_its_offset)
     }
     ck_assert_uint_eq(ls.count, 3);
     Buf body = BUF_INIT;
-    ckpt_put_inputs(&body, in);   /* a finished file keeps its end position */
+    ckpt_put_inputs(&body, in, NULL, 0);   /* a finished file keeps its end position */
     input_set_free(in);
     const char *sec;
     size_t len;
@@ -371,6 +371,28 @@ START_TEST(file_input_resumes_at_its_offset)
     ck_assert_str_eq(ls.first, "{\"n\":4}");
     ck_assert_uint_eq(ls.first_no, 4);
     input_set_free(in);
+
+    /* a checkpoint of a run on another input keeps this file's position */
+    char *other = path_in(dir, "other.jsonl");
+    f = fopen(other, "w");
+    fputs("{\"n\":9}\n", f);
+    fclose(f);
+    in = input_set_new(0);
+    ck_assert_int_eq(input_add(in, other, &err), 0);
+    Buf body2 = BUF_INIT;
+    ckpt_put_inputs(&body2, in, sec, len);
+    input_set_free(in);
+    const char *sec2;
+    size_t len2;
+    ck_assert(ckpt_find_section(body2.data, body2.len, CKPT_SEC_INPUTS, &sec2, &len2));
+    in = input_set_new(0);
+    ck_assert_int_eq(input_add(in, file, &err), 0);
+    log.n = 0;
+    ck_assert_int_eq(ckpt_resume_inputs(in, sec2, len2, collect_log, &log, &err), 0);
+    ck_assert(logged(&log, "resumes at byte 24 (line 4)"));
+    input_set_free(in);
+    buf_free(&body2);
+    free(other);
 
     /* a file now shorter than its offset cannot resume */
     ck_assert_int_eq(truncate(file, 5), 0);

@@ -77,6 +77,17 @@ same_files "$TMP/c.out" "$TMP/ref.out" "alerts differ after a SIGTERM and a rest
 # a finished run's state: running again reads nothing new and writes nothing
 run 2> "$TMP/6.log" || fail "a run over finished state failed"
 same_files "$TMP/c.out" "$TMP/ref.out" "a rerun over finished state changed the alerts"
+# a run on stdin alone says stdin cannot resume, and keeps the file's position: the
+# file is not read again by the run after it
+"$VIGIL" run "$TMP/out.cep" -i - -o "$TMP/c.out" --state "$TMP/state" < /dev/null \
+    2> "$TMP/9.log" || fail "a run on stdin failed"
+grep -q "input - cannot resume (not a regular file)" "$TMP/9.log" ||
+    fail "no message about stdin: $(cat "$TMP/9.log")"
+run 2> "$TMP/10.log" || fail "a run after the stdin run failed"
+grep -q "resumes at byte $(wc -c < "$TMP/events.jsonl")" "$TMP/10.log" ||
+    fail "the file lost its position: $(cat "$TMP/10.log")"
+same_files "$TMP/c.out" "$TMP/ref.out" "the file was read again after a run on stdin"
+
 # options: --checkpoint-every needs --state, and a valid duration
 "$VIGIL" run "$TMP/out.cep" -i "$TMP/events.jsonl" --checkpoint-every 5s 2> "$TMP/7.log"
 [ $? -eq 2 ] && grep -q "needs --state" "$TMP/7.log" || fail "--checkpoint-every without --state"
