@@ -40,11 +40,16 @@ static void place(DeadlineHeap *d, size_t i, DeadlineSlot s)
     s.entry->heap_pos = i;
 }
 
+/* Four children per node: every move writes the moved entry's heap_pos, a cache miss
+ * on a cold entry, so a heap half as deep costs about half as much; the four child
+ * slots share one cache line. */
+#define ARITY 4
+
 static void sift_up(DeadlineHeap *d, size_t i)
 {
     DeadlineSlot s = d->h[i];
     while (i > 0) {
-        size_t parent = (i - 1) / 2;
+        size_t parent = (i - 1) / ARITY;
         if (!slot_before(&s, &d->h[parent]))
             break;
         place(d, i, d->h[parent]);
@@ -57,11 +62,14 @@ static void sift_down(DeadlineHeap *d, size_t i)
 {
     DeadlineSlot s = d->h[i];
     for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= d->n)
+        size_t first = ARITY * i + 1;
+        if (first >= d->n)
             break;
-        if (child + 1 < d->n && slot_before(&d->h[child + 1], &d->h[child]))
-            child++;
+        size_t end = first + ARITY < d->n ? first + ARITY : d->n;
+        size_t child = first;
+        for (size_t c = first + 1; c < end; c++)
+            if (slot_before(&d->h[c], &d->h[child]))
+                child = c;
         if (!slot_before(&d->h[child], &s))
             break;
         place(d, i, d->h[child]);
@@ -112,4 +120,71 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     else if (deadline > old)
         sift_down(d, e->heap_pos);   /* equal: the key order is unchanged too */
     return 0;
+}
+
+/* ---- the rules' clock ---------------------------------------------------------- */
+
+int rule_clock_init(RuleClock *c, size_t n_rules)
+{
+    size_t n = n_rules ? n_rules : 1;
+    c->at = malloc(n * sizeof *c->at);
+    c->heap = malloc(n * sizeof *c->heap);
+    c->pos = malloc(n * sizeof *c->pos);
+    c->n = 0;
+    if (!c->at || !c->heap || !c->pos) {
+        rule_clock_free(c);
+        return -1;
+    }
+    /* all at INT64_MAX: rule order is already a heap */
+    for (size_t i = 0; i < n_rules; i++) {
+        c->at[i] = INT64_MAX;
+        c->heap[i] = c->pos[i] = (uint32_t)i;
+    }
+    c->n = n_rules;
+    return 0;
+}
+
+void rule_clock_free(RuleClock *c)
+{
+    free(c->at);
+    free(c->heap);
+    free(c->pos);
+    c->at = NULL;
+    c->heap = c->pos = NULL;
+    c->n = 0;
+}
+
+/* Ties go to the lower rule number, as a scan in rule order would find them. */
+static bool clock_before(const RuleClock *c, uint32_t a, uint32_t b)
+{
+    return c->at[a] != c->at[b] ? c->at[a] < c->at[b] : a < b;
+}
+
+static void clock_place(RuleClock *c, size_t i, uint32_t rule)
+{
+    c->heap[i] = rule;
+    c->pos[rule] = (uint32_t)i;
+}
+
+void rule_clock_move(RuleClock *c, size_t rule, int64_t at)
+{
+    uint32_t r = (uint32_t)rule;
+    size_t i = c->pos[r];
+    c->at[r] = at;
+    while (i > 0 && clock_before(c, r, c->heap[(i - 1) / 2])) {
+        clock_place(c, i, c->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= c->n)
+            break;
+        if (child + 1 < c->n && clock_before(c, c->heap[child + 1], c->heap[child]))
+            child++;
+        if (!clock_before(c, c->heap[child], r))
+            break;
+        clock_place(c, i, c->heap[child]);
+        i = child;
+    }
+    clock_place(c, i, r);
 }

@@ -14,8 +14,22 @@
 void part_table_init(PartTable *t)
 {
     t->slots = NULL;
+    t->used = NULL;
     t->n_slots = 0;
     t->count = 0;
+}
+
+static void mark_used(uint64_t *used, size_t i, bool on)
+{
+    if (on)
+        used[i / 64] |= (uint64_t)1 << (i % 64);
+    else
+        used[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+static size_t used_words(size_t n_slots)
+{
+    return n_slots / 64 ? n_slots / 64 : 1;
 }
 
 /* Key bytes only need to be canonical and unambiguous, not pretty: a type tag keeps
@@ -77,12 +91,13 @@ PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint
     return NULL;
 }
 
-static void place_slot(PartSlot *slots, size_t n_slots, PartSlot s)
+static void place_slot(PartSlot *slots, uint64_t *used, size_t n_slots, PartSlot s)
 {
     size_t mask = n_slots - 1, i = s.hash & mask;
     while (slots[i].entry)
         i = (i + 1) & mask;
     slots[i] = s;
+    mark_used(used, i, true);
 }
 
 /* Moves every entry into a new slot array; on allocation failure keeps the old one
@@ -90,13 +105,19 @@ static void place_slot(PartSlot *slots, size_t n_slots, PartSlot s)
 static bool resize(PartTable *t, size_t n_slots)
 {
     PartSlot *ns = calloc(n_slots, sizeof *ns);
-    if (!ns)
+    uint64_t *nu = calloc(used_words(n_slots), sizeof *nu);
+    if (!ns || !nu) {
+        free(ns);
+        free(nu);
         return false;
+    }
     for (size_t i = 0; i < t->n_slots; i++)
         if (t->slots[i].entry)
-            place_slot(ns, n_slots, t->slots[i]);
+            place_slot(ns, nu, n_slots, t->slots[i]);
     free(t->slots);
+    free(t->used);
     t->slots = ns;
+    t->used = nu;
     t->n_slots = n_slots;
     return true;
 }
@@ -152,7 +173,7 @@ PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t h
     e->kbytes = copy_bytes(&cursor, kbytes, klen);
     *cursor = '\0';
     e->klen = klen;
-    place_slot(t->slots, t->n_slots, (PartSlot){hash, e});
+    place_slot(t->slots, t->used, t->n_slots, (PartSlot){hash, e});
     t->count++;
     return e;
 }
@@ -182,6 +203,7 @@ void part_remove(PartTable *t, PartEntry *e)
         gap = at;
     }
     t->slots[gap].entry = NULL;
+    mark_used(t->used, gap, false);
     if (t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
         resize(t, t->n_slots / 2);
 }
@@ -208,5 +230,6 @@ void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void 
         free(e);
     }
     free(t->slots);
+    free(t->used);
     part_table_init(t);
 }

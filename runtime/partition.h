@@ -42,6 +42,8 @@ typedef struct PartSlot {
 
 typedef struct PartTable {
     PartSlot *slots;          /* heap, owned; n_slots is a power of two, at most half full */
+    uint64_t *used;           /* one bit per slot: occupied; heap, owned (n_slots / 64
+                                 words, at least one) */
     size_t n_slots;
     size_t count;
 } PartTable;
@@ -52,6 +54,17 @@ void part_table_init(PartTable *t);
 bool part_key_bytes(const Value *vals, size_t n, Buf *out);
 uint64_t part_hash(const char *kbytes, size_t klen);
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
+/* False when no entry can have this hash: its home slot is empty, and with linear
+ * probing and backward-shift removal every entry sits in an unbroken run from its
+ * home. Reads a bitmap 128 times smaller than the slots, which stays in cache when the
+ * slots do not: most keys of a rule with few live keys miss without a cache miss. */
+static inline bool part_may_hold(const PartTable *t, uint64_t hash)
+{
+    if (!t->n_slots)
+        return false;
+    size_t i = hash & (t->n_slots - 1);
+    return (t->used[i / 64] >> (i % 64)) & 1;
+}
 /* Starts loading the slot a lookup of `hash` reads first, so that the cache misses of
  * several tables overlap instead of queueing. */
 static inline void part_prefetch(const PartTable *t, uint64_t hash)

@@ -14,6 +14,13 @@ struct Router {
     size_t n, widest;
     size_t *filter_group;      /* per rule: the first rule with the same filter text */
     size_t *key_group;         /* per rule: the first rule with the same key text */
+    /* router_route_all: the distinct filters, and per filter a bit per rule that has
+     * it (`words` words each), so that a filter that passes admits its rules with a
+     * few ORs and one that fails costs nothing more */
+    size_t n_filters, words;
+    size_t *filter_rule;       /* per distinct filter: its first rule */
+    uint64_t *filter_rules;    /* n_filters * words */
+    uint64_t *passed;          /* words: this event's admitted rules */
     uint64_t gen;              /* the current event */
     /* cache, indexed by a group's first rule */
     uint64_t *filter_gen;
@@ -86,6 +93,32 @@ static bool build_groups(const CompiledRuleSet *rs, char *(*text_of)(const Rule 
     return ok;
 }
 
+/* The distinct filters and the rules of each, from the groups. False on OOM. */
+static bool index_filters(Router *r)
+{
+    size_t n = r->n ? r->n : 1;
+    r->words = (n + 63) / 64;
+    r->filter_rule = calloc(n, sizeof *r->filter_rule);
+    r->filter_rules = calloc(n * r->words, sizeof *r->filter_rules);
+    r->passed = calloc(r->words, sizeof *r->passed);
+    if (!r->filter_rule || !r->filter_rules || !r->passed)
+        return false;
+    size_t *index = r->filter_group;   /* a group's first rule comes before its others */
+    r->n_filters = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t f;
+        if (index[i] == i) {
+            f = r->n_filters++;
+            r->filter_rule[f] = i;
+        } else {
+            for (f = 0; r->filter_rule[f] != index[i]; f++)
+                ;
+        }
+        r->filter_rules[f * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+    }
+    return true;
+}
+
 Router *router_new(const CompiledRuleSet *rs)
 {
     Router *r = calloc(1, sizeof *r);
@@ -111,7 +144,7 @@ Router *router_new(const CompiledRuleSet *rs)
     if (!r->filter_group || !r->key_group || !r->filter_gen || !r->filter_pass ||
         !r->key_gen || !r->key_res || !r->key_hash || !r->key_bytes || !r->key_vals ||
         !build_groups(rs, filter_text, r->filter_group) ||
-        !build_groups(rs, key_text, r->key_group)) {
+        !build_groups(rs, key_text, r->key_group) || !index_filters(r)) {
         router_free(r);
         return NULL;
     }
@@ -133,6 +166,9 @@ void router_free(Router *r)
     free(r->key_hash);
     free(r->key_bytes);
     free(r->key_vals);
+    free(r->filter_rule);
+    free(r->filter_rules);
+    free(r->passed);
     free(r);
 }
 
@@ -194,4 +230,36 @@ RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *s
         key->vals = &r->key_vals[g * r->widest];
     }
     return r->key_res[g];
+}
+
+size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
+                        RouteResult *res, RouteKey *key)
+{
+    router_begin(r);
+    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
+    memset(r->passed, 0, r->words * sizeof *r->passed);
+    for (size_t f = 0; f < r->n_filters; f++) {
+        const CExpr *filter = r->rs->rules[r->filter_rule[f]].filter;
+        if (filter && !expr_test(filter, &ctx, scratch))
+            continue;
+        const uint64_t *rules = &r->filter_rules[f * r->words];
+        for (size_t w = 0; w < r->words; w++)
+            r->passed[w] |= rules[w];
+    }
+    size_t n = 0;
+    for (size_t w = 0; w < r->words; w++)
+        for (uint64_t bits = r->passed[w]; bits; bits &= bits - 1) {
+            size_t rule = w * 64 + (size_t)__builtin_ctzll(bits);
+            size_t g = r->key_group[rule];
+            if (r->key_gen[g] != r->gen) {
+                compute_key(r, g, &ctx, scratch);
+                r->key_gen[g] = r->gen;
+            }
+            order[n++] = rule;
+            res[rule] = r->key_res[g];
+            if (res[rule] == ROUTE_KEYED)
+                key[rule] = (RouteKey){r->key_bytes[g].data, r->key_bytes[g].len,
+                                       r->key_hash[g], &r->key_vals[g * r->widest]};
+        }
+    return n;
 }

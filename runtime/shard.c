@@ -29,8 +29,12 @@ struct Shard {
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
     Router *router;            /* grouped filter/key evaluation for shard_event; owned */
+    NfaCondShare *cond_share;  /* step conditions shared across rules (nfa.h); owned */
+    NfaCondCache *cond_cache;  /* their results for the current event; owned */
+    RuleClock clock;           /* which rule's timers are due first; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
+    size_t *routed_order;      /* the rules whose filter this event passed, in order */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_bytes;
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
@@ -62,6 +66,40 @@ static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
     st->mem = &s->mem;
 }
 
+/* The shared conditions of rs: one share and one cache, both NULL for an empty set.
+ * -1 on allocation failure (nothing is left allocated). */
+static int cond_share_build(const CompiledRuleSet *rs, NfaCondShare **share,
+                            NfaCondCache **cache)
+{
+    *share = NULL;
+    *cache = NULL;
+    if (!rs->n_rules)
+        return 0;
+    const Nfa **nfas = malloc(rs->n_rules * sizeof *nfas);
+    if (!nfas)
+        return -1;
+    for (size_t i = 0; i < rs->n_rules; i++)
+        nfas[i] = rs->rules[i].nfa;
+    *share = nfa_cond_share_new(nfas, rs->n_rules);
+    free(nfas);
+    *cache = *share ? nfa_cond_cache_new(*share) : NULL;
+    if (!*cache) {
+        nfa_cond_share_free(*share);
+        *share = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Points every rule's run context at the shard's share (after a build or a swap). */
+static void wire_cond_cache(Shard *s)
+{
+    for (size_t i = 0; i < s->rs->n_rules; i++) {
+        s->rules[i].ctx.cond_cache = s->cond_cache;
+        s->rules[i].ctx.cond_ids = nfa_cond_share_ids(s->cond_share, i);
+    }
+}
+
 size_t rules_widest_key(const CompiledRuleSet *rs)
 {
     size_t widest = 1;
@@ -86,14 +124,17 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->router = router_new(rs);
     s->routed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed);
     s->routed_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_key);
+    s->routed_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_order);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
-        !s->routed_key) {
+        !s->routed_key || !s->routed_order || cond_share_build(rs, &s->cond_share, &s->cond_cache) < 0 ||
+        rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
         return NULL;
     }
     s->limits = limits;
     for (size_t i = 0; i < rs->n_rules; i++)
         rule_state_init(s, &s->rules[i], limits);
+    wire_cond_cache(s);
     return s;
 }
 
@@ -122,8 +163,12 @@ void shard_free(Shard *s)
     free(s->rules);
     free(s->key_vals);
     router_free(s->router);
+    nfa_cond_cache_free(s->cond_cache);
+    nfa_cond_share_free(s->cond_share);
+    rule_clock_free(&s->clock);
     free(s->routed);
     free(s->routed_key);
+    free(s->routed_order);
     buf_free(&s->key_bytes);
     if (s->scratch)
         expr_scratch_free(s->scratch);
@@ -227,6 +272,7 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
     if (!pe->nfa && pe->suppress_until <= now) {
         budget_add(&s->mem, -(int64_t)pe->charged);
         deadline_remove(&st->timers, pe);
+        rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
         part_remove(&st->keys, pe);
         return;
     }
@@ -235,19 +281,13 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&st->timers, pe, due) < 0)
         s->failed = true;
+    rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
 }
 
 /* The rule whose next deadline is earliest, if it is <= t. */
 static bool next_due(const Shard *s, int64_t t, size_t *rule)
 {
-    int64_t best = INT64_MAX;
-    for (size_t i = 0; i < s->rs->n_rules; i++) {
-        int64_t d = deadline_next(&s->rules[i].timers);
-        if (d < best) {
-            best = d;
-            *rule = i;
-        }
-    }
+    int64_t best = rule_clock_next(&s->clock, rule);
     return best != INT64_MAX && best <= t;
 }
 
@@ -345,6 +385,16 @@ static void warn_refused(Shard *s, size_t ri)
     s->hooks->warn(s->hooks->warn_user, msg);
 }
 
+/* Both warnings are rare; this test runs after every key of every rule, inline. */
+static inline void warn_if_needed(Shard *s, size_t ri)
+{
+    const RuleState *st = &s->rules[ri];
+    if (st->counters.cap_hits != st->cap_hits_warned)
+        warn_caps(s, ri);
+    if (st->stats.keys_refused != st->refused_warned)
+        warn_refused(s, ri);
+}
+
 static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
@@ -353,7 +403,7 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
     uint32_t refs0 = ev->refs;
     nfa_key_event(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
     settle(s, ri, pe, ev->time_ms, growth_of(g.before, ev, refs0));
-    warn_caps(s, ri);
+    warn_if_needed(s, ri);
 }
 
 /* With the budget spent a new key gets no entry: its results are dropped and the
@@ -397,7 +447,8 @@ static PartEntry *materialize(Shard *s, size_t ri)
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     RuleState *st = &s->rules[ri];
-    PartEntry *pe = part_lookup(&st->keys, k->bytes, k->len, k->hash);
+    PartEntry *pe = part_may_hold(&st->keys, k->hash)
+                        ? part_lookup(&st->keys, k->bytes, k->len, k->hash) : NULL;
     if (pe) {
         feed_entry(s, ri, pe, ev);
         return;
@@ -421,35 +472,43 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
         pe->nfa = fresh;
         settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
     }
-    warn_caps(s, ri);
-    warn_refused(s, ri);
+    warn_if_needed(s, ri);
 }
 
 void shard_event(Shard *s, Event *ev)
 {
     shard_fire_due(s, ev->time_ms);
-    router_begin(s->router);
+    if (s->cond_cache)
+        nfa_cond_cache_next_event(s->cond_cache);
     /* First route every rule and start fetching each one's partition slot: with many
      * rules the tables are cold, and their cache misses then overlap. */
-    for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
-        RouteResult rr = router_route(s->router, ri, ev, s->scratch, &s->routed_key[ri]);
-        s->routed[ri] = rr;
-        if (rr == ROUTE_KEYED)
+    size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
+                                s->routed_key);
+    for (size_t j = 0; j < n; j++) {
+        size_t ri = s->routed_order[j];
+        RouteResult rr = s->routed[ri];
+        if (rr == ROUTE_KEYED && part_may_hold(&s->rules[ri].keys, s->routed_key[ri].hash))
             part_prefetch(&s->rules[ri].keys, s->routed_key[ri].hash);
         else if (rr == ROUTE_NO_KEY)
             s->rules[ri].stats.missing_key++;
         else if (rr == ROUTE_FAILED)
             s->failed = true;
     }
-    for (size_t ri = 0; ri < s->rs->n_rules; ri++)
+    for (size_t j = 0; j < n; j++) {
+        size_t ri = s->routed_order[j];
         if (s->routed[ri] == ROUTE_KEYED)
             feed_key(s, ri, &s->routed_key[ri], ev);
+    }
     expr_scratch_reset(s->scratch);
 }
 
 void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen, uint64_t hash)
 {
     shard_fire_due(s, ev->time_ms);
+    /* One rule per call: results cannot be reused across calls, since nothing says
+     * whether the next call is for the same event. */
+    if (s->cond_cache)
+        nfa_cond_cache_next_event(s->cond_cache);
     RouteKey k = {kbytes, klen, hash, NULL};
     feed_key(s, ri, &k, ev);
     expr_scratch_reset(s->scratch);
@@ -481,13 +540,8 @@ void shard_advance_all(Shard *s)
 
 int64_t shard_next_deadline(const Shard *s)
 {
-    int64_t best = INT64_MAX;
-    for (size_t i = 0; i < s->rs->n_rules; i++) {
-        int64_t d = deadline_next(&s->rules[i].timers);
-        if (d < best)
-            best = d;
-    }
-    return best;
+    size_t rule;
+    return rule_clock_next(&s->clock, &rule);
 }
 
 uint64_t shard_partials_live(const Shard *s)
@@ -616,7 +670,9 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
     pe->nfa = nk;
     pe->suppress_until = suppress_until;
     recharge(s, pe, (KeyGrowth){0, 0});   /* the events it holds are not known here */
-    if (deadline_set(&st->timers, pe, nk ? nfa_key_deadline(nk) : suppress_until) < 0) {
+    int rc = deadline_set(&st->timers, pe, nk ? nfa_key_deadline(nk) : suppress_until);
+    rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
+    if (rc < 0) {
         *err = "out of memory";
         return -1;
     }
@@ -645,8 +701,12 @@ struct ShardSwap {
     Value *key_vals;           /* room for next's widest key */
     bool *taken;               /* per current rule: moved to the new set */
     Router *router;
+    NfaCondShare *cond_share;
+    NfaCondCache *cond_cache;
+    RuleClock clock;
     RouteResult *routed;
     RouteKey *routed_key;
+    size_t *routed_order;
 };
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
@@ -661,8 +721,10 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->router = router_new(next);
     sw->routed = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed);
     sw->routed_key = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_key);
+    sw->routed_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_order);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
-        !sw->routed_key) {
+        !sw->routed_key || !sw->routed_order || cond_share_build(next, &sw->cond_share, &sw->cond_cache) < 0 ||
+        rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
         return NULL;
     }
@@ -677,8 +739,12 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->key_vals);
     free(sw->taken);
     router_free(sw->router);
+    nfa_cond_cache_free(sw->cond_cache);
+    nfa_cond_share_free(sw->cond_share);
+    rule_clock_free(&sw->clock);
     free(sw->routed);
     free(sw->routed_key);
+    free(sw->routed_order);
     free(sw);
 }
 
@@ -701,13 +767,24 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     free(s->key_vals);
     free(sw->taken);
     router_free(s->router);
+    nfa_cond_cache_free(s->cond_cache);
+    nfa_cond_share_free(s->cond_share);
+    rule_clock_free(&s->clock);
     free(s->routed);
     free(s->routed_key);
+    free(s->routed_order);
     s->rules = sw->rules;
+    s->routed_order = sw->routed_order;
+    s->clock = sw->clock;
     s->key_vals = sw->key_vals;
     s->router = sw->router;
+    s->cond_share = sw->cond_share;
+    s->cond_cache = sw->cond_cache;
     s->routed = sw->routed;
     s->routed_key = sw->routed_key;
     s->rs = sw->next;
+    wire_cond_cache(s);
+    for (size_t j = 0; j < s->rs->n_rules; j++)
+        rule_clock_set(&s->clock, j, deadline_next(&s->rules[j].timers));
     free(sw);
 }

@@ -19,3 +19,4 @@ include tests/hostile.mk
 include tests/reload.mk
 include tests/state.mk
 include tests/limits.mk
+include tests/speed.mk

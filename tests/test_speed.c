@@ -1,0 +1,265 @@
+/* tests/test_speed.c — the structures that make many rules cheap, checked against
+ * plain references: the rules' clock (deadline.h) against a scan of every rule, the
+ * 4-ary timer heap against the earliest entry by (deadline, hash, key), the partition
+ * table's occupancy bitmap (never says "absent" for a present key), and the router's
+ * all-rules pass against router_route rule by rule. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dsl/diag.h"
+#include "runtime/deadline.h"
+#include "runtime/decode.h"
+#include "runtime/partition.h"
+#include "runtime/route.h"
+
+/* A small deterministic generator (xorshift), so failures reproduce. */
+static uint64_t next_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
+
+/* ---- the rules' clock --------------------------------------------------------- */
+
+START_TEST(clock_follows_the_earliest_rule)
+{
+    enum { RULES = 37, STEPS = 20000 };
+    RuleClock c;
+    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
+    int64_t at[RULES];
+    for (size_t i = 0; i < RULES; i++)
+        at[i] = INT64_MAX;
+    size_t rule = SIZE_MAX;
+    ck_assert(rule_clock_next(&c, &rule) == INT64_MAX);
+    uint64_t seed = 88172645463325252ull;
+    size_t wrong = 0;   /* counted, not asserted per step: Check's asserts are slow */
+    for (int step = 0; step < STEPS; step++) {
+        size_t r = next_rand(&seed) % RULES;
+        /* few distinct times, so ties are common; now and then a rule empties */
+        int64_t t = next_rand(&seed) % 8 == 0 ? INT64_MAX : (int64_t)(next_rand(&seed) % 50);
+        at[r] = t;
+        rule_clock_set(&c, r, t);
+        size_t want = 0;
+        for (size_t i = 1; i < RULES; i++)
+            if (at[i] < at[want])
+                want = i;   /* a scan in rule order: ties go to the lower rule */
+        int64_t got = rule_clock_next(&c, &rule);
+        wrong += got != at[want] || (got != INT64_MAX && rule != want);
+    }
+    ck_assert_uint_eq(wrong, 0);
+    rule_clock_free(&c);
+}
+END_TEST
+
+START_TEST(clock_without_rules_is_empty)
+{
+    RuleClock c;
+    ck_assert_int_eq(rule_clock_init(&c, 0), 0);
+    size_t rule = 7;
+    ck_assert(rule_clock_next(&c, &rule) == INT64_MAX);
+    ck_assert_uint_eq(rule, 7);
+    rule_clock_free(&c);
+}
+END_TEST
+
+/* ---- the timer heap ------------------------------------------------------------ */
+
+static bool entry_before(const PartEntry *a, const PartEntry *b)
+{
+    if (a->deadline != b->deadline)
+        return a->deadline < b->deadline;
+    if (a->hash != b->hash)
+        return a->hash < b->hash;
+    int c = memcmp(a->kbytes, b->kbytes, a->klen < b->klen ? a->klen : b->klen);
+    return c < 0 || (c == 0 && a->klen < b->klen);
+}
+
+START_TEST(heap_pops_in_deadline_then_key_order)
+{
+    enum { ENTRIES = 300, STEPS = 30000 };
+    PartEntry e[ENTRIES];
+    char names[ENTRIES][8];
+    memset(e, 0, sizeof e);
+    for (size_t i = 0; i < ENTRIES; i++) {
+        snprintf(names[i], sizeof names[i], "k%zu", i);
+        e[i].kbytes = names[i];
+        e[i].klen = strlen(names[i]);
+        e[i].hash = i % 5;   /* equal hashes: ties fall through to the key bytes */
+        e[i].deadline = INT64_MAX;
+        e[i].heap_pos = SIZE_MAX;
+    }
+    DeadlineHeap d;
+    deadline_init(&d);
+    uint64_t seed = 1234567;
+    for (int step = 0; step < STEPS; step++) {
+        PartEntry *x = &e[next_rand(&seed) % ENTRIES];
+        int64_t t = next_rand(&seed) % 6 == 0 ? INT64_MAX : (int64_t)(next_rand(&seed) % 40);
+        ck_assert_int_eq(deadline_set(&d, x, t), 0);
+        /* Check's assertions are slow (each one reports to the runner): count the
+         * bad positions with plain tests and assert once */
+        const PartEntry *want = NULL;
+        size_t armed = 0, misplaced = 0;
+        for (size_t i = 0; i < ENTRIES; i++) {
+            if (e[i].deadline == INT64_MAX) {
+                misplaced += e[i].heap_pos != SIZE_MAX;
+                continue;
+            }
+            armed++;
+            misplaced += e[i].heap_pos >= d.n || d.h[e[i].heap_pos].entry != &e[i];
+            if (!want || entry_before(&e[i], want))
+                want = &e[i];
+        }
+        ck_assert_uint_eq(misplaced, 0);
+        ck_assert_uint_eq(d.n, armed);
+        ck_assert_ptr_eq(deadline_top(&d), want);
+        ck_assert(deadline_next(&d) == (want ? want->deadline : INT64_MAX));
+    }
+    deadline_free(&d);
+    for (size_t i = 0; i < ENTRIES; i++)
+        ck_assert_uint_eq(e[i].heap_pos, SIZE_MAX);
+}
+END_TEST
+
+/* ---- the partition table's occupancy bitmap ------------------------------------- */
+
+START_TEST(bitmap_never_hides_a_present_key)
+{
+    enum { KEYS = 2000, STEPS = 40000 };
+    PartTable t;
+    part_table_init(&t);
+    PartEntry *present[KEYS] = {0};
+    uint64_t seed = 42;
+    size_t skipped = 0, wrong = 0;
+    Value none = {0};
+    for (int step = 0; step < STEPS; step++) {
+        size_t k = next_rand(&seed) % KEYS;
+        char key[16];
+        int len = snprintf(key, sizeof key, "\"u%zu\"", k);
+        /* a weak hash, so that probe runs are long and removals shift entries */
+        uint64_t hash = part_hash(key, (size_t)len) & 0xfff;
+        if (present[k]) {
+            part_remove(&t, present[k]);
+            present[k] = NULL;
+        } else {
+            present[k] = part_insert(&t, key, (size_t)len, hash, &none, 0);
+            ck_assert_ptr_nonnull(present[k]);
+        }
+        if (step % 97)
+            continue;
+        for (size_t j = 0; j < KEYS; j++) {
+            len = snprintf(key, sizeof key, "\"u%zu\"", j);
+            hash = part_hash(key, (size_t)len) & 0xfff;
+            bool may = part_may_hold(&t, hash);
+            PartEntry *found = part_lookup(&t, key, (size_t)len, hash);
+            wrong += found != present[j] || (present[j] && !may);
+            skipped += !may;
+        }
+        ck_assert_uint_eq(wrong, 0);
+    }
+    ck_assert_uint_gt(skipped, 0);   /* the bitmap does answer "absent" sometimes */
+    part_table_free(&t, NULL, NULL);
+    ck_assert(!part_may_hold(&t, 1));
+}
+END_TEST
+
+/* ---- the router ------------------------------------------------------------------- */
+
+static const char ROUTE_RULES[] =
+    "rule a { filter type == \"tx\"; key user; begin x; }\n"
+    "rule b { filter type == \"login\"; key user; begin x; }\n"
+    "rule c { filter type == \"tx\"; key user; begin x where amount > 10; }\n"
+    "rule d { key id; begin x; }\n"
+    "rule e { filter type == \"tx\" and amount > 5; key user, id; begin x; }\n"
+    "rule f { filter type == \"login\"; key id; begin x; }\n"
+    "rule g { filter type == \"tx\"; key id; begin x; }\n";
+
+static const char *const ROUTE_EVENTS[] = {
+    "{\"type\":\"tx\",\"user\":\"u1\",\"amount\":7,\"id\":1}",
+    "{\"type\":\"tx\",\"user\":\"u2\",\"amount\":3}",
+    "{\"type\":\"login\",\"user\":\"u1\",\"id\":\"s9\"}",
+    "{\"type\":\"login\",\"id\":null}",
+    "{\"type\":\"other\",\"user\":\"u3\",\"id\":[1,2]}",
+    "{\"user\":\"u4\"}",
+};
+
+START_TEST(route_all_agrees_with_route)
+{
+    char path[] = "/tmp/vigil-speed-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, ROUTE_RULES, strlen(ROUTE_RULES)), (ssize_t)strlen(ROUTE_RULES));
+    close(fd);
+    Diags diags;
+    diags_init(&diags);
+    const char *paths[] = {path};
+    CompiledRuleSet *rs = ruleset_load(paths, 1, &diags);
+    unlink(path);
+    if (!rs)
+        diags_print(&diags, stderr);
+    ck_assert_ptr_nonnull(rs);
+    size_t n = rs->n_rules;
+    Router *all = router_new(rs), *one = router_new(rs);
+    Decoder *dec = decoder_new(&rs->fields, 64);
+    EvalScratch *scratch = expr_scratch_new();
+    ck_assert(all && one && dec && scratch);
+    size_t order[7];
+    RouteResult res[7];
+    RouteKey keys[7];
+    ck_assert_uint_eq(n, 7);
+    for (size_t e = 0; e < sizeof ROUTE_EVENTS / sizeof *ROUTE_EVENTS; e++) {
+        DecodeError err;
+        Event *ev = decoder_decode(dec, ROUTE_EVENTS[e], strlen(ROUTE_EVENTS[e]), &err);
+        ck_assert_ptr_nonnull(ev);
+        size_t got = router_route_all(all, ev, scratch, order, res, keys);
+        router_begin(one);
+        size_t j = 0;
+        for (size_t ri = 0; ri < n; ri++) {
+            RouteKey want;
+            RouteResult rr = router_route(one, ri, ev, scratch, &want);
+            if (rr == ROUTE_FILTERED)
+                continue;
+            ck_assert_uint_lt(j, got);
+            ck_assert_uint_eq(order[j], ri);   /* every admitted rule, in rule order */
+            ck_assert_int_eq(res[ri], rr);
+            if (rr == ROUTE_KEYED) {
+                ck_assert_uint_eq(keys[ri].len, want.len);
+                ck_assert_int_eq(memcmp(keys[ri].bytes, want.bytes, want.len), 0);
+                ck_assert_uint_eq(keys[ri].hash, want.hash);
+            }
+            j++;
+        }
+        ck_assert_uint_eq(j, got);
+        event_release(ev);
+        expr_scratch_reset(scratch);
+    }
+    expr_scratch_free(scratch);
+    decoder_free(dec);
+    router_free(all);
+    router_free(one);
+    ruleset_free(rs);
+    diags_free(&diags);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("speed");
+    TCase *tc = tcase_create("structures");
+    tcase_add_test(tc, clock_follows_the_earliest_rule);
+    tcase_add_test(tc, clock_without_rules_is_empty);
+    tcase_add_test(tc, heap_pops_in_deadline_then_key_order);
+    tcase_add_test(tc, bitmap_never_hides_a_present_key);
+    tcase_add_test(tc, route_all_agrees_with_route);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
