@@ -1,7 +1,6 @@
 libvigil_a_SOURCES += \
 	alerts/alerts.h alerts/alerts.c \
 	alerts/render.h alerts/render.c \
-	alerts/timefmt.h alerts/timefmt.c \
 	alerts/outputs.h alerts/out_common.c \
 	alerts/out_fd.c \
 	alerts/out_exec.c \

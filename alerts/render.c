@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alerts/timefmt.h"
+#include "base/isotime.h"
 #include "runtime/decode.h"
 
 typedef struct Piece {
@@ -146,7 +146,7 @@ static void put_time_and_message(Buf *out, const CompiledRule *rule,
                                  const EvalCtx *ctx, EvalScratch *scratch, Buf *tmp)
 {
     char when[32];
-    size_t when_len = alert_time_iso(time_ms, when);
+    size_t when_len = time_format_iso(time_ms, when);
     PUT_PIECE(out, ",\"time\":\"");
     buf_append_inline(out, when, when_len);
     if (!action) {

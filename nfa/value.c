@@ -106,39 +106,6 @@ size_t value_format_num(double d, char out[32])
     return strlen(out);
 }
 
-static void civil_from_days(int64_t days, int64_t *year, unsigned *month, unsigned *day)
-{
-    /* Proleptic Gregorian calendar in 400-year eras, with years starting in March so
-     * the leap day is the last day of the year. */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *day = doy - (153 * mp + 2) / 5 + 1;
-    *month = mp < 10 ? mp + 3 : mp - 9;
-    *year = (int64_t)yoe + era * 400 + (*month <= 2);
-}
-
-void time_format_iso(int64_t ms, char out[32])
-{
-    int64_t days = ms / MS_PER_DAY;
-    int64_t rem = ms % MS_PER_DAY;
-    if (rem < 0) {
-        rem += MS_PER_DAY;
-        days--;
-    }
-    int64_t year;
-    unsigned month, day;
-    civil_from_days(days, &year, &month, &day);
-    unsigned msec = (unsigned)(rem % 1000);
-    unsigned secs = (unsigned)(rem / 1000);
-    /* int64 milliseconds span about +-292 million years: the year fits an int. */
-    snprintf(out, 32, "%04d-%02u-%02uT%02u:%02u:%02u.%03uZ", (int)year, month % 100u,
-             day % 100u, (secs / 3600) % 100u, (secs / 60) % 60u, secs % 60u, msec % 1000u);
-}
-
 static void put_num(const Value *v, Buf *out)
 {
     if (v->raw) {

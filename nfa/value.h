@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/isotime.h"   /* time_format_iso: how times print */
+
 typedef enum {
     V_MISSING = 0,   /* field absent from the event: behaves as null, but exists() is false */
     V_NULL,
@@ -64,7 +66,5 @@ void value_to_text(const Value *v, struct Buf *out);
  * infinities as "null". Returns the length (at most 24). */
 size_t value_format_num(double d, char out[32]);
 
-/* Formats ms since the epoch as "2026-01-01T00:09:00.000Z" (24 chars + NUL). */
-void time_format_iso(int64_t ms, char out[32]);
 
 #endif

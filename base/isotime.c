@@ -1,13 +1,13 @@
-/* alerts/timefmt.c — ISO-8601 times by hand; see timefmt.h. */
-#include "alerts/timefmt.h"
+/* base/isotime.c — ISO-8601 times by hand; see isotime.h. */
+#include "base/isotime.h"
 
 #include <string.h>
 
 #define MS_PER_DAY INT64_C(86400000)
 
 /* Month and day of day `doe` of a 400-year era of the proleptic Gregorian calendar,
- * with years starting in March so the leap day is the last day of the year (the
- * arithmetic of time_format_iso); returns the year within the era, March-based. */
+ * with years starting in March so the leap day is the last day of the year; returns
+ * the year within the era, March-based. */
 static unsigned date_in_era(unsigned doe, unsigned *month, unsigned *day)
 {
     unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
@@ -92,7 +92,7 @@ static size_t format_usual(uint64_t ms, char out[32])
     return put_rest(out, p, month, day, (unsigned)(ms % (uint64_t)MS_PER_DAY));
 }
 
-size_t alert_time_iso(int64_t ms, char out[32])
+size_t time_format_iso(int64_t ms, char out[32])
 {
     if (ms >= 0 && ms < FAST_END_MS)
         return format_usual((uint64_t)ms, out);
