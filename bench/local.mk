@@ -18,7 +18,7 @@ CLEANFILES += $(BENCH_BINS)
 EXTRA_DIST += bench/README.md bench/run.sh bench/results.md bench/to_oracle.sh \
 	bench/test_bench.sh \
 	bench/s1_fraud.cep bench/s2_brute.cep bench/s3_absence.cep bench/s4_rules.cep \
-	bench/s5_keys.cep bench/s6_loop_any.cep bench/s6_loop_det.cep \
+	bench/s6_loop_any.cep bench/s6_loop_det.cep \
 	bench/peer_a.cep bench/peer_b.cep bench/peer_c.cep
 
 bench-programs: $(BENCH_BINS)
