@@ -5,7 +5,7 @@
 . "$top_srcdir/tests/state/lib.sh"
 
 N=300000
-[ -n "${VIGIL_TEST_SMALL:-}" ] && N=60000
+[ -n "${VIGIL_TEST_SMALL:-}" ] && N=200000
 state_events "$N" > "$TMP/events.jsonl"
 state_rules "$TMP/ref" > "$TMP/ref.cep"
 state_rules "$TMP/out" > "$TMP/out.cep"
