@@ -35,6 +35,7 @@ struct Shard {
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
     size_t *routed_order;      /* the rules whose filter this event passed, in order */
+    PartEntry **found;         /* per rule: the routed key's entry, or NULL */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_bytes;
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
@@ -125,8 +126,9 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->routed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed);
     s->routed_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_key);
     s->routed_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_order);
+    s->found = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->found);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
-        !s->routed_key || !s->routed_order || cond_share_build(rs, &s->cond_share, &s->cond_cache) < 0 ||
+        !s->routed_key || !s->routed_order || !s->found || cond_share_build(rs, &s->cond_share, &s->cond_cache) < 0 ||
         rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
         return NULL;
@@ -169,6 +171,7 @@ void shard_free(Shard *s)
     free(s->routed);
     free(s->routed_key);
     free(s->routed_order);
+    free(s->found);
     buf_free(&s->key_bytes);
     if (s->scratch)
         expr_scratch_free(s->scratch);
@@ -442,13 +445,18 @@ static PartEntry *materialize(Shard *s, size_t ri)
     return pe;
 }
 
-/* One event for one rule and key. Most events start nothing for most rules, so a key
- * seen for the first time gets its entry only once its NFA keeps state or alerts. */
-static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+static PartEntry *find_key(const RuleState *st, const RouteKey *k)
+{
+    return part_may_hold(&st->keys, k->hash)
+               ? part_lookup(&st->keys, k->bytes, k->len, k->hash) : NULL;
+}
+
+/* One event for one rule and key, whose entry (find_key) is pe. Most events start
+ * nothing for most rules, so a key seen for the first time gets its entry only once
+ * its NFA keeps state or alerts. */
+static void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe)
 {
     RuleState *st = &s->rules[ri];
-    PartEntry *pe = part_may_hold(&st->keys, k->hash)
-                        ? part_lookup(&st->keys, k->bytes, k->len, k->hash) : NULL;
     if (pe) {
         feed_entry(s, ri, pe, ev);
         return;
@@ -475,6 +483,11 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     warn_if_needed(s, ri);
 }
 
+static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+{
+    feed_found(s, ri, k, ev, find_key(&s->rules[ri], k));
+}
+
 void shard_event(Shard *s, Event *ev)
 {
     shard_fire_due(s, ev->time_ms);
@@ -494,10 +507,21 @@ void shard_event(Shard *s, Event *ev)
         else if (rr == ROUTE_FAILED)
             s->failed = true;
     }
+    /* Then find every key's entry and start fetching its matcher, before any rule
+     * runs: feeding one rule changes only that rule's table, so the entries stay valid,
+     * and the misses of the entries and of the matchers overlap too. */
+    for (size_t j = 0; j < n; j++) {
+        size_t ri = s->routed_order[j];
+        if (s->routed[ri] != ROUTE_KEYED)
+            continue;
+        PartEntry *pe = s->found[ri] = find_key(&s->rules[ri], &s->routed_key[ri]);
+        if (pe && pe->nfa)
+            __builtin_prefetch(pe->nfa);
+    }
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         if (s->routed[ri] == ROUTE_KEYED)
-            feed_key(s, ri, &s->routed_key[ri], ev);
+            feed_found(s, ri, &s->routed_key[ri], ev, s->found[ri]);
     }
     expr_scratch_reset(s->scratch);
 }
@@ -707,6 +731,7 @@ struct ShardSwap {
     RouteResult *routed;
     RouteKey *routed_key;
     size_t *routed_order;
+    PartEntry **found;
 };
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
@@ -722,8 +747,9 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->routed = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed);
     sw->routed_key = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_key);
     sw->routed_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_order);
+    sw->found = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->found);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
-        !sw->routed_key || !sw->routed_order || cond_share_build(next, &sw->cond_share, &sw->cond_cache) < 0 ||
+        !sw->routed_key || !sw->routed_order || !sw->found || cond_share_build(next, &sw->cond_share, &sw->cond_cache) < 0 ||
         rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
         return NULL;
@@ -745,6 +771,7 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->routed);
     free(sw->routed_key);
     free(sw->routed_order);
+    free(sw->found);
     free(sw);
 }
 
@@ -773,8 +800,10 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     free(s->routed);
     free(s->routed_key);
     free(s->routed_order);
+    free(s->found);
     s->rules = sw->rules;
     s->routed_order = sw->routed_order;
+    s->found = sw->found;
     s->clock = sw->clock;
     s->key_vals = sw->key_vals;
     s->router = sw->router;
