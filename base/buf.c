@@ -75,39 +75,6 @@ void buf_printf(Buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Nonzero if one of the 8 bytes is '"', '\\', below 0x20 or non-ASCII. The
- * subtractions borrow only upward from a byte that is truly flagged, so the lowest
- * flag is always exact. */
-static inline uint64_t word_flags(uint64_t w)
-{
-    uint64_t quote = w ^ (ONES * '"');
-    uint64_t bslash = w ^ (ONES * '\\');
-    uint64_t is_quote = (quote - ONES) & ~quote;
-    uint64_t is_bslash = (bslash - ONES) & ~bslash;
-    uint64_t below_space = w - ONES * 0x20;   /* also bytes >= 0xA0: flagged anyway */
-    return (is_quote | is_bslash | below_space | w) & HIGHS;
-}
-
-/* Bytes before the first flagged one; where the byte order or the builtin is unknown,
- * 0 lets the byte loop find it. */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define FLAGS_IN_BYTE_ORDER 1
-static inline size_t bytes_before_flag(uint64_t flags)
-{
-    return (size_t)__builtin_ctzll(flags) / 8;
-}
-#else
-#define FLAGS_IN_BYTE_ORDER 0
-static inline size_t bytes_before_flag(uint64_t flags)
-{
-    (void)flags;
-    return 0;
-}
-#endif
-
 static bool needs_escape(unsigned char c)
 {
     return c == '"' || c == '\\' || c < 0x20;
@@ -118,33 +85,33 @@ size_t buf_json_verbatim_len(const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     if (n < 8) {   /* short (names, keys): one word, padded with plain bytes */
-        uint64_t w = ONES * 'a';
+        uint64_t w = SWAR_ONES * 'a';
         memcpy(&w, p, n);
-        uint64_t flags = word_flags(w);
+        uint64_t flags = json_string_stops(w);
         if (!flags)
             return n;
-        i = bytes_before_flag(flags);
+        i = json_bytes_before_stop(flags);
     }
     while (i < n) {
         if (n - i >= 8) {
             uint64_t w;
             memcpy(&w, p + i, sizeof w);
-            uint64_t flags = word_flags(w);
+            uint64_t flags = json_string_stops(w);
             if (!flags) {
                 i += 8;
                 continue;
             }
-            i += bytes_before_flag(flags);
-        } else if (FLAGS_IN_BYTE_ORDER && n >= 8) {
+            i += json_bytes_before_stop(flags);
+        } else if (JSON_STOPS_EXACT && n >= 8) {
             /* The last 8 bytes, of which the first `seen` passed already: they are
              * plain or UTF-8, neither of which borrows, so the flags above stay exact. */
             uint64_t w;
             memcpy(&w, p + n - 8, sizeof w);
             size_t seen = 8 - (n - i);
-            uint64_t flags = word_flags(w) >> (8 * seen);
+            uint64_t flags = json_string_stops(w) >> (8 * seen);
             if (!flags)
                 return n;
-            i += bytes_before_flag(flags);
+            i += json_bytes_before_stop(flags);
         }
         unsigned char c = p[i];
         if (c < 0x80) {

@@ -1,6 +1,7 @@
-/* base/utf8.h — the one place that knows UTF-8 and JSON's \uXXXX escapes.
- * Used by the rule scanner, the event decoder, the JSON writer and the test runner's
- * JSON reader, which must all agree on what valid text is. */
+/* base/utf8.h — the one place that knows UTF-8, JSON's \uXXXX escapes, and which
+ * bytes end a run of plain JSON string text. Used by the rule scanner, the event
+ * decoder, the JSON writer and the test runner's JSON reader, which must all agree on
+ * what valid text is. */
 #ifndef VIGIL_BASE_UTF8_H
 #define VIGIL_BASE_UTF8_H
 
@@ -97,5 +98,42 @@ static inline long hex4_value(const char *p)
     }
     return v;
 }
+
+/* ---- scanning JSON strings 8 bytes at a time ------------------------------- */
+
+#define SWAR_ONES UINT64_C(0x0101010101010101)
+#define SWAR_HIGHS UINT64_C(0x8080808080808080)
+
+/* Nonzero if one of the 8 bytes of w is '"', '\\', below 0x20 or non-ASCII: a byte
+ * that ends a run of string text needing neither escape nor UTF-8 validation. The
+ * subtractions borrow only upward from a truly flagged byte, so the lowest flag is
+ * always exact (higher ones may be false alarms). */
+static inline uint64_t json_string_stops(uint64_t w)
+{
+    uint64_t quote = w ^ (SWAR_ONES * '"');
+    uint64_t bslash = w ^ (SWAR_ONES * '\\');
+    uint64_t is_quote = (quote - SWAR_ONES) & ~quote;
+    uint64_t is_bslash = (bslash - SWAR_ONES) & ~bslash;
+    uint64_t below_space = w - SWAR_ONES * 0x20;   /* also bytes >= 0xA0: flagged anyway */
+    return (is_quote | is_bslash | below_space | w) & SWAR_HIGHS;
+}
+
+/* Bytes of a word (read in memory order) before its first flagged byte. Where the
+ * byte order or the builtin is unknown it answers 0 and JSON_STOPS_EXACT is 0, so the
+ * caller's byte loop finds the byte itself. */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JSON_STOPS_EXACT 1
+static inline unsigned json_bytes_before_stop(uint64_t flags)
+{
+    return (unsigned)__builtin_ctzll(flags) / 8;
+}
+#else
+#define JSON_STOPS_EXACT 0
+static inline unsigned json_bytes_before_stop(uint64_t flags)
+{
+    (void)flags;
+    return 0;
+}
+#endif
 
 #endif

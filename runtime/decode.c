@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 /* json_validate keeps its container stack on the C stack; deeper limits are clamped. */
 #define VALIDATE_STACK_CAP 512
 
@@ -251,93 +253,6 @@ static const uint8_t STR_STOP[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
 };
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Nonzero if any of the 8 bytes is a STR_STOP byte (may not say which). */
-static inline uint64_t word_has_stop(uint64_t w)
-{
-    uint64_t quote = w ^ (ONES * '"');
-    uint64_t bslash = w ^ (ONES * '\\');
-    uint64_t zero_q = (quote - ONES) & ~quote;
-    uint64_t zero_b = (bslash - ONES) & ~bslash;
-    uint64_t below_space = w - ONES * 0x20;
-    return (zero_q | zero_b | below_space | w) & HIGHS;
-}
-
-/* Index of the first byte flagged by word_has_stop. Borrows in its subtractions only
- * run upward from a truly flagged byte, so the lowest flag is always exact; where the
- * byte order or the builtin is unknown, 0 lets a byte loop find it. */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define EXACT_FIRST_FLAG 1
-static inline unsigned first_flagged_byte(uint64_t flags)
-{
-    return (unsigned)__builtin_ctzll(flags) / 8;
-}
-#else
-#define EXACT_FIRST_FLAG 0
-static inline unsigned first_flagged_byte(uint64_t flags)
-{
-    (void)flags;
-    return 0;
-}
-#endif
-
-static inline int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Four hex digits at p (p + 4 <= end checked by the caller); -1 if not hex. */
-static long read_hex4(const char *p)
-{
-    long v = 0;
-    for (int i = 0; i < 4; i++) {
-        int h = hex_value(p[i]);
-        if (h < 0)
-            return -1;
-        v = v * 16 + h;
-    }
-    return v;
-}
-
-/* Length of the valid UTF-8 sequence starting at p (lead byte >= 0x80), 0 if invalid:
- * overlong forms, UTF-16 surrogates and code points above U+10FFFF are rejected. */
-static size_t utf8_sequence_len(const unsigned char *p, const unsigned char *end)
-{
-    unsigned c = p[0];
-    size_t avail = (size_t)(end - p);
-    unsigned lo = 0x80, hi = 0xBF;
-    size_t n;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;              /* below: overlong */
-        else if (c == 0xED)
-            hi = 0x9F;              /* above: surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;              /* below: overlong */
-        else if (c == 0xF4)
-            hi = 0x8F;              /* above: beyond U+10FFFF */
-    } else
-        return 0;
-    if (avail < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return n;
-}
 
 typedef struct ScanError {
     const char *reason;
@@ -361,13 +276,13 @@ static HOT_INLINE const char *scan_string(const char *p, const char *end, bool *
         if (end - p >= 8) {
             uint64_t w;
             memcpy(&w, p, 8);
-            uint64_t stops = word_has_stop(w);
+            uint64_t stops = json_string_stops(w);
             if (stops == 0) {
                 p += 8;
                 continue;
             }
-            p += first_flagged_byte(stops);
-#if !EXACT_FIRST_FLAG
+            p += json_bytes_before_stop(stops);
+#if !JSON_STOPS_EXACT
             while (!STR_STOP[(unsigned char)*p])
                 p++;
 #endif
@@ -395,7 +310,7 @@ static HOT_INLINE const char *scan_string(const char *p, const char *end, bool *
                 e->at = p;
                 return NULL;
             }
-            long cp = end - p >= 6 ? read_hex4(p + 2) : -1;
+            long cp = end - p >= 6 ? hex4_value(p + 2) : -1;
             if (cp < 0) {
                 e->reason = "invalid \\u escape in string";
                 e->at = p;
@@ -407,7 +322,7 @@ static HOT_INLINE const char *scan_string(const char *p, const char *end, bool *
                 return NULL;
             }
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                long lo = end - p >= 12 && p[6] == '\\' && p[7] == 'u' ? read_hex4(p + 8) : -1;
+                long lo = end - p >= 12 && p[6] == '\\' && p[7] == 'u' ? hex4_value(p + 8) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) {
                     e->reason = "lone surrogate in \\u escape";
                     e->at = p;
@@ -424,7 +339,7 @@ static HOT_INLINE const char *scan_string(const char *p, const char *end, bool *
             e->at = p;
             return NULL;
         }
-        size_t n = utf8_sequence_len((const unsigned char *)p, (const unsigned char *)end);
+        size_t n = utf8_valid_len((const unsigned char *)p, (size_t)(end - p));
         if (n == 0) {
             e->reason = "invalid UTF-8";
             e->at = p;
@@ -438,25 +353,6 @@ unterminated:
     return NULL;
 }
 
-static char *put_utf8(char *out, unsigned long cp)
-{
-    if (cp < 0x80) {
-        *out++ = (char)cp;
-    } else if (cp < 0x800) {
-        *out++ = (char)(0xC0 | (cp >> 6));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        *out++ = (char)(0xE0 | (cp >> 12));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-        *out++ = (char)(0xF0 | (cp >> 18));
-        *out++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-        *out++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-        *out++ = (char)(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
 
 /* Decodes an already validated string body [p, end) (without quotes) into out;
  * returns the end of the written bytes. The output is never longer than the input. */
@@ -479,14 +375,14 @@ static char *decode_string(const char *p, const char *end, char *out)
         case 'r': *out++ = '\r'; break;
         case 't': *out++ = '\t'; break;
         case 'u': {
-            unsigned long cp = (unsigned long)read_hex4(p);
+            unsigned long cp = (unsigned long)hex4_value(p);
             p += 4;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                unsigned long lo = (unsigned long)read_hex4(p + 2);
+                unsigned long lo = (unsigned long)hex4_value(p + 2);
                 cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 p += 6;
             }
-            out = put_utf8(out, cp);
+            out += utf8_encode((uint32_t)cp, out);
             break;
         }
         default: *out++ = c; break;     /* '"', '\\', '/' */
