@@ -49,7 +49,7 @@ static Output *output_open(const OutputDecl *d, const OutConfig *cfg, char **err
     case OUT_TCP:
     case OUT_UNIX: return out_net_new(d, cfg, err);
     }
-    *err = out_strf("output '%s': unknown kind", d->name);
+    *err = buf_format("output '%s': unknown kind", d->name);
     return NULL;
 }
 
@@ -60,7 +60,7 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
     size_t n_decl = rs->ast ? rs->ast->n_outputs : 0;
     if (!ar || !(ar->outs = calloc(n_decl + 1, sizeof *ar->outs))) {
         free(ar);
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     ar->rs = rs;
@@ -75,7 +75,7 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
     }
     if (ar->n_outs != n_decl + 1) {
         if (!*err)
-            *err = out_strf("out of memory");
+            *err = buf_format("out of memory");
         alerts_free(ar);
         return NULL;
     }

@@ -82,25 +82,11 @@ void out_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadli
     pthread_cond_timedwait(cv, mu, &ts);
 }
 
-char *out_strf(const char *fmt, ...)
-{
-    Buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (b.failed) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_steal(&b);
-}
-
 char *out_span_prefix(Span sp)
 {
     if (!sp.src)
-        return out_strf("%s", "");
-    return out_strf("%s:%d:%d: ", sp.src->path, sp.line, sp.col);
+        return buf_format("%s", "");
+    return buf_format("%s:%d:%d: ", sp.src->path, sp.line, sp.col);
 }
 
 int64_t out_now_ms(void)
@@ -206,7 +192,7 @@ int out_template_compile(const Template *t, unsigned allowed, const char *what,
     return 0;
 oom:
     out_template_free(out);
-    *err = out_strf("out of memory");
+    *err = buf_format("out of memory");
     return -1;
 }
 

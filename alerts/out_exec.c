@@ -492,19 +492,19 @@ static int exec_compile_argv(ExecOutput *eo, const OutputDecl *d, char **err)
 {
     eo->argv = calloc(d->n_argv ? d->n_argv : 1, sizeof *eo->argv);
     if (!eo->argv) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return -1;
     }
     unsigned allowed = OV_BIT(OV_TEXT) | OV_BIT(OV_RULE) | OV_BIT(OV_KIND) |
                        OV_BIT(OV_SEVERITY) | OV_BIT(OV_KEY);
     for (size_t i = 0; i < d->n_argv; i++) {
-        char *what = out_strf("output '%s' argv[%zu]", d->name, i);
+        char *what = buf_format("output '%s' argv[%zu]", d->name, i);
         /* The program itself is never chosen by event data. */
         int rc = what ? out_template_compile(&d->argv[i], i == 0 ? OV_BIT(OV_TEXT) : allowed,
                                              what, &eo->argv[i], err)
                       : -1;
         if (!what)
-            *err = out_strf("out of memory");
+            *err = buf_format("out of memory");
         free(what);
         if (rc < 0)
             return -1;
@@ -512,7 +512,7 @@ static int exec_compile_argv(ExecOutput *eo, const OutputDecl *d, char **err)
     }
     if (d->n_argv == 0 || eo->argv[0].n_parts == 0) {
         char *where = out_span_prefix(d->span);
-        *err = out_strf("%soutput '%s': exec needs a program", where ? where : "", d->name);
+        *err = buf_format("%soutput '%s': exec needs a program", where ? where : "", d->name);
         free(where);
         return -1;
     }
@@ -523,7 +523,7 @@ Output *out_exec_new(const OutputDecl *d, const OutConfig *cfg, char **err)
 {
     ExecOutput *eo = calloc(1, sizeof *eo);
     if (!eo) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     eo->base.ops = &exec_ops;
@@ -541,13 +541,13 @@ Output *out_exec_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     eo->children = calloc(eo->max_children, sizeof *eo->children);
     eo->pfds = calloc(eo->max_children, sizeof *eo->pfds);
     if (!eo->children || !eo->pfds || pthread_mutex_init(&eo->mu, NULL) != 0) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         exec_free_parts(eo);
         return NULL;
     }
     if (out_cond_init(&eo->wake) < 0 || out_cond_init(&eo->idle) < 0 ||
         pthread_create(&eo->thread, NULL, exec_worker, eo) != 0) {
-        *err = out_strf("output '%s': cannot start its thread", d->name);
+        *err = buf_format("output '%s': cannot start its thread", d->name);
         pthread_mutex_destroy(&eo->mu);
         exec_free_parts(eo);   /* condition variables hold no resources on Linux */
         return NULL;

@@ -219,7 +219,7 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
 {
     StdoutOutput *so = calloc(1, sizeof *so);
     if (!so) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     so->base.ops = &stdout_ops;
@@ -232,7 +232,7 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
             cfg->file_opened(cfg->file_opened_user, path);
         so->fb.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (so->fb.fd < 0) {
-            *err = out_strf("cannot open output file %s: %s", path, strerror(errno));
+            *err = buf_format("cannot open output file %s: %s", path, strerror(errno));
             free(so);
             return NULL;
         }
@@ -244,7 +244,7 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
             close(so->fb.fd);
         free(so->path);
         free(so);
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     return &so->base;
@@ -396,8 +396,8 @@ static char *file_rotated_name(const OpenFile *f)
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     for (int n = 0; n < 1000; n++) {
-        char *name = n ? out_strf("%s.%s-%d", f->path, stamp, n)
-                       : out_strf("%s.%s", f->path, stamp);
+        char *name = n ? buf_format("%s.%s-%d", f->path, stamp, n)
+                       : buf_format("%s.%s", f->path, stamp);
         if (!name || access(name, F_OK) != 0)
             return name;
         free(name);
@@ -562,7 +562,7 @@ Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     size_t cap = cfg->file_cache ? cfg->file_cache : 1;
     if (!fo || !(fo->files = calloc(cap, sizeof *fo->files))) {
         free(fo);
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     fo->cap_files = cap;
@@ -571,16 +571,16 @@ Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     fo->base.kind = "file";
     fo->decl = d;
     fo->cfg = cfg;
-    char *what = out_strf("output '%s' path", d->name);
+    char *what = buf_format("output '%s' path", d->name);
     int rc = what ? out_template_compile(&d->path, OV_BIT(OV_TEXT) | OV_BIT(OV_DATE) |
                                          OV_BIT(OV_HOUR) | OV_BIT(OV_RULE), what, &fo->path, err)
                   : -1;
     if (!what)
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
     free(what);
     if (rc == 0 && pthread_mutex_init(&fo->mu, NULL) != 0) {
         out_template_free(&fo->path);
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         rc = -1;
     }
     if (rc < 0) {

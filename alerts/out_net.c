@@ -393,14 +393,14 @@ static int net_parse_hostport(NetOutput *no, const char *s, const char *where, c
         }
     }
     if (!colon || colon[1] == '\0' || h_end == h) {
-        *err = out_strf("%soutput '%s': expected \"HOST:PORT\", got \"%s\"", where,
+        *err = buf_format("%soutput '%s': expected \"HOST:PORT\", got \"%s\"", where,
                         no->base.name, s);
         return -1;
     }
     no->host = strndup(h, (size_t)(h_end - h));
     no->port = strdup(colon + 1);
     if (!no->host || !no->port) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return -1;
     }
     return 0;
@@ -409,9 +409,9 @@ static int net_parse_hostport(NetOutput *no, const char *s, const char *where, c
 static int net_parse_target(NetOutput *no, const OutputDecl *d, char **err)
 {
     OutTemplate t;
-    char *what = out_strf("output '%s' address", d->name);
+    char *what = buf_format("output '%s' address", d->name);
     if (!what) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return -1;
     }
     int rc = out_template_compile(&d->path, OV_BIT(OV_TEXT), what, &t, err);
@@ -423,11 +423,11 @@ static int net_parse_target(NetOutput *no, const OutputDecl *d, char **err)
     out_template_free(&t);
     char *where = out_span_prefix(d->path.span);
     if (b.failed || !where) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         rc = -1;
     } else if (no->is_unix) {
         if (b.len == 0 || b.len >= sizeof no->sun.sun_path) {
-            *err = out_strf("%soutput '%s': a unix socket path must be 1 to %zu bytes",
+            *err = buf_format("%soutput '%s': a unix socket path must be 1 to %zu bytes",
                             where, d->name, sizeof no->sun.sun_path - 1);
             rc = -1;
         } else {
@@ -446,7 +446,7 @@ Output *out_net_new(const OutputDecl *d, const OutConfig *cfg, char **err)
 {
     NetOutput *no = calloc(1, sizeof *no);
     if (!no) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         return NULL;
     }
     no->base.ops = &net_ops;
@@ -463,13 +463,13 @@ Output *out_net_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     }
     no->ring = calloc(no->cap, sizeof *no->ring);
     if (!no->ring || pthread_mutex_init(&no->mu, NULL) != 0) {
-        *err = out_strf("out of memory");
+        *err = buf_format("out of memory");
         net_free_parts(no);
         return NULL;
     }
     if (out_cond_init(&no->wake) < 0 || out_cond_init(&no->idle) < 0 ||
         pthread_create(&no->thread, NULL, net_worker, no) != 0) {
-        *err = out_strf("output '%s': cannot start its thread", d->name);
+        *err = buf_format("output '%s': cannot start its thread", d->name);
         pthread_mutex_destroy(&no->mu);
         net_free_parts(no);
         return NULL;

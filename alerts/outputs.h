@@ -144,8 +144,6 @@ void out_template_free(OutTemplate *t);
 
 /* "file:line:col: " for a span (empty without a source); heap, NULL on OOM. */
 char *out_span_prefix(Span sp);
-/* A heap copy of a formatted message, for *err; NULL on OOM. */
-char *out_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t out_now_ms(void);

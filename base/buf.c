@@ -186,6 +186,26 @@ void buf_truncate(Buf *b, size_t len)
     b->data[len] = '\0';
 }
 
+char *buf_vformat(const char *fmt, va_list ap)
+{
+    Buf b = BUF_INIT;
+    buf_vprintf(&b, fmt, ap);
+    if (b.failed) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+char *buf_format(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = buf_vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 void buf_clear(Buf *b)
 {
     b->len = 0;

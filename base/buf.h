@@ -56,6 +56,9 @@ void buf_json_string(Buf *b, const char *s, size_t n);
 size_t buf_json_verbatim_len(const char *s, size_t n);
 /* Drops the bytes from len on (len <= b->len); keeps storage and `failed`. */
 void buf_truncate(Buf *b, size_t len);
+/* A heap copy of the formatted text (caller frees); NULL on allocation failure. */
+char *buf_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *buf_vformat(const char *fmt, va_list ap);
 void buf_clear(Buf *b);                 /* len = 0, keeps storage and clears `failed` */
 char *buf_steal(Buf *b);                /* caller owns the result; b becomes empty */
 void buf_free(Buf *b);

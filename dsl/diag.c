@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 void diags_init(Diags *d)
 {
     memset(d, 0, sizeof *d);
@@ -61,20 +63,6 @@ static bool grow(Diags *d)
     return true;
 }
 
-static char *vformat(const char *fmt, va_list ap)
-{
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    if (n < 0)
-        return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (s)
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
-    return s;
-}
-
 /* A heap copy of the source line a span starts on (without its line end), or NULL
  * when the span has no source. Copied at report time because diagnostics are often
  * printed after the rule set that holds the source text was freed. */
@@ -127,7 +115,7 @@ static void store(Diags *d, DiagLevel level, Span span, const char *file, char *
 void diag_vreport(Diags *d, DiagLevel level, Span span, const char *fmt, va_list ap)
 {
     const char *file = span.src ? span.src->path : NULL;
-    store(d, level, span, file, vformat(fmt, ap));
+    store(d, level, span, file, buf_vformat(fmt, ap));
 }
 
 void diag_report(Diags *d, DiagLevel level, Span span, const char *fmt, ...)
@@ -142,7 +130,7 @@ void diag_report_file(Diags *d, DiagLevel level, const char *file, const char *f
 {
     va_list ap;
     va_start(ap, fmt);
-    char *message = vformat(fmt, ap);
+    char *message = buf_vformat(fmt, ap);
     va_end(ap);
     Span none = {0};
     store(d, level, none, file, message);

@@ -394,17 +394,12 @@ static void set_err(Builder *b, const char *fmt, ...)
 {
     if (b->err)
         return;
-    Buf m = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&m, fmt, ap);
+    b->err = buf_vformat(fmt, ap);
     va_end(ap);
-    if (m.failed) {
-        buf_free(&m);
+    if (!b->err)
         b->oom = true;
-        return;
-    }
-    b->err = buf_steal(&m);
 }
 
 /* Patterns Flink rejects and that have no sensible meaning here either. */

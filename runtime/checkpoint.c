@@ -19,22 +19,6 @@ static const char ckpt_magic[8] = {'V', 'I', 'G', 'I', 'L', 'C', 'K', 'P'};
 
 enum { INPUT_KIND_FILE = 0 };
 
-/* A heap copy of the formatted text; NULL on allocation failure. */
-static char *heap_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *heap_printf(const char *fmt, ...)
-{
-    Buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    if (b.failed) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_steal(&b);
-}
-
 static void logf_(CkptLog log, void *user, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void logf_(CkptLog log, void *user, const char *fmt, ...)
@@ -74,7 +58,7 @@ static uint64_t checksum(const unsigned char *header, const char *body, size_t l
 
 static char *slot_path(const CkptStore *s, uint64_t seq)
 {
-    return heap_printf("%s/checkpoint.%llu", s->dir, (unsigned long long)(seq & 1));
+    return buf_format("%s/checkpoint.%llu", s->dir, (unsigned long long)(seq & 1));
 }
 
 int ckpt_open(CkptStore *s, const char *dir, char **err)
@@ -82,29 +66,29 @@ int ckpt_open(CkptStore *s, const char *dir, char **err)
     memset(s, 0, sizeof *s);
     s->lock_fd = -1;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        *err = heap_printf("cannot create the state folder %s: %s", dir, strerror(errno));
+        *err = buf_format("cannot create the state folder %s: %s", dir, strerror(errno));
         return -1;
     }
-    s->dir = heap_printf("%s", dir);
-    char *lock = heap_printf("%s/lock", dir);
+    s->dir = buf_format("%s", dir);
+    char *lock = buf_format("%s/lock", dir);
     if (!s->dir || !lock) {
         free(lock);
         ckpt_close(s);
-        *err = heap_printf("out of memory");
+        *err = buf_format("out of memory");
         return -1;
     }
     s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     int open_errno = errno;
     free(lock);
     if (s->lock_fd < 0) {
-        *err = heap_printf("cannot open %s/lock: %s", dir, strerror(open_errno));
+        *err = buf_format("cannot open %s/lock: %s", dir, strerror(open_errno));
         ckpt_close(s);
         return -1;
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
         *err = errno == EWOULDBLOCK
-                   ? heap_printf("the state folder %s is in use by another vigil", dir)
-                   : heap_printf("cannot lock %s/lock: %s", dir, strerror(errno));
+                   ? buf_format("the state folder %s is in use by another vigil", dir)
+                   : buf_format("cannot lock %s/lock: %s", dir, strerror(errno));
         ckpt_close(s);
         return -1;
     }
@@ -130,7 +114,7 @@ static SlotStatus read_file(const char *path, char **data, size_t *len, char **w
     if (fd < 0) {
         if (errno == ENOENT)
             return SLOT_ABSENT;
-        *why = heap_printf("cannot open it: %s", strerror(errno));
+        *why = buf_format("cannot open it: %s", strerror(errno));
         return SLOT_BAD;
     }
     struct stat st;
@@ -149,7 +133,7 @@ static SlotStatus read_file(const char *path, char **data, size_t *len, char **w
     close(fd);
     if (!buf || got != (size_t)st.st_size) {
         free(buf);
-        *why = heap_printf("cannot read it");
+        *why = buf_format("cannot read it");
         return SLOT_BAD;
     }
     *data = buf;
@@ -162,27 +146,27 @@ static SlotStatus check_slot(char *data, size_t len, CkptLoaded *out, char **why
 {
     const unsigned char *h = (const unsigned char *)data;
     if (len < CKPT_HEADER_SIZE) {
-        *why = heap_printf("torn: only %zu bytes", len);
+        *why = buf_format("torn: only %zu bytes", len);
         return SLOT_BAD;
     }
     if (memcmp(h, ckpt_magic, sizeof ckpt_magic) != 0) {
-        *why = heap_printf("not a vigil checkpoint");
+        *why = buf_format("not a vigil checkpoint");
         return SLOT_BAD;
     }
     uint64_t version = get_le(h + 8, 4);
     if (version != CKPT_VERSION) {
-        *why = heap_printf("format version %llu, but this vigil reads version %d",
+        *why = buf_format("format version %llu, but this vigil reads version %d",
                            (unsigned long long)version, CKPT_VERSION);
         return SLOT_BAD;
     }
     uint64_t body_len = get_le(h + 32, 8);
     if (body_len != len - CKPT_HEADER_SIZE) {
-        *why = heap_printf("torn: %zu bytes of body, the header says %llu",
+        *why = buf_format("torn: %zu bytes of body, the header says %llu",
                            len - CKPT_HEADER_SIZE, (unsigned long long)body_len);
         return SLOT_BAD;
     }
     if (checksum(h, data + CKPT_HEADER_SIZE, (size_t)body_len) != get_le(h + 40, 8)) {
-        *why = heap_printf("corrupt: bad checksum");
+        *why = buf_format("corrupt: bad checksum");
         return SLOT_BAD;
     }
     out->seq = get_le(h + 16, 8);
@@ -220,7 +204,7 @@ int ckpt_load(CkptStore *s, CkptLoaded *out, CkptLog log, void *user, char **err
                   cand[i].path ? cand[i].path : "?", why[i] ? why[i] : "out of memory",
                   cand[best].path);
         else if (!*err)
-            *err = heap_printf("checkpoint %s is unusable (%s) and there is no good one to "
+            *err = buf_format("checkpoint %s is unusable (%s) and there is no good one to "
                                "fall back to; move the folder %s away to start afresh",
                                cand[i].path ? cand[i].path : "?",
                                why[i] ? why[i] : "out of memory", s->dir);
@@ -284,7 +268,7 @@ int ckpt_write(CkptStore *s, const char *body, size_t len, int64_t now_ms, char 
     put_le(h + 24, (uint64_t)now_ms, 8);
     put_le(h + 32, len, 8);
     put_le(h + 40, checksum(h, body, len), 8);
-    char *tmp = heap_printf("%s/checkpoint.tmp", s->dir);
+    char *tmp = buf_format("%s/checkpoint.tmp", s->dir);
     char *dest = slot_path(s, seq);
     int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
     const char *step = !tmp || !dest ? "out of memory" : fd < 0 ? "create" : NULL;
@@ -300,7 +284,7 @@ int ckpt_write(CkptStore *s, const char *body, size_t len, int64_t now_ms, char 
         step = "fsync the folder of";
     if (step) {
         int e = errno;
-        *err = heap_printf("cannot write the checkpoint %s: %s: %s", dest ? dest : "?", step,
+        *err = buf_format("cannot write the checkpoint %s: %s: %s", dest ? dest : "?", step,
                            strerror(e));
         if (tmp)
             unlink(tmp);
@@ -448,7 +432,7 @@ static void resume_one(void *user, const InputPosition *p)
     bool malformed = false;
     if (!saved_position(c, p->origin, &offset, &line_no, &malformed)) {
         if (malformed) {
-            *c->err = heap_printf("the inputs section of the checkpoint is malformed");
+            *c->err = buf_format("the inputs section of the checkpoint is malformed");
             c->rc = -1;
         } else {
             logf_(c->log, c->user, "input %s is not in the checkpoint: reading it from the "
@@ -490,10 +474,10 @@ int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, c
         uint64_t length = snap_get_u64(&r);
         if (r.bad || memchr(p, '\0', plen))
             break;
-        char *path = heap_printf("%.*s", (int)plen, p);
+        char *path = buf_format("%.*s", (int)plen, p);
         struct stat st;
         if (!path) {
-            *err = heap_printf("out of memory");
+            *err = buf_format("out of memory");
             return -1;
         }
         if (stat(path, &st) < 0) {
@@ -505,7 +489,7 @@ int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, c
                   (unsigned long long)length);
         } else if ((uint64_t)st.st_size > length) {
             if (truncate(path, (off_t)length) < 0) {
-                *err = heap_printf("cannot cut %s back to %llu bytes: %s", path,
+                *err = buf_format("cannot cut %s back to %llu bytes: %s", path,
                                    (unsigned long long)length, strerror(errno));
                 free(path);
                 return -1;
@@ -517,7 +501,7 @@ int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, c
         free(path);
     }
     if (r.bad) {
-        *err = heap_printf("the files section of the checkpoint is malformed");
+        *err = buf_format("the files section of the checkpoint is malformed");
         return -1;
     }
     return 0;
