@@ -155,13 +155,10 @@ static void rule_state_free(RuleState *st)
     part_table_free(&st->keys, drop_entry, st);
 }
 
-void shard_free(Shard *s)
+/* Frees what a shard holds per rule set (the rule states' array, not their contents,
+ * which the caller frees or hands over to a new set): at teardown and at a reload swap. */
+static void free_rule_set_parts(Shard *s)
 {
-    if (!s)
-        return;
-    if (s->rules)
-        for (size_t i = 0; i < s->rs->n_rules; i++)
-            rule_state_free(&s->rules[i]);
     free(s->rules);
     free(s->key_vals);
     router_free(s->router);
@@ -172,6 +169,16 @@ void shard_free(Shard *s)
     free(s->routed_key);
     free(s->routed_order);
     free(s->found);
+}
+
+void shard_free(Shard *s)
+{
+    if (!s)
+        return;
+    if (s->rules)
+        for (size_t i = 0; i < s->rs->n_rules; i++)
+            rule_state_free(&s->rules[i]);
+    free_rule_set_parts(s);
     buf_free(&s->key_bytes);
     if (s->scratch)
         expr_scratch_free(s->scratch);
@@ -790,17 +797,8 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     for (size_t i = 0; i < s->rs->n_rules; i++)
         if (!sw->taken[i])
             rule_state_free(&s->rules[i]);
-    free(s->rules);
-    free(s->key_vals);
     free(sw->taken);
-    router_free(s->router);
-    nfa_cond_cache_free(s->cond_cache);
-    nfa_cond_share_free(s->cond_share);
-    rule_clock_free(&s->clock);
-    free(s->routed);
-    free(s->routed_key);
-    free(s->routed_order);
-    free(s->found);
+    free_rule_set_parts(s);
     s->rules = sw->rules;
     s->routed_order = sw->routed_order;
     s->found = sw->found;
