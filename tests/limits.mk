@@ -6,6 +6,6 @@ TESTS += tests/limits/test_limits tests/limits/memory.sh tests/limits/backpressu
 tests_limits_test_limits_SOURCES = tests/limits/test_limits.c
 tests_limits_test_limits_CFLAGS = $(TEST_CFLAGS)
 tests_limits_test_limits_LDADD = $(TEST_LIBS)
-tests_limits_flood_SOURCES = tests/limits/flood.c
+tests_limits_flood_SOURCES = tests/limits/flood.c tests/sockutil.c tests/sockutil.h
 EXTRA_DIST += tests/limits/memory.sh tests/limits/backpressure.sh \
 	tests/limits/data/slow.cep tests/limits/data/keys.cep

@@ -13,43 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/sockutil.h"
+
 #define FLOOD_CONNECT_TRIES 400   /* 10 ms apart */
 #define FLOOD_CHUNK (64 * 1024)
-
-static int connect_retrying(const char *path)
-{
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -1;
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    for (int i = 0; i < FLOOD_CONNECT_TRIES; i++) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -1;
-        if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0)
-            return fd;
-        close(fd);
-        struct timespec ten_ms = {0, 10 * 1000 * 1000};
-        nanosleep(&ten_ms, NULL);
-    }
-    return -1;
-}
-
-static int send_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = send(fd, p, len, MSG_NOSIGNAL);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return -1;
-        p += put;
-        len -= (size_t)put;
-    }
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -62,7 +29,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "flood: %s: %s\n", argv[2], strerror(errno));
         return 1;
     }
-    int fd = connect_retrying(argv[1]);
+    int fd = sock_connect_retrying(argv[1], FLOOD_CONNECT_TRIES);
     if (fd < 0) {
         fprintf(stderr, "flood: cannot connect to %s\n", argv[1]);
         fclose(in);
@@ -73,7 +40,7 @@ int main(int argc, char **argv)
     size_t n;
     int rc = 0;
     while ((n = fread(chunk, 1, sizeof chunk, in)) > 0) {
-        if (send_all(fd, chunk, n) < 0) {
+        if (sock_send_all(fd, chunk, n) < 0) {
             fprintf(stderr, "flood: send: %s\n", strerror(errno));
             rc = 1;
             break;

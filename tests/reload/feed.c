@@ -17,43 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/sockutil.h"
+
 #define FEED_CONNECT_TRIES 400   /* 10 ms apart: vigil has 4 s to start listening */
 #define FEED_BATCH 65536
-
-static int connect_retrying(const char *path)
-{
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -1;
-    strcpy(sa.sun_path, path);
-    for (int i = 0; i < FEED_CONNECT_TRIES; i++) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return -1;
-        if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0)
-            return fd;
-        close(fd);
-        struct timespec ten_ms = {0, 10 * 1000 * 1000};
-        nanosleep(&ten_ms, NULL);
-    }
-    return -1;
-}
-
-static int send_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = send(fd, p, len, MSG_NOSIGNAL);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return -1;
-        p += put;
-        len -= (size_t)put;
-    }
-    return 0;
-}
 
 static int format_event(char *out, size_t cap, unsigned long i)
 {
@@ -72,13 +39,13 @@ static int send_range(int fd, unsigned long from, unsigned long to)
     size_t used = 0;
     for (unsigned long i = from; i < to; i++) {
         if (used + max_event > sizeof batch) {
-            if (send_all(fd, batch, used) < 0)
+            if (sock_send_all(fd, batch, used) < 0)
                 return -1;
             used = 0;
         }
         used += (size_t)format_event(batch + used, max_event, i);
     }
-    return send_all(fd, batch, used);
+    return sock_send_all(fd, batch, used);
 }
 
 int main(int argc, char **argv)
@@ -90,7 +57,7 @@ int main(int argc, char **argv)
     unsigned long n = strtoul(argv[2], NULL, 10), parts = strtoul(argv[3], NULL, 10);
     if (parts == 0)
         parts = 1;
-    int fd = connect_retrying(argv[1]);
+    int fd = sock_connect_retrying(argv[1], FEED_CONNECT_TRIES);
     if (fd < 0) {
         fprintf(stderr, "feed: cannot connect to %s: %s\n", argv[1], strerror(errno));
         return 1;
