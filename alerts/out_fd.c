@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+
 /* One descriptor and the lines waiting for it. */
 typedef struct FdBuf {
     int fd;
@@ -32,21 +34,6 @@ typedef struct FdHealth {
     uint64_t failed_at_flush;  /* `failed` at the previous flush */
     bool failing;
 } FdHealth;
-
-static int fd_write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 static void fd_health_result(FdHealth *h, const OutConfig *cfg, const char *name,
                              const char *path, uint64_t lines, int err)

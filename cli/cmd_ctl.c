@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fdio.h"
 #include "cli/commands.h"
 #include "cli/json_tree.h"
 
@@ -137,16 +138,7 @@ static bool send_command(int fd, const char *cmd)
 {
     Buf line = BUF_INIT;
     buf_printf(&line, "%s\n", cmd);
-    size_t off = 0;
-    while (!line.failed && off < line.len) {
-        ssize_t put = send(fd, line.data + off, line.len - off, MSG_NOSIGNAL);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            break;
-        off += (size_t)put;
-    }
-    bool ok = !line.failed && off == line.len;
+    bool ok = !line.failed && fd_send_all(fd, line.data, line.len) == 0;
     buf_free(&line);
     return ok;
 }

@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
+
 struct Control {
     int fd;
     char *path;            /* heap, owned */
@@ -118,19 +120,6 @@ static bool read_command(int fd, char *cmd, size_t cap)
     return n > 0;
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = write(fd, p, len);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return;   /* the client went away: nothing to do */
-        p += put;
-        len -= (size_t)put;
-    }
-}
-
 static void serve_client(int fd, const ControlHandler *h)
 {
     struct timeval tv = {0, CONTROL_CLIENT_TIMEOUT_MS * 1000};
@@ -147,7 +136,7 @@ static void serve_client(int fd, const ControlHandler *h)
     }
     buf_putc(&reply, '\n');
     if (!reply.failed)
-        write_all(fd, reply.data, reply.len);
+        (void)fd_send_all(fd, reply.data, reply.len);   /* a client gone away needs nothing */
     buf_free(&reply);
 }
 

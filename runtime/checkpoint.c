@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
 #include "base/hash.h"
 #include "nfa/snapshot.h"
 
@@ -232,21 +233,6 @@ void ckpt_loaded_free(CkptLoaded *l)
 
 /* ---- writing -------------------------------------------------------------------------- */
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -272,7 +258,7 @@ int ckpt_write(CkptStore *s, const char *body, size_t len, int64_t now_ms, char 
     char *dest = slot_path(s, seq);
     int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
     const char *step = !tmp || !dest ? "out of memory" : fd < 0 ? "create" : NULL;
-    if (!step && (write_all(fd, h, sizeof h) < 0 || write_all(fd, body, len) < 0))
+    if (!step && (fd_write_all(fd, h, sizeof h) < 0 || fd_write_all(fd, body, len) < 0))
         step = "write";
     if (!step && fsync(fd) < 0)
         step = "fsync";
