@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fdio.h"
 #include "cli/commands.h"
 #include "dsl/diag.h"
 #include "dsl/fmt.h"
+#include "dsl/load.h"
 #include "dsl/parse.h"
 
 typedef struct FmtOptions {
@@ -24,26 +26,11 @@ typedef struct FmtOptions {
 
 static void fmt_usage(FILE *out)
 {
-    fprintf(out, "usage: vigil fmt [-w] [--check] FILE...\n\n"
-                 "Prints rule files in canonical form.\n"
+    fprintf(out, "usage: vigil fmt [-w] [--check] FILE|DIR...\n\n"
+                 "Prints rule files in canonical form (a directory: its *.cep files).\n"
                  "  -w       rewrite each file in place instead of printing it\n"
                  "  --check  print the names of files that are not in canonical form,\n"
                  "           exit 1 if there are any\n");
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 /* Replaces `path` with `text` atomically, keeping the file's permissions. */
@@ -63,7 +50,7 @@ static int rewrite_file(const char *path, const char *text)
         buf_free(&tmp);
         return -1;
     }
-    int rc = write_all(fd, text, strlen(text));
+    int rc = fd_write_all(fd, text, strlen(text));
     if (rc == 0 && have_mode)
         rc = fchmod(fd, st.st_mode & 07777);
     if (rc == 0)
@@ -153,12 +140,26 @@ int cmd_fmt(int argc, char **argv)
         fprintf(stderr, "vigil fmt: -w and --check exclude each other\n");
         return EXIT_USAGE;
     }
+    Diags diags;
+    diags_init(&diags);
+    char **files = NULL;
+    size_t n_files = 0;
     int rc = EXIT_OK;
-    for (; i < argc; i++) {
-        int one = fmt_one(argv[i], &opt);
+    if (dsl_expand_paths((const char *const *)argv + i, (size_t)(argc - i), &files, &n_files,
+                         &diags) < 0) {
+        fprintf(stderr, "vigil fmt: out of memory\n");
+        rc = EXIT_IO;
+    } else if (diags.errors > 0) {
+        diags_print(&diags, stderr);
+        rc = EXIT_RULES;
+    }
+    diags_free(&diags);
+    for (size_t f = 0; f < n_files; f++) {
+        int one = fmt_one(files[f], &opt);
         if (one > rc)
             rc = one;
     }
+    dsl_free_paths(files, n_files);
     fflush(stdout);
     return rc;
 }

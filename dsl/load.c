@@ -26,91 +26,87 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void free_names(char **names, size_t n)
+void dsl_free_paths(char **paths, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
+        free(paths[i]);
+    free(paths);
 }
 
-/* The sorted `*.cep` entries of `dir` as heap strings; -1 on error (reported). */
-static int list_cep_files(const char *dir, char ***out, size_t *n_out, Diags *diags)
+typedef struct PathList {
+    char **v;      /* heap strings, owned */
+    size_t n, cap;
+} PathList;
+
+/* Takes ownership of `path` (freed on failure too); -1 on allocation failure. */
+static int path_list_push(PathList *l, char *path)
+{
+    if (path == NULL)
+        return -1;
+    if (l->n == l->cap) {
+        size_t new_cap = l->cap ? l->cap * 2 : 16;
+        char **grown = realloc(l->v, new_cap * sizeof *grown);
+        if (grown == NULL) {
+            free(path);
+            return -1;
+        }
+        l->v = grown;
+        l->cap = new_cap;
+    }
+    l->v[l->n++] = path;
+    return 0;
+}
+
+/* Appends the `*.cep` files directly in `dir` to out, sorted by name. -1 on allocation
+ * failure; an unreadable directory, or one without rule files, is reported in diags. */
+static int expand_dir(const char *dir, PathList *out, Diags *diags)
 {
     DIR *d = opendir(dir);
     if (d == NULL) {
         diag_report_file(diags, DIAG_ERROR, dir, "cannot open directory: %s", strerror(errno));
-        return -1;
+        return 0;
     }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
+    size_t first = out->n;
+    size_t dir_len = strlen(dir);
+    bool has_slash = dir_len > 0 && dir[dir_len - 1] == '/';
     struct dirent *ent;
     int rc = 0;
-    while ((ent = readdir(d)) != NULL) {
+    while (rc == 0 && (ent = readdir(d)) != NULL) {
         if (!has_cep_suffix(ent->d_name))
             continue;
-        if (n == cap) {
-            size_t new_cap = cap ? cap * 2 : 16;
-            char **grown = realloc(names, new_cap * sizeof *grown);
-            if (grown == NULL) {
-                rc = -1;
-                break;
-            }
-            names = grown;
-            cap = new_cap;
-        }
-        names[n] = strdup(ent->d_name);
-        if (names[n] == NULL) {
-            rc = -1;
-            break;
-        }
-        n++;
+        rc = path_list_push(out, buf_format("%s%s%s", dir, has_slash ? "" : "/", ent->d_name));
     }
     closedir(d);
-    if (rc < 0) {
-        diags->oom = true;
-        free_names(names, n);
+    if (rc < 0)
         return -1;
-    }
-    if (n > 1)
-        qsort(names, n, sizeof *names, compare_names);
-    *out = names;
-    *n_out = n;
+    if (out->n == first)
+        diag_report_file(diags, DIAG_ERROR, dir, "no .cep files in %s", dir);
+    qsort(out->v + first, out->n - first, sizeof *out->v, compare_names);
     return 0;
 }
 
-static void parse_dir(RuleSet *rs, const char *dir, Diags *diags)
+int dsl_expand_paths(const char *const *paths, size_t n_paths, char ***files, size_t *n_files,
+                     Diags *diags)
 {
-    char **names = NULL;
-    size_t n = 0;
-    if (list_cep_files(dir, &names, &n, diags) < 0)
-        return;
-    if (n == 0)
-        diag_report_file(diags, DIAG_ERROR, dir, "no .cep files in %s", dir);
-    size_t dir_len = strlen(dir);
-    bool has_slash = dir_len > 0 && dir[dir_len - 1] == '/';
-    for (size_t i = 0; i < n; i++) {
-        Buf path = BUF_INIT;
-        buf_printf(&path, "%s%s%s", dir, has_slash ? "" : "/", names[i]);
-        if (path.failed)
-            diags->oom = true;
+    PathList out = {NULL, 0, 0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_paths; i++) {
+        struct stat st;
+        if (stat(paths[i], &st) != 0)
+            diag_report_file(diags, DIAG_ERROR, paths[i], "cannot read: %s", strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            rc = expand_dir(paths[i], &out, diags);
         else
-            dsl_parse_file(rs, path.data, diags);
-        buf_free(&path);
+            rc = path_list_push(&out, strdup(paths[i]));
     }
-    free_names(names, n);
-}
-
-static void parse_arg(RuleSet *rs, const char *path, Diags *diags)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        diag_report_file(diags, DIAG_ERROR, path, "cannot read: %s", strerror(errno));
-        return;
+    if (rc < 0) {
+        diags->oom = true;
+        dsl_free_paths(out.v, out.n);
+        return -1;
     }
-    if (S_ISDIR(st.st_mode))
-        parse_dir(rs, path, diags);
-    else
-        dsl_parse_file(rs, path, diags);
+    *files = out.v;
+    *n_files = out.n;
+    return 0;
 }
 
 RuleSet *dsl_load(const char *const *paths, size_t n_paths, Diags *diags)
@@ -118,8 +114,13 @@ RuleSet *dsl_load(const char *const *paths, size_t n_paths, Diags *diags)
     RuleSet *rs = ast_ruleset_new();
     if (rs == NULL)
         return NULL;
-    for (size_t i = 0; i < n_paths; i++)
-        parse_arg(rs, paths[i], diags);
+    char **files = NULL;
+    size_t n_files = 0;
+    if (dsl_expand_paths(paths, n_paths, &files, &n_files, diags) == 0) {
+        for (size_t i = 0; i < n_files; i++)
+            dsl_parse_file(rs, files[i], diags);
+        dsl_free_paths(files, n_files);
+    }
     dsl_check(rs, diags);
     return rs;
 }

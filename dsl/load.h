@@ -11,4 +11,11 @@
  * or NULL on allocation failure. */
 RuleSet *dsl_load(const char *const *paths, size_t n_paths, Diags *diags);
 
+/* The rule files FILE|DIR arguments stand for, in load order, as heap strings (free
+ * with dsl_free_paths). Unreadable paths and directories without `*.cep` files are
+ * reported in diags and left out. -1 on allocation failure (diags->oom set). */
+int dsl_expand_paths(const char *const *paths, size_t n_paths, char ***files, size_t *n_files,
+                     Diags *diags);
+void dsl_free_paths(char **files, size_t n);
+
 #endif

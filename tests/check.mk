@@ -28,3 +28,7 @@ tests_fuzz_fuzz_rules_SOURCES = tests/fuzz/fuzz_rules.c
 tests_fuzz_fuzz_rules_LDADD = $(LDADD_VIGIL)
 tests_fuzz_fuzz_rules_LDFLAGS = $(AM_LDFLAGS) -fsanitize=fuzzer
 endif
+
+# `vigil fmt` on folders, end to end (tests/e2e/lib.sh runs $(top_builddir)/vigil).
+TESTS += tests/e2e/fmt.sh
+EXTRA_DIST += tests/e2e/fmt.sh
