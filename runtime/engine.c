@@ -16,6 +16,70 @@
 #include "runtime/shard.h"
 #include "runtime/workers.h"
 
+/* ---- parallel decoding (--workers N) --------------------------------------------
+ * Decoding (JSON scan, number and time parsing) is most of the work per event. With
+ * workers, the lines are copied into batches that the worker threads decode (each
+ * with its own decoder) while this thread goes on; the decoded batches then come
+ * back here strictly in input order, and everything after decoding (the clock, dead
+ * letters, lateness, reordering, routing) runs exactly as inline. Every entry point
+ * that observes or changes the state first processes the lines handed in so far
+ * (feed_flush), so nothing outside sees the delay. */
+
+#define FEED_BATCH_LINES 256
+#define FEED_BATCH_BYTES (64u << 10)
+#define FEED_BATCHES_PER_WORKER 4
+
+/* What decoding made of one line: the event (NULL: err says why) and, on event
+ * time, its time (timed false: the time field is missing or unparsable). */
+typedef struct Decoded {
+    Event *ev;                 /* one reference, owned until handed to take_decoded */
+    DecodeError err;
+    bool timed;
+    int64_t time_ms;
+} Decoded;
+
+typedef struct FeedLine {
+    size_t off, len;           /* the line's bytes in FeedBatch.text */
+    size_t route_first, n_routes;   /* routed: its routes in FeedBatch.routes */
+    bool routed;               /* routed by the decoding thread (event time only) */
+    size_t reason_off;         /* engine_reject: its reason, NUL-terminated, in text;
+                                  SIZE_MAX: a line to decode */
+    const char *origin;
+    uint64_t line_no;
+    int64_t now_ms;
+    Decoded out;               /* written by the decoding thread */
+} FeedLine;
+
+typedef struct FeedBatch {
+    WorkerJob job;
+    struct Engine *e;          /* its decoders and rules; they change only with no batch out */
+    Buf text;                  /* the lines' bytes, owned, reused */
+    FeedLine *lines;           /* owned, reused */
+    size_t n, cap;
+    WorkerRoute *routes;       /* the lines' routes, owned, reused */
+    size_t n_routes, routes_cap;
+    Buf keys;                  /* the routes' key bytes, owned, reused */
+} FeedBatch;
+
+/* What a decoding thread needs to route events as well (filters and keys, on event
+ * time, where an event's time is known once decoded): the router_route_all arrays. */
+typedef struct FeedRouter {
+    Router *router;
+    EvalScratch *scratch;
+    size_t *order;             /* n_rules each */
+    RouteResult *res;
+    RouteKey *key;
+} FeedRouter;
+
+/* A ring of batches: ring[oldest] .. the next in_flight are out for decoding, the
+ * one after them is being filled (so in_flight < n_ring). */
+typedef struct Feed {
+    FeedBatch *ring;
+    size_t n_ring, oldest, in_flight;
+    Decoder **decoders;        /* per worker; owned */
+    FeedRouter *routers;       /* per worker; owned */
+} Feed;
+
 struct Engine {
     const CompiledRuleSet *rs;
     EngineHooks hooks;         /* the caller's sink and warning hook */
@@ -39,6 +103,10 @@ struct Engine {
     bool failed;               /* an allocation failed: the run must end with an error */
     char **origins;            /* origin strings of restored events (engine_restore); heap */
     size_t n_origins;
+    Feed feed;                 /* with workers: lines out for decoding */
+    Event *pre_ev;             /* the event take_decoded handles, if already routed: */
+    const FeedBatch *pre_batch;   /* its batch */
+    const FeedLine *pre_line;     /* and line */
 };
 
 static char *dup_message(const char *msg)
@@ -47,6 +115,168 @@ static char *dup_message(const char *msg)
     if (s)
         strcpy(s, msg);
     return s;
+}
+
+static Decoder **decoders_new(const CompiledRuleSet *rs, size_t n)
+{
+    Decoder **d = calloc(n, sizeof *d);
+    for (size_t i = 0; d && i < n; i++)
+        if (!(d[i] = decoder_new(&rs->fields, DECODE_MAX_DEPTH))) {
+            while (i--)
+                decoder_free(d[i]);
+            free(d);
+            return NULL;
+        }
+    return d;
+}
+
+static void decoders_free(Decoder **d, size_t n)
+{
+    for (size_t i = 0; d && i < n; i++)
+        decoder_free(d[i]);
+    free(d);
+}
+
+static void routers_free(FeedRouter *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++) {
+        router_free(r[i].router);
+        if (r[i].scratch)
+            expr_scratch_free(r[i].scratch);
+        free(r[i].order);
+        free(r[i].res);
+        free(r[i].key);
+    }
+    free(r);
+}
+
+static FeedRouter *routers_new(const CompiledRuleSet *rs, size_t n)
+{
+    FeedRouter *r = calloc(n, sizeof *r);
+    size_t rules = rs->n_rules ? rs->n_rules : 1;
+    bool ok = r != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        r[i].router = router_new(rs);
+        r[i].scratch = expr_scratch_new();
+        r[i].order = malloc(rules * sizeof *r[i].order);
+        r[i].res = malloc(rules * sizeof *r[i].res);
+        r[i].key = malloc(rules * sizeof *r[i].key);
+        ok = r[i].router && r[i].scratch && r[i].order && r[i].res && r[i].key;
+    }
+    if (!ok) {
+        routers_free(r, n);
+        return NULL;
+    }
+    return r;
+}
+
+static void decode_line(Decoder *d, const CompiledRuleSet *rs, const char *text, size_t len,
+                        Decoded *out)
+{
+    out->err = (DecodeError){0};
+    out->ev = decoder_decode(d, text, len, &out->err);
+    out->timed = out->ev && rs->event_time &&
+                 evtime_parse(&out->ev->slots[rs->time_slot], rs->time_format, &out->time_ms);
+}
+
+/* Filters and keys of every rule for a decoded, timed line; without memory for its
+ * routes the line stays unrouted (the engine's thread routes it). */
+static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
+{
+    Event *ev = l->out.ev;
+    ev->time_ms = l->out.time_ms;   /* time() in filters and keys */
+    size_t n = router_route_all(fr->router, ev, fr->scratch, fr->order, fr->res, fr->key);
+    size_t key_bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fr->res[fr->order[i]] == ROUTE_KEYED)
+            key_bytes += fr->key[fr->order[i]].len;
+    if (b->n_routes + n > b->routes_cap) {
+        size_t cap = b->routes_cap ? b->routes_cap : FEED_BATCH_LINES;
+        while (cap < b->n_routes + n)
+            cap *= 2;
+        WorkerRoute *g = realloc(b->routes, cap * sizeof *g);
+        if (g) {
+            b->routes = g;
+            b->routes_cap = cap;
+        }
+    }
+    if (b->n_routes + n > b->routes_cap || !buf_reserve(&b->keys, key_bytes)) {
+        b->keys.failed = false;
+        expr_scratch_reset(fr->scratch);
+        return;
+    }
+    l->route_first = b->n_routes;
+    l->n_routes = n;
+    for (size_t i = 0; i < n; i++) {
+        size_t ri = fr->order[i];
+        WorkerRoute *r = &b->routes[b->n_routes++];
+        *r = (WorkerRoute){.rule = ri, .res = fr->res[ri]};
+        if (r->res != ROUTE_KEYED)
+            continue;
+        r->key_off = b->keys.len;
+        r->key_len = fr->key[ri].len;
+        r->hash = fr->key[ri].hash;
+        buf_append(&b->keys, fr->key[ri].bytes, r->key_len);
+    }
+    expr_scratch_reset(fr->scratch);
+    l->routed = true;
+}
+
+/* The job, on worker `worker`. */
+static void decode_batch(void *arg, size_t worker)
+{
+    FeedBatch *b = arg;
+    const Engine *e = b->e;
+    Decoder *d = e->feed.decoders[worker];
+    FeedRouter *fr = &e->feed.routers[worker];
+    b->n_routes = 0;
+    buf_clear(&b->keys);
+    for (size_t i = 0; i < b->n; i++) {
+        FeedLine *l = &b->lines[i];
+        l->routed = false;
+        if (l->reason_off != SIZE_MAX)
+            continue;
+        decode_line(d, e->rs, b->text.data + l->off, l->len, &l->out);
+        if (l->out.ev && l->out.timed)
+            route_line(b, fr, l);
+    }
+}
+
+static int feed_init(Engine *e)
+{
+    Feed *f = &e->feed;
+    f->n_ring = e->n_workers * FEED_BATCHES_PER_WORKER;
+    f->ring = calloc(f->n_ring, sizeof *f->ring);
+    f->decoders = decoders_new(e->rs, e->n_workers);
+    f->routers = routers_new(e->rs, e->n_workers);
+    if (!f->ring || !f->decoders || !f->routers)
+        return -1;
+    for (size_t i = 0; i < f->n_ring; i++) {
+        f->ring[i].e = e;
+        f->ring[i].job.run = decode_batch;
+        f->ring[i].job.arg = &f->ring[i];
+        atomic_init(&f->ring[i].job.done, false);
+    }
+    return 0;
+}
+
+/* Call with no batch out (the workers joined, or every batch processed). */
+static void feed_free(Engine *e)
+{
+    Feed *f = &e->feed;
+    for (size_t i = 0; f->ring && i < f->n_ring; i++) {
+        FeedBatch *b = &f->ring[i];
+        for (size_t j = 0; j < b->n; j++)
+            if (b->lines[j].out.ev)
+                event_release(b->lines[j].out.ev);
+        buf_free(&b->text);
+        free(b->lines);
+        free(b->routes);
+        buf_free(&b->keys);
+    }
+    free(f->ring);
+    decoders_free(f->decoders, e->n_workers);
+    routers_free(f->routers, e->n_workers);
 }
 
 Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
@@ -73,6 +303,8 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
     e->n_workers = opts && opts->workers > 1 ? opts->workers : 1;
     if (e->n_workers > 1) {
         e->workers = workers_new(rs, e->n_workers, &e->limits, &e->hooks, !rs->event_time);
+        if (e->workers && feed_init(e) < 0)
+            goto oom;
         if (!e->workers) {
             engine_free(e);
             *err = dup_message("cannot start the worker threads");
@@ -97,7 +329,8 @@ void engine_free(Engine *e)
 {
     if (!e)
         return;
-    workers_free(e->workers);
+    workers_free(e->workers);   /* joins the workers: every job they had has run */
+    feed_free(e);
     shard_free(e->shard);
     reorder_free(&e->reorder, drop_event);
     buf_free(&e->reason);
@@ -133,7 +366,16 @@ static void match_event(Engine *e, Event *ev)
 {
     e->released_ms = ev->time_ms;
     if (e->workers) {
-        if (workers_dispatch(e->workers, ev) < 0)
+        int rc;
+        if (ev == e->pre_ev) {
+            const FeedLine *l = e->pre_line;
+            e->pre_ev = NULL;
+            rc = workers_dispatch_routed(e->workers, ev, &e->pre_batch->routes[l->route_first],
+                                         l->n_routes, e->pre_batch->keys.data);
+        } else {
+            rc = workers_dispatch(e->workers, ev);
+        }
+        if (rc < 0)
             e->failed = true;
         return;
     }
@@ -197,53 +439,43 @@ static void dead_letter(Engine *e, const char *text, size_t len, const char *ori
         e->hooks.sink.dead_letter(e->hooks.sink.user, origin, line_no, reason, text, len);
 }
 
-void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
-                   uint64_t line_no, const char *reason)
-{
-    e->stats.lines++;
-    dead_letter(e, text, len, origin, line_no, reason);
-}
-
-static bool event_time_of(Engine *e, const Event *ev, int64_t now_ms, int64_t *t)
-{
-    if (!e->rs->event_time) {
-        if (now_ms > e->clock_ms)
-            e->clock_ms = now_ms;
-        *t = e->clock_ms;
-        return true;
-    }
-    return evtime_parse(&ev->slots[e->rs->time_slot], e->rs->time_format, t);
-}
-
 static void reject_with(Engine *e, const char *text, size_t len, const char *origin,
                         uint64_t line_no, const char *fallback)
 {
     dead_letter(e, text, len, origin, line_no, e->reason.failed ? fallback : e->reason.data);
 }
 
-int engine_line(Engine *e, const char *text, size_t len, const char *origin,
-                uint64_t line_no, int64_t now_ms)
+/* One decoded line, in input order: takes over d->ev. */
+static int take_decoded(Engine *e, Decoded *d, const char *text, size_t len,
+                        const char *origin, uint64_t line_no, int64_t now_ms)
 {
     e->stats.lines++;
-    DecodeError derr = {0};
-    Event *ev = decoder_decode(e->decoder, text, len, &derr);
+    Event *ev = d->ev;
+    d->ev = NULL;
     if (!ev) {
-        if (derr.reason && !strcmp(derr.reason, "out of memory"))
+        if (d->err.reason && !strcmp(d->err.reason, "out of memory"))
             return -1;   /* not the line's fault: never a dead letter */
         buf_clear(&e->reason);
-        buf_printf(&e->reason, "%s at byte %zu", derr.reason ? derr.reason : "invalid JSON",
-                   derr.offset + 1);
+        buf_printf(&e->reason, "%s at byte %zu", d->err.reason ? d->err.reason : "invalid JSON",
+                   d->err.offset + 1);
         reject_with(e, text, len, origin, line_no, "invalid JSON");
         return 0;
     }
     int64_t t;
-    if (!event_time_of(e, ev, now_ms, &t)) {
-        buf_clear(&e->reason);
-        buf_printf(&e->reason, "missing or unparsable time field '%s'",
-                   e->rs->fields.paths[e->rs->time_slot].text);
-        reject_with(e, text, len, origin, line_no, "missing or unparsable time field");
-        event_release(ev);
-        return 0;
+    if (e->rs->event_time) {
+        if (!d->timed) {
+            buf_clear(&e->reason);
+            buf_printf(&e->reason, "missing or unparsable time field '%s'",
+                       e->rs->fields.paths[e->rs->time_slot].text);
+            reject_with(e, text, len, origin, line_no, "missing or unparsable time field");
+            event_release(ev);
+            return 0;
+        }
+        t = d->time_ms;
+    } else {
+        if (now_ms > e->clock_ms)
+            e->clock_ms = now_ms;   /* processing time never goes back */
+        t = e->clock_ms;
     }
     ev->id = ++e->next_id;
     ev->time_ms = t;
@@ -273,10 +505,146 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
     return engine_failed(e) ? -1 : 0;
 }
 
+static int take_inline(Engine *e, const char *text, size_t len, const char *origin,
+                       uint64_t line_no, int64_t now_ms)
+{
+    Decoded d;
+    decode_line(e->decoder, e->rs, text, len, &d);
+    return take_decoded(e, &d, text, len, origin, line_no, now_ms);
+}
+
+static void take_rejected(Engine *e, const char *text, size_t len, const char *origin,
+                          uint64_t line_no, const char *reason)
+{
+    e->stats.lines++;
+    dead_letter(e, text, len, origin, line_no, reason);
+}
+
+/* The lines of a decoded batch, in order; the batch is then empty for reuse. */
+static void feed_take(Engine *e, FeedBatch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        FeedLine *l = &b->lines[i];
+        const char *text = b->text.data + l->off;
+        if (l->reason_off != SIZE_MAX) {
+            take_rejected(e, text, l->len, l->origin, l->line_no, b->text.data + l->reason_off);
+            continue;
+        }
+        /* its routes serve if it is released at once (not held by the reorder buffer) */
+        e->pre_ev = l->routed ? l->out.ev : NULL;
+        e->pre_batch = b;
+        e->pre_line = l;
+        if (take_decoded(e, &l->out, text, l->len, l->origin, l->line_no, l->now_ms) < 0)
+            e->failed = true;
+        e->pre_ev = NULL;
+    }
+    b->n = 0;
+    buf_clear(&b->text);
+}
+
+/* Takes the decoded batches in order, waiting for them until at most `left` are
+ * still out; then goes on with those already decoded. */
+static void feed_retire(Engine *e, size_t left)
+{
+    Feed *f = &e->feed;
+    while (f->in_flight) {
+        FeedBatch *b = &f->ring[f->oldest];
+        if (!workers_job_done(&b->job)) {
+            if (f->in_flight <= left)
+                return;
+            workers_job_wait(e->workers, &b->job);
+        }
+        feed_take(e, b);
+        f->oldest = (f->oldest + 1) % f->n_ring;
+        f->in_flight--;
+    }
+}
+
+static FeedBatch *feed_filling(Engine *e)
+{
+    Feed *f = &e->feed;
+    return &f->ring[(f->oldest + f->in_flight) % f->n_ring];
+}
+
+/* Sends the batch being filled for decoding and keeps one batch free to fill. */
+static void feed_submit(Engine *e)
+{
+    FeedBatch *b = feed_filling(e);
+    if (!b->n)
+        return;
+    workers_submit(e->workers, &b->job);
+    e->feed.in_flight++;
+    feed_retire(e, e->feed.n_ring - 1);
+}
+
+/* Every line handed in so far is processed: call before anything that observes or
+ * changes the state. */
+static void feed_flush(Engine *e)
+{
+    if (!e->workers)
+        return;
+    feed_submit(e);
+    feed_retire(e, 0);
+}
+
+/* Queues a line (reason NULL) or a rejected line; false on allocation failure, with
+ * nothing queued. */
+static bool feed_add(Engine *e, const char *text, size_t len, const char *origin,
+                     uint64_t line_no, int64_t now_ms, const char *reason)
+{
+    FeedBatch *b = feed_filling(e);
+    size_t reason_len = reason ? strlen(reason) + 1 : 0;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : FEED_BATCH_LINES;
+        FeedLine *g = realloc(b->lines, cap * sizeof *g);
+        if (!g)
+            return false;
+        b->lines = g;
+        b->cap = cap;
+    }
+    if (!buf_reserve(&b->text, len + reason_len)) {
+        b->text.failed = false;   /* nothing was appended: the batch stays whole */
+        return false;
+    }
+    FeedLine *l = &b->lines[b->n++];
+    l->off = b->text.len;
+    l->len = len;
+    buf_append(&b->text, text, len);
+    l->reason_off = reason ? b->text.len : SIZE_MAX;
+    if (reason)
+        buf_append(&b->text, reason, reason_len);
+    l->origin = origin;
+    l->line_no = line_no;
+    l->now_ms = now_ms;
+    l->out.ev = NULL;
+    if (b->n >= FEED_BATCH_LINES || b->text.len >= FEED_BATCH_BYTES)
+        feed_submit(e);
+    return true;
+}
+
+int engine_line(Engine *e, const char *text, size_t len, const char *origin,
+                uint64_t line_no, int64_t now_ms)
+{
+    if (e->workers && feed_add(e, text, len, origin, line_no, now_ms, NULL))
+        return e->failed ? -1 : 0;
+    feed_flush(e);   /* no memory to queue it: this thread decodes it, in its turn */
+    return take_inline(e, text, len, origin, line_no, now_ms);
+}
+
+void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
+                   uint64_t line_no, const char *reason)
+{
+    if (e->workers && feed_add(e, text, len, origin, line_no, 0, reason))
+        return;
+    feed_flush(e);
+    take_rejected(e, text, len, origin, line_no, reason);
+}
+
 /* ---- time and the end ------------------------------------------------------- */
 
 int engine_tick(Engine *e, int64_t now_ms)
 {
+    feed_flush(e);
     if (!e->rs->event_time && now_ms > e->clock_ms)
         e->clock_ms = now_ms;
     if (e->workers)
@@ -308,6 +676,7 @@ int64_t engine_next_deadline(const Engine *e)
 
 int engine_finish(Engine *e)
 {
+    feed_flush(e);
     reorder_flush(&e->reorder);
     release_ready(e);
     if (e->workers) {
@@ -321,9 +690,13 @@ int engine_finish(Engine *e)
 
 int engine_stop(Engine *e)
 {
+    feed_flush(e);
     reorder_flush(&e->reorder);
     release_ready(e);
     if (e->workers) {
+        /* the timeouts the released events' times reach fire on every worker, as
+         * inline, not only on those that got the last events */
+        workers_publish(e->workers, e->released_ms);
         if (workers_finish(e->workers, false, &e->stats.pending_at_stop) < 0)
             e->failed = true;
     } else {
@@ -409,10 +782,13 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
     size_t *from = malloc((next->n_rules ? next->n_rules : 1) * sizeof *from);
     bool *claimed = calloc(e->rs->n_rules ? e->rs->n_rules : 1, sizeof *claimed);
     Decoder *dec = decoder_new(&next->fields, DECODE_MAX_DEPTH);
+    Decoder **feed_dec = e->workers ? decoders_new(next, e->n_workers) : NULL;
+    FeedRouter *feed_rt = e->workers ? routers_new(next, e->n_workers) : NULL;
     EngineReloadSummary sum;
     int rc = -1;
-    if (!from || !claimed || !dec)
+    if (!from || !claimed || !dec || (e->workers && (!feed_dec || !feed_rt)))
         goto out;
+    feed_flush(e);   /* the lines before the reload are decoded for the current rules */
     map_rules(e->rs, next, from, claimed, &sum);
     if (e->rs->event_time && !next->event_time) {
         /* leaving event time: what waits for the watermark is matched by the old rules */
@@ -430,6 +806,14 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
     decoder_free(e->decoder);
     e->decoder = dec;
     dec = NULL;
+    if (e->workers) {
+        decoders_free(e->feed.decoders, e->n_workers);
+        e->feed.decoders = feed_dec;
+        feed_dec = NULL;
+        routers_free(e->feed.routers, e->n_workers);
+        e->feed.routers = feed_rt;
+        feed_rt = NULL;
+    }
     e->rs = next;
     redecode_buffered(e);
     if (summary)
@@ -438,6 +822,8 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
 out:
     if (dec)
         decoder_free(dec);
+    decoders_free(feed_dec, e->n_workers);
+    routers_free(feed_rt, e->n_workers);
     free(from);
     free(claimed);
     return rc;
@@ -452,18 +838,31 @@ static void stats_of(const Engine *e, bool paused, EngineStats *out)
     out->buffered = reorder_size(&e->reorder);
     out->regex_limit_hits = e->workers ? workers_regex_limit_hits(e->workers, paused)
                                        : shard_regex_limit_hits(e->shard);
+    /* the decoding threads' filters and keys: read with no batch out (settled) */
+    for (size_t i = 0; e->workers && e->feed.routers && i < e->n_workers; i++)
+        out->regex_limit_hits += expr_scratch_regex_limit_hits(e->feed.routers[i].scratch);
     int64_t used = budget_used(&e->budget) + e->mem.pending;
     out->memory_bytes = used > 0 ? (uint64_t)used : 0;
     out->max_memory = (uint64_t)e->budget.limit;
 }
 
+/* The stats count what was handed in: lines still out for decoding are processed
+ * first. The engine object is never const itself; only the readers' view is. */
+static const Engine *settled(const Engine *e)
+{
+    feed_flush((Engine *)e);
+    return e;
+}
+
 void engine_stats(const Engine *e, EngineStats *out)
 {
+    e = settled(e);
     stats_of(e, false, out);
 }
 
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out)
 {
+    e = settled(e);
     memset(out, 0, sizeof *out);
     if (e->workers)
         workers_rule_stats(e->workers, rule, out);
@@ -473,6 +872,7 @@ void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out)
 
 int engine_all_rule_stats(const Engine *e, EngineRuleStats *out)
 {
+    e = settled(e);
     if (e->workers && workers_pause(e->workers) < 0)
         return -1;
     for (size_t i = 0; i < e->rs->n_rules; i++)
@@ -484,6 +884,7 @@ int engine_all_rule_stats(const Engine *e, EngineRuleStats *out)
 
 void engine_stats_json(const Engine *e, Buf *out)
 {
+    e = settled(e);
     /* workers' counters are theirs while they run; without memory to pause them,
      * the rules are left out rather than read racily */
     bool paused = e->workers && workers_pause(e->workers) == 0;
@@ -732,6 +1133,7 @@ int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *use
     EngineCheckpointInfo local;
     info = info ? info : &local;
     memset(info, 0, sizeof *info);
+    feed_flush(e);
     if (e->workers && workers_pause(e->workers) < 0)
         return -1;
     EventIndex x = {0};

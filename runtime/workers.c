@@ -15,6 +15,7 @@
  * reading resumes once every queue is down to the low mark. */
 #define QUEUE_HIGH (QUEUE_BATCHES / 2)
 #define QUEUE_LOW (QUEUE_BATCHES / 4)
+#define SPARE_BATCHES 4
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
@@ -43,6 +44,10 @@ typedef struct Worker {
     pthread_mutex_t lock;
     pthread_cond_t nonempty, nonfull;
     Batch *head, *tail;        /* the queue, under lock */
+    WorkerJob *jobs, *jobs_tail;   /* jobs, under lock; they go before batches */
+    Batch *spare;              /* emptied batches back for reuse, under lock, so that
+                                  batches rarely cross threads to be freed */
+    size_t n_spare;
     size_t queued;
     Batch *filling;            /* owned by the sending thread */
     Batch *end;                /* the closing batch, allocated up front: ending never fails */
@@ -62,6 +67,11 @@ struct Workers {
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
     bool backlogged;           /* a queue reached QUEUE_HIGH; the sending thread's */
     bool failed;
+    size_t next_job;           /* the worker the next job goes to; the sending thread's */
+    /* the sending thread waiting for a job (workers_job_wait) */
+    pthread_mutex_t job_lock;
+    pthread_cond_t job_cond;
+    bool job_waiting;          /* under job_lock */
     /* pausing every worker between two events (hot reload) */
     pthread_mutex_t pause_lock;
     pthread_cond_t pause_cond;
@@ -97,6 +107,47 @@ static void batch_free(Batch *b)
     free(b);
 }
 
+/* An emptied event batch goes back to its sender for reuse (worker thread). */
+static void batch_recycle(Worker *wk, Batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        event_release(b->items[i].ev);
+    b->n = 0;
+    buf_clear(&b->keys);
+    b->upto = INT64_MIN;
+    pthread_mutex_lock(&wk->lock);
+    bool keep = wk->n_spare < SPARE_BATCHES;
+    if (keep) {
+        b->next = wk->spare;
+        wk->spare = b;
+        wk->n_spare++;
+    }
+    pthread_mutex_unlock(&wk->lock);
+    if (!keep) {
+        buf_free(&b->keys);
+        free(b);
+    }
+}
+
+/* An empty event batch for worker wk: a recycled one if it has room for every rule. */
+static Batch *batch_get(Worker *wk, size_t n_rules)
+{
+    pthread_mutex_lock(&wk->lock);
+    Batch *b = wk->spare;
+    if (b) {
+        wk->spare = b->next;
+        wk->n_spare--;
+    }
+    pthread_mutex_unlock(&wk->lock);
+    if (b && b->cap >= n_rules) {
+        b->next = NULL;
+        return b;
+    }
+    if (b)
+        batch_free(b);
+    return batch_new(BATCH_EVENTS, n_rules);
+}
+
 /* Returns the number of batches queued after this one went in. */
 static size_t queue_push(Worker *wk, Batch *b)
 {
@@ -121,22 +172,33 @@ static int64_t wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for the next batch; on processing time fires the shard's timers meanwhile. */
-static Batch *queue_pop(Worker *wk)
+/* Waits for the next job or batch (jobs first: the sending thread waits for them);
+ * on processing time fires the shard's timers meanwhile. A job comes back in *job,
+ * with NULL returned. */
+static Batch *queue_pop(Worker *wk, WorkerJob **job)
 {
     pthread_mutex_lock(&wk->lock);
-    while (!wk->head) {
+    while (!wk->head && !wk->jobs) {
         int64_t due = wk->owner->processing_time ? shard_next_deadline(wk->shard) : INT64_MAX;
         if (due == INT64_MAX) {
             pthread_cond_wait(&wk->nonempty, &wk->lock);
             continue;
         }
         struct timespec at = {(time_t)(due / 1000), (long)(due % 1000) * 1000000L};
-        if (pthread_cond_timedwait(&wk->nonempty, &wk->lock, &at) != 0 && !wk->head) {
+        if (pthread_cond_timedwait(&wk->nonempty, &wk->lock, &at) != 0 && !wk->head &&
+            !wk->jobs) {
             pthread_mutex_unlock(&wk->lock);
             shard_fire_due(wk->shard, wall_ms());
             pthread_mutex_lock(&wk->lock);
         }
+    }
+    if (wk->jobs) {
+        *job = wk->jobs;
+        wk->jobs = (*job)->next;
+        if (!wk->jobs)
+            wk->jobs_tail = NULL;
+        pthread_mutex_unlock(&wk->lock);
+        return NULL;
     }
     Batch *b = wk->head;
     wk->head = b->next;
@@ -160,11 +222,26 @@ static void pause_here(Workers *ws)
     pthread_mutex_unlock(&ws->pause_lock);
 }
 
+static void run_job(Workers *ws, WorkerJob *job, size_t worker)
+{
+    job->run(job->arg, worker);
+    atomic_store_explicit(&job->done, true, memory_order_release);
+    pthread_mutex_lock(&ws->job_lock);
+    if (ws->job_waiting)
+        pthread_cond_broadcast(&ws->job_cond);
+    pthread_mutex_unlock(&ws->job_lock);
+}
+
 static void *worker_main(void *arg)
 {
     Worker *wk = arg;
     for (;;) {
-        Batch *b = queue_pop(wk);
+        WorkerJob *job = NULL;
+        Batch *b = queue_pop(wk, &job);
+        if (job) {
+            run_job(wk->owner, job, (size_t)(wk - wk->owner->w));
+            continue;
+        }
         if (b->kind == BATCH_PAUSE) {
             batch_free(b);
             pause_here(wk->owner);
@@ -177,16 +254,16 @@ static void *worker_main(void *arg)
         }
         if (b->upto != INT64_MIN)
             shard_fire_due(wk->shard, b->upto);
-        bool end = b->kind == BATCH_END;
-        if (end) {
-            if (b->fire_timeouts)
-                shard_advance_all(wk->shard);
-            else
-                wk->pending = shard_partials_live(wk->shard);
+        if (b->kind == BATCH_EVENTS) {
+            batch_recycle(wk, b);
+            continue;
         }
+        if (b->fire_timeouts)
+            shard_advance_all(wk->shard);
+        else
+            wk->pending = shard_partials_live(wk->shard);
         batch_free(b);
-        if (end)
-            return NULL;
+        return NULL;
     }
 }
 
@@ -213,6 +290,8 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     }
     pthread_mutex_init(&ws->pause_lock, NULL);
     pthread_cond_init(&ws->pause_cond, NULL);
+    pthread_mutex_init(&ws->job_lock, NULL);
+    pthread_cond_init(&ws->job_cond, NULL);
     ws->pause_ready = true;
     for (size_t i = 0; i < n; i++) {
         Worker *wk = &ws->w[i];
@@ -232,35 +311,39 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     return ws;
 }
 
-/* ---- sending ---------------------------------------------------------------- */
+/* ---- jobs ------------------------------------------------------------------- */
 
-/* A private copy of an event for another thread: same bytes, slots re-pointed into
- * the copy (decoded values point into the line or the string room). */
-static Event *event_copy(const Event *ev)
+void workers_submit(Workers *ws, WorkerJob *job)
 {
-    Event *c = event_new(ev->line, ev->line_len, ev->n_slots);
-    if (!c)
-        return NULL;
-    memcpy(c->strbuf, ev->strbuf, ev->line_len);
-    c->id = ev->id;
-    c->time_ms = ev->time_ms;
-    c->origin = ev->origin;
-    c->origin_line = ev->origin_line;
-    const char *line_end = ev->line + ev->line_len + 1, *str_end = ev->strbuf + ev->line_len;
-    for (size_t i = 0; i < ev->n_slots; i++) {
-        Value v = ev->slots[i];
-        if (v.s >= ev->line && v.s < line_end)
-            v.s = c->line + (v.s - ev->line);
-        else if (v.s >= ev->strbuf && v.s < str_end)
-            v.s = c->strbuf + (v.s - ev->strbuf);
-        if (v.raw >= ev->line && v.raw < line_end)
-            v.raw = c->line + (v.raw - ev->line);
-        else if (v.raw >= ev->strbuf && v.raw < str_end)
-            v.raw = c->strbuf + (v.raw - ev->strbuf);
-        c->slots[i] = v;
-    }
-    return c;
+    size_t i = ws->next_job;
+    ws->next_job = (i + 1) % ws->n;
+    Worker *wk = &ws->w[i];
+    job->worker = i;
+    job->next = NULL;
+    atomic_store_explicit(&job->done, false, memory_order_relaxed);
+    pthread_mutex_lock(&wk->lock);
+    if (wk->jobs_tail)
+        wk->jobs_tail->next = job;
+    else
+        wk->jobs = job;
+    wk->jobs_tail = job;
+    pthread_cond_signal(&wk->nonempty);
+    pthread_mutex_unlock(&wk->lock);
 }
+
+void workers_job_wait(Workers *ws, WorkerJob *job)
+{
+    if (workers_job_done(job))
+        return;
+    pthread_mutex_lock(&ws->job_lock);
+    ws->job_waiting = true;
+    while (!workers_job_done(job))
+        pthread_cond_wait(&ws->job_cond, &ws->job_lock);
+    ws->job_waiting = false;
+    pthread_mutex_unlock(&ws->job_lock);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
 
 static void send_filling(Worker *wk)
 {
@@ -279,7 +362,7 @@ static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
         event_retain(ws->copies[i]);
         return ws->copies[i];
     }
-    Event *e = *original_used ? event_copy(ev) : ev;
+    Event *e = *original_used ? event_clone(ev) : ev;
     if (!e)
         return NULL;
     if (e == ev) {
@@ -307,7 +390,7 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
     uint64_t h = key->hash;
     size_t i = workers_pick(ws, ri, h);
     Worker *wk = &ws->w[i];
-    if (!wk->filling && !(wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules)))
+    if (!wk->filling && !(wk->filling = batch_get(wk, ws->rs->n_rules)))
         return -1;
     Batch *b = wk->filling;
     Event *mine = event_for(ws, i, ev, original_used);
@@ -324,38 +407,68 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
     return 0;
 }
 
-int workers_dispatch(Workers *ws, Event *ev)
+/* Room for every rule first: a batch is never sent while an event is being routed
+ * (see dispatch_end). */
+static void dispatch_begin(Workers *ws)
 {
-    bool original_used = false;
-    /* Room for every rule first: a batch is never sent while this event is being
-     * routed (see below). */
     for (size_t i = 0; i < ws->n; i++)
         if (ws->w[i].filling && ws->w[i].filling->n + ws->rs->n_rules > ws->w[i].filling->cap)
             send_filling(&ws->w[i]);
     memset(ws->copies, 0, ws->n * sizeof *ws->copies);
-    router_begin(ws->router);
-    for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
-        RouteKey key;
-        switch (router_route(ws->router, ri, ev, ws->scratch, &key)) {
-        case ROUTE_FILTERED:
-            break;
-        case ROUTE_NO_KEY:
-            ws->missing_key[ri]++;
-            break;
-        case ROUTE_FAILED:
+}
+
+static void dispatch_one(Workers *ws, size_t ri, RouteResult res, const RouteKey *key,
+                         Event *ev, bool *original_used)
+{
+    switch (res) {
+    case ROUTE_FILTERED:
+        break;
+    case ROUTE_NO_KEY:
+        ws->missing_key[ri]++;
+        break;
+    case ROUTE_FAILED:
+        ws->failed = true;
+        break;
+    case ROUTE_KEYED:
+        if (add_item(ws, ri, key, ev, original_used) < 0)
             ws->failed = true;
-            break;
-        case ROUTE_KEYED:
-            if (add_item(ws, ri, &key, ev, &original_used) < 0)
-                ws->failed = true;
-            break;
-        }
+        break;
     }
-    expr_scratch_reset(ws->scratch);
+}
+
+static int dispatch_end(Workers *ws, Event *ev)
+{
     /* Every reference change of this event happens before any batch holding it is
      * sent: from then on only its worker touches it. */
     event_release(ev);
     return ws->failed ? -1 : 0;
+}
+
+int workers_dispatch(Workers *ws, Event *ev)
+{
+    bool original_used = false;
+    dispatch_begin(ws);
+    router_begin(ws->router);
+    for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
+        RouteKey key;
+        RouteResult res = router_route(ws->router, ri, ev, ws->scratch, &key);
+        dispatch_one(ws, ri, res, &key, ev, &original_used);
+    }
+    expr_scratch_reset(ws->scratch);
+    return dispatch_end(ws, ev);
+}
+
+int workers_dispatch_routed(Workers *ws, Event *ev, const WorkerRoute *routes, size_t n,
+                            const char *key_base)
+{
+    bool original_used = false;
+    dispatch_begin(ws);
+    for (size_t i = 0; i < n && !ws->failed; i++) {
+        const WorkerRoute *r = &routes[i];
+        RouteKey key = {key_base + r->key_off, r->key_len, r->hash, NULL};
+        dispatch_one(ws, r->rule, r->res, &key, ev, &original_used);
+    }
+    return dispatch_end(ws, ev);
 }
 
 void workers_publish(Workers *ws, int64_t upto)
@@ -363,7 +476,7 @@ void workers_publish(Workers *ws, int64_t upto)
     for (size_t i = 0; i < ws->n; i++) {
         Worker *wk = &ws->w[i];
         if (!wk->filling && upto > wk->sent_upto)
-            wk->filling = batch_new(BATCH_EVENTS, ws->rs->n_rules);   /* time progress only */
+            wk->filling = batch_get(wk, ws->rs->n_rules);   /* time progress only */
         if (!wk->filling)
             continue;
         if (upto > wk->filling->upto)
@@ -572,6 +685,11 @@ void workers_free(Workers *ws)
         }
         if (wk->filling)
             batch_free(wk->filling);
+        while (wk->spare) {
+            Batch *b = wk->spare;
+            wk->spare = b->next;
+            batch_free(b);
+        }
         if (wk->end)
             batch_free(wk->end);
         shard_free(wk->shard);
@@ -584,6 +702,8 @@ void workers_free(Workers *ws)
     if (ws->pause_ready) {
         pthread_mutex_destroy(&ws->pause_lock);
         pthread_cond_destroy(&ws->pause_cond);
+        pthread_mutex_destroy(&ws->job_lock);
+        pthread_cond_destroy(&ws->job_cond);
     }
     free(ws->w);
     free(ws->copies);

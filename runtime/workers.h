@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "runtime/engine.h"
@@ -23,12 +24,49 @@
 
 typedef struct Workers Workers;
 
+/* Work the sending thread hands to the workers in turn, outside the per-key order
+ * (the engine's decoding of line batches): run(arg, i) is called once on worker i's
+ * thread, before that worker's next batch of events. The job is the caller's; it must
+ * stay valid until done. (The caller does not take queued jobs back to run them
+ * itself while it waits: measured, that made the sending thread, already the
+ * bottleneck, allocate events that the workers free, which cost more than the wait.) */
+typedef struct WorkerJob {
+    void (*run)(void *arg, size_t worker);
+    void *arg;
+    struct WorkerJob *next;    /* the workers' queue link */
+    size_t worker;             /* the worker it was queued on */
+    atomic_bool done;          /* set once run returned (release) */
+} WorkerJob;
+
 /* Starts n threads. rs, limits and hooks are borrowed and must outlive the workers;
  * hooks->sink.alert and hooks->warn are called from the worker threads. NULL on failure. */
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
                      const EngineHooks *hooks, bool processing_time);
 /* Routes one released event; takes over the caller's reference. -1 on allocation failure. */
 int workers_dispatch(Workers *w, Event *ev);
+/* Queues a job on the next worker in turn; never blocks, cannot fail. */
+void workers_submit(Workers *w, WorkerJob *job);
+/* True once the job has run (acquire: its results are visible). */
+static inline bool workers_job_done(const WorkerJob *job)
+{
+    return atomic_load_explicit(&job->done, memory_order_acquire);
+}
+/* Waits until the job has run. */
+void workers_job_wait(Workers *w, WorkerJob *job);
+/* A rule's routing of an event done elsewhere (the engine's decoding jobs run the
+ * filters and keys on the workers): res is ROUTE_NO_KEY, ROUTE_KEYED (the key's bytes
+ * at key_base + key_off) or ROUTE_FAILED; rules the filter refused are left out. */
+typedef struct WorkerRoute {
+    size_t rule;
+    RouteResult res;
+    size_t key_off, key_len;
+    uint64_t hash;
+} WorkerRoute;
+
+/* workers_dispatch for an event already routed by the current rule set: routes[0..n)
+ * in rule order. Takes over the caller's reference. -1 on allocation failure. */
+int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, size_t n,
+                            const char *key_base);
 /* Backpressure: true once a send left a worker's queue half full, until workers_drain
  * succeeds. The reader should then stop reading (input_pause) rather than let the
  * sends block. */

@@ -487,6 +487,302 @@ START_TEST(workers_give_the_same_alerts_with_per_key_order)
 }
 END_TEST
 
+/* ---- decoding on the workers ------------------------------------------------
+ * With workers, lines are decoded in batches on the worker threads; everything must
+ * come out as with one thread: dead letters and late events in input order with
+ * their positions, the same counters and the same alerts. */
+
+/* Everything a run reports: the engine-thread records in order, the alerts (from any
+ * thread) to be sorted. */
+typedef struct Trace {
+    pthread_mutex_t lock;
+    Buf order;                 /* "D line reason\n" and "L line watermark\n", in order */
+    Buf alerts;                /* "rule kind key time\n" per alert */
+} Trace;
+
+static void trace_alert(void *user, size_t rule, const Value *key, size_t n_key,
+                        const NfaResult *r, EvalScratch *scratch)
+{
+    (void)scratch;
+    Trace *t = user;
+    pthread_mutex_lock(&t->lock);
+    buf_printf(&t->alerts, "%zu %s %.*s %lld\n", rule, r->kind == NFA_MATCH ? "m" : "t",
+               n_key && key[0].type == V_STR ? (int)key[0].len : 1,
+               n_key && key[0].type == V_STR ? key[0].s : "-", (long long)r->time_ms);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void trace_dead(void *user, const char *origin, uint64_t line_no, const char *reason,
+                       const char *text, size_t len)
+{
+    Trace *t = user;
+    buf_printf(&t->order, "D %s:%llu %s [%.*s]\n", origin, (unsigned long long)line_no,
+               reason, (int)len, text);
+}
+
+static void trace_late(void *user, const Event *ev, int64_t watermark)
+{
+    Trace *t = user;
+    buf_printf(&t->order, "L %llu %lld %lld\n", (unsigned long long)ev->origin_line,
+               (long long)ev->time_ms, (long long)watermark);
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The alerts sorted, so that runs whose threads interleave differently compare. */
+static void sort_lines(Buf *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        n += b->data[i] == '\n';
+    char **v = calloc(n ? n : 1, sizeof *v);
+    char *p = b->data;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = p;
+        p = strchr(p, '\n');
+        *p++ = '\0';
+    }
+    qsort(v, n, sizeof *v, cmp_str_ptr);
+    Buf out = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        buf_puts(&out, v[i]);
+        buf_putc(&out, '\n');
+    }
+    free(v);
+    buf_free(b);
+    *b = out;
+}
+
+typedef struct Run {
+    Trace trace;
+    EngineStats stats;
+    EngineRuleStats rule0;
+} Run;
+
+/* Feeds lines (every 97th handed in as refused by the input layer, every 500th
+ * followed by a tick), then ends: engine_finish, or engine_stop. */
+static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t workers,
+                      bool stop, Run *run)
+{
+    memset(run, 0, sizeof *run);
+    pthread_mutex_init(&run->trace.lock, NULL);
+    EngineSink sink = {trace_alert, trace_dead, trace_late, &run->trace};
+    EngineOptions opts = {0, workers};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    for (size_t i = 0; i < n; i++) {
+        if (i % 97 == 96)
+            engine_reject(e, lines[i], strlen(lines[i]), "in", i + 1, "refused");
+        else
+            ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
+        if (i % 500 == 499)
+            ck_assert_int_eq(engine_tick(e, 0), 0);
+    }
+    ck_assert_int_eq(stop ? engine_stop(e) : engine_finish(e), 0);
+    engine_stats(e, &run->stats);
+    engine_rule_stats(e, 0, &run->rule0);
+    engine_free(e);
+    sort_lines(&run->trace.alerts);
+}
+
+static void run_free(Run *run)
+{
+    buf_free(&run->trace.order);
+    buf_free(&run->trace.alerts);
+    pthread_mutex_destroy(&run->trace.lock);
+}
+
+/* Texts of many lines: the first line that differs is what a failure shows. */
+static void assert_same_text(const Buf *a, const Buf *b)
+{
+    const char *x = a->data ? a->data : "", *y = b->data ? b->data : "";
+    size_t line = 1;
+    while (*x && *x == *y) {
+        line += *x == '\n';
+        x++;
+        y++;
+    }
+    while (*x && x > a->data && x[-1] != '\n')
+        x--;
+    while (*y && y > b->data && y[-1] != '\n')
+        y--;
+    ck_assert_msg(*x == '\0' && *y == '\0', "line %zu differs: '%.*s' vs '%.*s'", line,
+                  (int)strcspn(x, "\n"), x, (int)strcspn(y, "\n"), y);
+}
+
+static void assert_same_run(const Run *a, const Run *b)
+{
+    assert_same_text(&a->trace.order, &b->trace.order);
+    assert_same_text(&a->trace.alerts, &b->trace.alerts);
+    ck_assert_uint_eq(a->stats.lines, b->stats.lines);
+    ck_assert_uint_eq(a->stats.events, b->stats.events);
+    ck_assert_uint_eq(a->stats.malformed, b->stats.malformed);
+    ck_assert_uint_eq(a->stats.late, b->stats.late);
+    ck_assert_uint_eq(a->stats.pending_at_stop, b->stats.pending_at_stop);
+    ck_assert_uint_eq(a->rule0.matches, b->rule0.matches);
+    ck_assert_uint_eq(a->rule0.timeouts, b->rule0.timeouts);
+    ck_assert_uint_eq(a->rule0.missing_key, b->rule0.missing_key);
+}
+
+/* n lines over 23 users with times mostly rising: some bad JSON, some without a
+ * time, some too old (late under `lateness`), some without a key. */
+static char **mixed_lines(size_t n)
+{
+    char **lines = calloc(n, sizeof *lines);
+    Buf b = BUF_INIT;
+    static const char *types[] = {"start", "end", "ping", "end", "start", "start", "end"};
+    for (size_t i = 0; i < n; i++) {
+        buf_clear(&b);
+        long long ts = (long long)i * 300;
+        if (i % 41 == 40)
+            buf_printf(&b, "{\"ts\":%lld,\"type\":\"start\",\"user\":", ts);
+        else if (i % 53 == 52)
+            buf_printf(&b, "{\"type\":\"start\",\"user\":\"u%zu\"}", i % 23);
+        else if (i % 31 == 30)
+            buf_printf(&b, "{\"ts\":%lld,\"type\":\"start\",\"user\":\"u%zu\"}", ts - 20000,
+                       i % 23);
+        else if (i % 37 == 36)
+            buf_printf(&b, "{\"ts\":%lld,\"type\":\"start\"}", ts);
+        else
+            buf_printf(&b, "{\"ts\":%lld,\"type\":\"%s\",\"user\":\"u%zu\",\"n\":%zu}", ts,
+                       types[i % 7], i % 23, i);
+        lines[i] = strdup(b.data);
+    }
+    buf_free(&b);
+    return lines;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+static void check_same_as_one_thread(const char *rules, bool stop)
+{
+    CompiledRuleSet *rs = load_rules(rules);
+    size_t n = 5000;   /* many decoding batches, more than are ever out at once */
+    char **lines = mixed_lines(n);
+    Run one, more;
+    run_lines(rs, lines, n, 1, stop, &one);
+    ck_assert_uint_gt(one.stats.malformed, 200);
+    ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
+    for (size_t workers = 2; workers <= 3; workers++) {
+        run_lines(rs, lines, n, workers, stop, &more);
+        assert_same_run(&one, &more);
+        run_free(&more);
+    }
+    run_free(&one);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+
+START_TEST(workers_decode_but_report_as_one_thread_lateness_0)
+{
+    check_same_as_one_thread(
+        "time ts epoch_ms;\n"
+        "rule pair { key user; filter type != \"ping\"; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 2s; on match alert \"m\";\n"
+        "  on timeout alert \"t\"; }\n",
+        false);
+}
+END_TEST
+
+START_TEST(workers_decode_but_report_as_one_thread_lateness_5s)
+{
+    /* events wait in the reorder buffer: routed when released, not when decoded */
+    check_same_as_one_thread(
+        "time ts epoch_ms lateness 5s;\n"
+        "rule pair { key user; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\" and time() - a.ts < 1500; within 2s;\n"
+        "  on match alert \"m\"; on timeout alert \"t\"; }\n",
+        true);
+}
+END_TEST
+
+START_TEST(workers_stats_count_every_line_handed_in)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    size_t n = 700;
+    char **lines = mixed_lines(n);
+    Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    EngineSink sink = {trace_alert, trace_dead, trace_late, &t};
+    EngineOptions opts = {0, 2};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "t", i + 1, 0), 0);
+    EngineStats st;
+    engine_stats(e, &st);   /* no tick: lines out for decoding are counted too */
+    ck_assert_uint_eq(st.lines, n);
+    ck_assert_uint_eq(st.events + st.malformed, n);   /* late events are events too */
+    ck_assert_uint_gt(st.events, 600);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    buf_free(&t.order);
+    buf_free(&t.alerts);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
+/* Lines handed in before a reload are matched by the old rules, those after by the
+ * new ones, whether decoded on the workers or not. */
+static void run_reload(size_t workers, Run *run)
+{
+    CompiledRuleSet *v1 = load_rules(
+        "time ts epoch_ms;\n"
+        "rule r { key user; begin a where n % 2 == 0; on match alert \"a\"; }\n");
+    CompiledRuleSet *v2 = load_rules_after(
+        "time ts epoch_ms;\n"
+        "rule r { key user; begin a where n % 3 == 0 and type == \"end\";\n"
+        "  on match alert \"b\"; }\n", v1);
+    size_t n = 1500;
+    char **lines = mixed_lines(n);
+    memset(run, 0, sizeof *run);
+    pthread_mutex_init(&run->trace.lock, NULL);
+    EngineSink sink = {trace_alert, trace_dead, trace_late, &run->trace};
+    EngineOptions opts = {0, workers};
+    char *err = NULL;
+    Engine *e = engine_new(v1, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    for (size_t i = 0; i < n; i++) {
+        if (i == 777) {
+            EngineReloadSummary sum;
+            ck_assert_int_eq(engine_reload(e, v2, NULL, NULL, &sum), 0);
+            ck_assert_uint_eq(sum.changed, 1);
+        }
+        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
+    }
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_stats(e, &run->stats);
+    engine_rule_stats(e, 0, &run->rule0);
+    engine_free(e);
+    sort_lines(&run->trace.alerts);
+    free_lines(lines, n);
+    ruleset_free(v1);
+    ruleset_free(v2);
+}
+
+START_TEST(workers_decode_lines_before_a_reload_for_the_old_rules)
+{
+    Run one, two;
+    run_reload(1, &one);
+    run_reload(2, &two);
+    ck_assert_uint_gt(one.rule0.matches, 30);
+    ck_assert_ptr_nonnull(strstr(one.trace.alerts.data, " m u"));
+    assert_same_run(&one, &two);
+    run_free(&one);
+    run_free(&two);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine_run");
@@ -503,6 +799,10 @@ int main(void)
     tcase_add_test(tc, reload_keeps_unchanged_rules_state_with_workers);
     tcase_add_test(tc, reload_redecodes_buffered_events_for_new_fields);
     tcase_add_test(tc, workers_give_the_same_alerts_with_per_key_order);
+    tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_0);
+    tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
+    tcase_add_test(tc, workers_stats_count_every_line_handed_in);
+    tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
