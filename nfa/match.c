@@ -1,10 +1,11 @@
 /* nfa/match.c — the per-key matcher: partial matches, timeouts, skip strategies.
  *
  * Owns NfaKey: the live partial matches of one key (each a state plus a reference
- * to the newest MatchNode of its chain; branches share prefixes), the completed
- * matches held back by a skip strategy, and scratch reused across events so the
- * common path does not allocate. Semantics follow Flink's NFA (computeNextStates,
- * advanceTime, the after-match skip strategies); see SEMANTICS.md. */
+ * to the newest MatchNode of its chain; branches share prefixes) and the completed
+ * matches held back by a skip strategy. Owns NfaWork: the per-event scratch every
+ * key of a thread shares, so the common path does not allocate and a key holds only
+ * what persists. Semantics follow Flink's NFA (computeNextStates, advanceTime, the
+ * after-match skip strategies); see SEMANTICS.md. */
 #include "nfa/nfa.h"
 
 #include <stdlib.h>
@@ -12,8 +13,9 @@
 
 #include "nfa/nfa_internal.h"
 
-#define LOCAL_EDGES 64
-#define LOCAL_MEMO 64   /* memo bytes on the stack for an idle key: 32 steps */
+/* Idle keys a work keeps for reuse: enough to absorb a burst of keys that start and
+ * die together (a timer firing for many keys), little memory (64 bytes each). */
+#define SPARE_KEYS 256
 
 /* ---- small helpers -------------------------------------------------------------- */
 
@@ -37,7 +39,7 @@ static bool list_reserve(RunList *l, size_t extra)
 {
     if (l->n + extra <= l->cap)
         return true;
-    size_t nc = l->cap ? l->cap * 2 : 1;   /* most keys hold one partial match */
+    size_t nc = l->cap ? l->cap * 2 : 4;
     while (nc < l->n + extra)
         nc *= 2;
     Run *v = realloc(l->v, nc * sizeof *v);
@@ -72,38 +74,144 @@ static void list_release_from(RunList *l, size_t from)
     l->n = from;
 }
 
-static size_t earliest(const RunList *l)
+static size_t earliest(const Run *v, size_t n)
 {
     size_t best = 0;
-    for (size_t i = 1; i < l->n; i++)
-        if (cmp_start(&l->v[i], &l->v[best]) < 0)
+    for (size_t i = 1; i < n; i++)
+        if (cmp_start(&v[i], &v[best]) < 0)
             best = i;
     return best;
 }
 
-static NfaKey *key_new(const Nfa *nfa)
+/* The live runs as a list that may shrink in place (never grow): write its n back
+ * with set_live_count. */
+static RunList live_view(NfaKey *k)
 {
-    size_t memo = 2 * nfa->n_steps;
-    NfaKey *k = calloc(1, sizeof *k + nfa->max_collect * sizeof(uint32_t) + memo);
+    return (RunList){nfa_key_live(k), k->n_live, k->n_live};
+}
+
+static void set_live_count(NfaKey *k, size_t n)
+{
+    k->n_live = (uint32_t)n;
+}
+
+static NfaKey *key_new(NfaWork *w)
+{
+    NfaKey *k = w && w->n_spare ? w->spare[--w->n_spare] : malloc(sizeof *k);
     if (!k)
         return NULL;
-    k->edges = (uint32_t *)(k + 1);
-    k->memo = (int8_t *)(k->edges + nfa->max_collect);
     k->deadline = INT64_MAX;
+    k->n_live = 0;
+    k->cap_live = 1;
+    k->done = NULL;
     return k;
 }
 
-static void key_destroy(NfaKey *k)
+static void free_done(NfaKey *k)
 {
-    list_release_from(&k->live, 0);
-    list_release_from(&k->next, 0);
-    list_release_from(&k->done, 0);
-    list_release_from(&k->fresh, 0);
-    free(k->live.v);
-    free(k->next.v);
-    free(k->done.v);
-    free(k->fresh.v);
-    free(k);
+    if (!k->done)
+        return;
+    list_release_from(k->done, 0);
+    free(k->done->v);
+    free(k->done);
+    k->done = NULL;
+}
+
+/* Releases a key's runs and frees it, or keeps it in w for reuse (w may be NULL). */
+static void key_destroy(NfaKey *k, NfaWork *w)
+{
+    RunList live = live_view(k);
+    list_release_from(&live, 0);
+    if (k->cap_live > 1)
+        free(k->live.v);
+    free_done(k);
+    if (w && w->n_spare < SPARE_KEYS)
+        w->spare[w->n_spare++] = k;
+    else
+        free(k);
+}
+
+/* Makes `from` the key's live runs (their references move to the key; from is left
+ * empty). Runs beyond what the key can hold after an allocation failure are dropped. */
+static void install_live(NfaKey *k, RunList *from, NfaCounters *c)
+{
+    size_t n = from->n;
+    if (n > 1 && n > k->cap_live) {
+        size_t cap = k->cap_live > 1 ? k->cap_live : 2;
+        while (cap < n)
+            cap *= 2;
+        Run *v = malloc(cap * sizeof *v);
+        if (v) {
+            if (k->cap_live > 1)
+                free(k->live.v);
+            k->live.v = v;
+            k->cap_live = (uint32_t)cap;
+        } else {
+            size_t keep = k->cap_live;
+            c->partials_dropped += n - keep;
+            list_release_from(from, keep);
+            n = keep;
+        }
+    } else if (n <= 1 && k->cap_live > 1) {
+        free(k->live.v);   /* back to the inline run: a key shrinks with its matches */
+        k->cap_live = 1;
+    }
+    if (n)
+        memcpy(nfa_key_live(k), from->v, n * sizeof *from->v);
+    k->n_live = (uint32_t)n;
+    from->n = 0;
+}
+
+/* ---- the work ---------------------------------------------------------------------- */
+
+/* Forgets the memo's results: a new (event, key) begins. Stamping instead of clearing
+ * costs nothing per slot; the slots are cleared once every 2^32 stamps. */
+static void next_memo(NfaWork *w)
+{
+    if (++w->memo_now == 0) {
+        memset(w->memo_seen, 0, w->memo_len * sizeof *w->memo_seen);
+        w->memo_now = 1;
+    }
+}
+
+NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n)
+{
+    NfaWork *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (nfas[i]->max_collect > w->max_collect)
+            w->max_collect = nfas[i]->max_collect;
+        if (2 * nfas[i]->n_steps > w->memo_len)
+            w->memo_len = 2 * nfas[i]->n_steps;
+    }
+    w->edges = malloc((w->max_collect ? w->max_collect : 1) * sizeof *w->edges);
+    w->memo = malloc(w->memo_len ? w->memo_len : 1);
+    w->memo_seen = calloc(w->memo_len ? w->memo_len : 1, sizeof *w->memo_seen);
+    w->memo_now = 1;   /* 0 in memo_seen: never */
+    w->spare = malloc(SPARE_KEYS * sizeof *w->spare);
+    if (!w->edges || !w->memo || !w->memo_seen || !w->spare) {
+        nfa_work_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void nfa_work_free(NfaWork *w)
+{
+    if (!w)
+        return;
+    list_release_from(&w->next, 0);
+    list_release_from(&w->fresh, 0);
+    free(w->next.v);
+    free(w->fresh.v);
+    free(w->edges);
+    free(w->memo);
+    free(w->memo_seen);
+    for (size_t i = 0; i < w->n_spare; i++)
+        free(w->spare[i]);
+    free(w->spare);
+    free(w);
 }
 
 /* ---- conditions ------------------------------------------------------------------ */
@@ -127,8 +235,7 @@ typedef struct Decide {
     EvalScratch *scratch;
     NfaCondCache *cache;   /* NULL: no sharing across rules */
     const uint32_t *cache_ids;
-    int8_t *memo;          /* NULL: no caching */
-    uint32_t *edges;
+    NfaWork *w;            /* memo and edges */
     size_t n_edges;
     bool stopped;          /* a stop state was reached: the branch dies */
 } Decide;
@@ -157,11 +264,12 @@ static bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t slot)
         return true;
     if (iterative)
         return expr_test(ce, &d->ec, d->scratch);
-    if (!d->memo)
-        return test_shared(d, ce, slot);
-    if (d->memo[slot] < 0)
-        d->memo[slot] = test_shared(d, ce, slot) ? 1 : 0;
-    return d->memo[slot] == 1;
+    NfaWork *w = d->w;
+    if (w->memo_seen[slot] != w->memo_now) {
+        w->memo[slot] = test_shared(d, ce, slot);
+        w->memo_seen[slot] = w->memo_now;
+    }
+    return w->memo[slot];
 }
 
 static bool cond_holds(Decide *d, uint32_t c)
@@ -197,7 +305,7 @@ static void collect(Decide *d, uint32_t state)
         if (!cond_holds(d, e->cond))
             continue;
         if (e->action != NFA_PROCEED) {
-            d->edges[d->n_edges++] = ei;
+            d->w->edges[d->n_edges++] = ei;
         } else if (d->nfa->states[e->target].kind == NFA_ST_STOP) {
             d->stopped = true;
         } else {
@@ -226,17 +334,17 @@ static bool final_after_proceed(Decide *d, uint32_t state)
 /* ---- one event ----------------------------------------------------------------- */
 
 /* An ignore edge: the same partial match moves on (into the final state: a match). */
-static void follow_ignore(NfaKey *k, const Run *from, const NfaEdge *e, const Event *ev,
+static void follow_ignore(NfaWork *w, const Run *from, const NfaEdge *e, const Event *ev,
                           const Nfa *nfa, NfaCounters *c)
 {
     match_node_retain(from->last);
     Run r = *from;
     if (nfa->states[e->target].kind == NFA_ST_FINAL) {
         r.time = ev->time_ms;
-        list_push(&k->fresh, r, c);
+        list_push(&w->fresh, r, c);
     } else {
         r.state = e->target;
-        list_push(&k->next, r, c);
+        list_push(&w->next, r, c);
     }
 }
 
@@ -284,7 +392,7 @@ MatchNode *nfa_node_new(const Nfa *nfa, MatchNode *prev, Event *ev, uint32_t ste
 }
 
 /* A take edge: a new node (source state's step, event) extends the partial match. */
-static void follow_take(Decide *d, NfaKey *k, const Run *from, const NfaEdge *e, Event *ev,
+static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e, Event *ev,
                         NfaCounters *c)
 {
     const Nfa *nfa = d->nfa;
@@ -300,34 +408,34 @@ static void follow_take(Decide *d, NfaKey *k, const Run *from, const NfaEdge *e,
              .time = ev->time_ms,
              .state = e->target};
     if (nfa->states[e->target].kind == NFA_ST_FINAL) {
-        list_push(&k->fresh, r, c);
+        list_push(&w->fresh, r, c);
         return;
     }
     if (final_after_proceed(d, e->target)) {
         match_node_retain(node);
-        list_push(&k->fresh, r, c);
+        list_push(&w->fresh, r, c);
     }
-    list_push(&k->next, r, c);
+    list_push(&w->next, r, c);
 }
 
 /* The successors of one partial match (from == NULL: the start state) for `ev`,
- * appended to k->next and k->fresh. */
-static void advance_run(Decide *d, NfaKey *k, const Run *from, Event *ev, NfaCounters *c)
+ * appended to w->next and w->fresh. */
+static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCounters *c)
 {
     d->ec.match = from ? from->last : NULL;
     d->n_edges = 0;
     d->stopped = false;
     collect(d, from ? from->state : d->nfa->start);
-    size_t mark = k->next.n;
+    size_t mark = w->next.n;
     for (size_t i = 0; i < d->n_edges; i++) {
-        const NfaEdge *e = &d->nfa->edges[d->edges[i]];
+        const NfaEdge *e = &d->nfa->edges[d->w->edges[i]];
         if (e->action == NFA_TAKE)
-            follow_take(d, k, from, e, ev, c);
+            follow_take(d, w, from, e, ev, c);
         else if (from)   /* the start state never waits without an event */
-            follow_ignore(k, from, e, ev, d->nfa, c);
+            follow_ignore(w, from, e, ev, d->nfa, c);
     }
     if (d->stopped)
-        list_release_from(&k->next, mark);   /* completed matches survive, as in Flink */
+        list_release_from(&w->next, mark);   /* completed matches survive, as in Flink */
 }
 
 /* ---- timeouts and deadlines ------------------------------------------------------ */
@@ -351,11 +459,13 @@ static bool timed_out(const Nfa *nfa, const Run *r, int64_t now, int64_t *expiry
     return d != INT64_MAX && now >= d;
 }
 
+
 static void update_deadline(const Nfa *nfa, NfaKey *k)
 {
     int64_t best = INT64_MAX, unused;
-    for (size_t i = 0; i < k->live.n; i++) {
-        int64_t d = run_deadline(nfa, &k->live.v[i], INT64_MIN, &unused);
+    const Run *live = nfa_key_live(k);
+    for (size_t i = 0; i < k->n_live; i++) {
+        int64_t d = run_deadline(nfa, &live[i], INT64_MIN, &unused);
         if (d < best)
             best = d;
     }
@@ -435,45 +545,54 @@ static void insert_sorted(RunList *l, Run r, NfaCounters *c)
     l->n++;
 }
 
-/* Emits completed matches. With no_skip at once; otherwise a match waits while a
- * partial match that started earlier is pending (all are released when flushing),
- * and each released match prunes partial and waiting matches. */
-static void release_matches(const Nfa *nfa, NfaKey *k, NfaRunCtx *ctx, bool flush)
+/* Emits completed matches (w->fresh). With no_skip at once; otherwise a match waits
+ * while a partial match that started earlier is pending (all are released when
+ * flushing), and each released match prunes partial and waiting matches. */
+static void release_matches(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ctx, bool flush)
 {
     if (nfa->skip == SKIP_NO_SKIP) {
-        for (size_t i = 0; i < k->fresh.n; i++) {
-            emit(ctx, NFA_MATCH, k->fresh.v[i].time, k->fresh.v[i].last);
-            match_node_release(k->fresh.v[i].last);
+        for (size_t i = 0; i < w->fresh.n; i++) {
+            emit(ctx, NFA_MATCH, w->fresh.v[i].time, w->fresh.v[i].last);
+            match_node_release(w->fresh.v[i].last);
         }
-        k->fresh.n = 0;
+        w->fresh.n = 0;
         return;
     }
-    for (size_t i = 0; i < k->fresh.n; i++)
-        insert_sorted(&k->done, k->fresh.v[i], ctx->counters);
-    k->fresh.n = 0;
-    while (k->done.n > 0) {
-        if (!flush && k->live.n > 0 &&
-            cmp_start(&k->done.v[0], &k->live.v[earliest(&k->live)]) > 0)
+    if (w->fresh.n && !k->done && !(k->done = calloc(1, sizeof *k->done))) {
+        ctx->counters->partials_dropped += w->fresh.n;
+        list_release_from(&w->fresh, 0);
+    }
+    for (size_t i = 0; i < w->fresh.n; i++)
+        insert_sorted(k->done, w->fresh.v[i], ctx->counters);
+    w->fresh.n = 0;
+    RunList *done = k->done;
+    while (done && done->n > 0) {
+        if (!flush && k->n_live > 0 &&
+            cmp_start(&done->v[0], &nfa_key_live(k)[earliest(nfa_key_live(k), k->n_live)]) > 0)
             break;
-        Run m = k->done.v[0];
-        list_remove_at(&k->done, 0);
+        Run m = done->v[0];
+        list_remove_at(done, 0);
         int64_t t;
         uint64_t id;
         if (pruning_event(nfa, m.last, &t, &id)) {
-            prune(nfa, &k->live, t, id, ctx->counters, true);
-            prune(nfa, &k->done, t, id, ctx->counters, false);
+            RunList live = live_view(k);
+            prune(nfa, &live, t, id, ctx->counters, true);
+            set_live_count(k, live.n);
+            prune(nfa, done, t, id, ctx->counters, false);
         }
         emit(ctx, NFA_MATCH, m.time, m.last);
         match_node_release(m.last);
     }
+    if (done && done->n == 0)
+        free_done(k);
 }
 
 /* Frees the key when it holds nothing: an idle key costs no memory. */
-static void settle(const Nfa *nfa, NfaKey **key)
+static void settle(const Nfa *nfa, NfaKey **key, NfaWork *w)
 {
     NfaKey *k = *key;
-    if (k->live.n == 0 && k->done.n == 0) {
-        key_destroy(k);
+    if (k->n_live == 0 && nfa_key_n_done(k) == 0) {
+        key_destroy(k, w);
         *key = NULL;
         return;
     }
@@ -488,46 +607,49 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
     bool flush = time_ms == INT64_MAX;
     if (!k || (time_ms < k->deadline && !flush))
         return;
-    k->fresh.n = 0;
+    NfaWork *work = ctx->work;
+    work->fresh.n = 0;
+    RunList live = live_view(k);
     size_t w = 0;
-    for (size_t i = 0; i < k->live.n; i++) {
-        Run r = k->live.v[i];
+    for (size_t i = 0; i < live.n; i++) {
+        Run r = live.v[i];
         int64_t expiry;
         if (!timed_out(nfa, &r, time_ms, &expiry)) {
-            k->live.v[w++] = r;
+            live.v[w++] = r;
             continue;
         }
         ctx->counters->partials_live--;
         if (nfa->states[r.state].kind == NFA_ST_PENDING) {
             r.time = expiry;   /* a trailing not_followed_by completes when within elapses */
-            list_push(&k->fresh, r, ctx->counters);
+            list_push(&work->fresh, r, ctx->counters);
         } else {
             emit(ctx, NFA_TIMEOUT, expiry, r.last);
             match_node_release(r.last);
         }
     }
-    k->live.n = w;
+    live.n = w;
     if (flush) {
         /* end of input: partial matches without any within can never complete */
-        ctx->counters->partials_live -= k->live.n;
-        list_release_from(&k->live, 0);
+        ctx->counters->partials_live -= live.n;
+        list_release_from(&live, 0);
     }
-    release_matches(nfa, k, ctx, flush);
-    settle(nfa, key);
+    set_live_count(k, live.n);
+    release_matches(nfa, k, work, ctx, flush);
+    settle(nfa, key, work);
 }
 
-/* The per-key cap: drops the oldest partial matches; true if it dropped any. */
-static bool enforce_key_cap(NfaKey *k, NfaRunCtx *ctx)
+/* The per-key cap on the next generation: drops the oldest partial matches; true if
+ * it dropped any. */
+static bool enforce_key_cap(RunList *next, NfaRunCtx *ctx)
 {
     size_t max = ctx->limits ? ctx->limits->max_partials : 0;
-    if (max == 0 || k->live.n <= max)
+    if (max == 0 || next->n <= max)
         return false;
-    while (k->live.n > max) {
-        size_t i = earliest(&k->live);
-        match_node_release(k->live.v[i].last);
-        list_remove_at(&k->live, i);
+    while (next->n > max) {
+        size_t i = earliest(next->v, next->n);
+        match_node_release(next->v[i].last);
+        list_remove_at(next, i);
         ctx->counters->partials_dropped++;
-        ctx->counters->partials_live--;
     }
     return true;
 }
@@ -540,91 +662,76 @@ static uint64_t rule_cap(const NfaRunCtx *ctx)
 
 /* The per-rule cap. Dropping the rule's oldest partial match would mean finding it
  * among every key, so the cap refuses instead: of the partial matches the start state
- * created for this event (k->next from `mark`), those beyond the room left are
+ * created for this event (next from `mark`), those beyond the room left are
  * released. `live_elsewhere` is the rule's live count without them. True if it
  * refused any. */
-static bool enforce_rule_cap(NfaKey *k, size_t mark, uint64_t live_elsewhere, NfaRunCtx *ctx)
+static bool enforce_rule_cap(RunList *next, size_t mark, uint64_t live_elsewhere,
+                             NfaRunCtx *ctx)
 {
     uint64_t max = rule_cap(ctx);
     uint64_t room = live_elsewhere < max ? max - live_elsewhere : 0;
-    size_t started = k->next.n - mark;
+    size_t started = next->n - mark;
     if (started <= room)
         return false;
     size_t refused = started - (size_t)room;
-    list_release_from(&k->next, mark + (size_t)room);
+    list_release_from(next, mark + (size_t)room);
     ctx->counters->partials_refused += refused;
     ctx->counters->partials_dropped += refused;
     return true;
 }
 
 /* Does the start state act on this event at all? Lets an idle key skip allocation.
- * Results of non-iterative conditions land in d->memo (if any), for the real run. */
+ * Results of non-iterative conditions land in the memo, for the real run. */
 static bool start_reacts(const Nfa *nfa, Decide *d)
 {
-    uint32_t local[LOCAL_EDGES];
-    if (nfa->max_collect > LOCAL_EDGES)
-        return true;
-    d->edges = local;
     d->ec.match = NULL;
     d->n_edges = 0;
     d->stopped = false;
     collect(d, nfa->start);
-    d->edges = NULL;
     return d->n_edges > 0;
 }
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
 {
     nfa_key_advance(nfa, key, ev->time_ms, ctx);
+    NfaWork *w = ctx->work;
     Decide d = {.nfa = nfa,
                 .ec = {.event = ev, .time_ms = ev->time_ms},
                 .scratch = ctx->scratch,
                 .cache = ctx->cond_ids ? ctx->cond_cache : NULL,
-                .cache_ids = ctx->cond_ids};
-    size_t memo_len = 2 * nfa->n_steps;
-    int8_t first_memo[LOCAL_MEMO];
-    bool memo_filled = false;
+                .cache_ids = ctx->cond_ids,
+                .w = w};
+    next_memo(w);   /* the start's conditions are then tested once */
     if (!*key) {
-        if (memo_len <= LOCAL_MEMO) {
-            memset(first_memo, -1, memo_len);
-            d.memo = first_memo;     /* the start's conditions are then tested once */
-            memo_filled = true;
-        }
         if (!start_reacts(nfa, &d))
             return;
-        *key = key_new(nfa);
+        *key = key_new(w);
         if (!*key) {
             ctx->counters->partials_dropped++;
             return;
         }
     }
     NfaKey *k = *key;
-    d.edges = k->edges;
-    if (memo_filled)
-        memcpy(k->memo, first_memo, memo_len);
-    else
-        memset(k->memo, -1, memo_len);
-    d.memo = k->memo;
-    k->next.n = 0;
-    k->fresh.n = 0;
-    size_t before = k->live.n;
-    for (size_t i = 0; i < k->live.n; i++) {
-        advance_run(&d, k, &k->live.v[i], ev, ctx->counters);
-        match_node_release(k->live.v[i].last);
+    w->next.n = 0;
+    w->fresh.n = 0;
+    size_t before = k->n_live;
+    Run *live = nfa_key_live(k);
+    for (size_t i = 0; i < before; i++) {
+        advance_run(&d, w, &live[i], ev, ctx->counters);
+        match_node_release(live[i].last);
     }
-    k->live.n = 0;
-    size_t mark = k->next.n;
-    advance_run(&d, k, NULL, ev, ctx->counters);
-    bool hit = enforce_rule_cap(k, mark, ctx->counters->partials_live - before + mark, ctx);
-    RunList tmp = k->live;
-    k->live = k->next;
-    k->next = tmp;
-    ctx->counters->partials_live += k->live.n;
-    ctx->counters->partials_live -= before;
-    hit |= enforce_key_cap(k, ctx);
+    k->n_live = 0;
+    size_t mark = w->next.n;
+    advance_run(&d, w, NULL, ev, ctx->counters);
+    bool hit = enforce_rule_cap(&w->next, mark, ctx->counters->partials_live - before + mark,
+                                ctx);
+    hit |= enforce_key_cap(&w->next, ctx);
     ctx->counters->cap_hits += hit;
-    release_matches(nfa, k, ctx, false);
-    settle(nfa, key);
+    install_live(k, &w->next, ctx->counters);
+    ctx->counters->partials_live += k->n_live;
+    ctx->counters->partials_live -= before;
+    release_matches(nfa, k, w, ctx, false);
+    settle(nfa, key, w);
 }
 
 int64_t nfa_key_deadline(const NfaKey *key)
@@ -637,18 +744,36 @@ void nfa_key_free(NfaKey *key, NfaCounters *counters)
     if (!key)
         return;
     if (counters)
-        counters->partials_live -= key->live.n;
-    key_destroy(key);
+        counters->partials_live -= key->n_live;
+    key_destroy(key, NULL);
 }
 
 size_t nfa_key_partials(const NfaKey *key)
 {
-    return key ? key->live.n : 0;
+    return key ? key->n_live : 0;
 }
 
 NfaKey *nfa_key_new_empty(const Nfa *nfa)
 {
-    return key_new(nfa);
+    (void)nfa;
+    return key_new(NULL);
+}
+
+void nfa_key_adopt(NfaKey *key, RunList *live, RunList *done)
+{
+    if (live->n > 1) {
+        if (key->cap_live > 1)
+            free(key->live.v);
+        key->live.v = live->v;
+        key->cap_live = (uint32_t)(live->cap > 1 ? live->cap : 2);
+    } else {
+        if (live->n == 1)
+            key->live.one = live->v[0];
+        free(live->v);
+    }
+    key->n_live = (uint32_t)live->n;
+    *live = (RunList){0};
+    key->done = done;
 }
 
 void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)

@@ -93,7 +93,17 @@ void nfa_cond_cache_next_event(NfaCondCache *cache);
 /* Evaluations saved so far (a result reused by another rule). */
 uint64_t nfa_cond_cache_hits(const NfaCondCache *cache);
 
+/* The matcher's per-event scratch (next generation, completed matches, decision
+ * edges, condition memo) and a few idle keys for reuse: one per thread, shared by
+ * every key of the Nfas it was made for, so a key holds only what persists.
+ * nfa_work_new sizes it for nfas[0..n) (which it does not keep); NULL on allocation
+ * failure. Keys it keeps for reuse are freed with it. */
+typedef struct NfaWork NfaWork;
+NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n);
+void nfa_work_free(NfaWork *work);
+
 typedef struct NfaRunCtx {
+    NfaWork *work;                /* required: made for (at least) this Nfa */
     EvalScratch *scratch;
     const NfaLimits *limits;
     NfaCounters *counters;

@@ -96,19 +96,57 @@ typedef struct RunList {
     size_t n, cap;
 } RunList;
 
+/* Only what persists between events: per-event scratch lives in the NfaWork. Most
+ * keys hold one partial match, so the first one is inline and the key is one cache
+ * line with no other allocation. */
 struct NfaKey {
-    /* every event reads deadline, then live: one cache line for both */
-    int64_t deadline;      /* earliest deadline of `live`; INT64_MAX if none */
-    RunList live;          /* partial matches, oldest start first */
-    RunList next;          /* the next generation, built while an event is processed */
-    RunList done;          /* completed, held back by a skip strategy, in start order */
-    RunList fresh;         /* completed during the current call */
-    uint32_t *edges;       /* decision scratch: nfa->max_collect edge indices */
-    int8_t *memo;          /* per event: where/until results of non-iterative steps (-1 unknown) */
+    int64_t deadline;      /* earliest deadline of the live runs; INT64_MAX if none */
+    uint32_t n_live;       /* partial matches, oldest start first */
+    uint32_t cap_live;     /* 1: the one inline run; more: live.v is on the heap */
+    RunList *done;         /* completed, held back by a skip strategy, in start order;
+                              heap, NULL while there are none */
+    union {
+        Run one;
+        Run *v;
+    } live;
+};
+
+/* The live runs of a key (n_live of them). */
+static inline Run *nfa_key_live(NfaKey *k)
+{
+    return k->cap_live > 1 ? k->live.v : &k->live.one;
+}
+static inline const Run *nfa_key_live_c(const NfaKey *k)
+{
+    return k->cap_live > 1 ? k->live.v : &k->live.one;
+}
+static inline size_t nfa_key_n_done(const NfaKey *k)
+{
+    return k->done ? k->done->n : 0;
+}
+
+/* Per-event scratch of the matcher, sized for the Nfas it was made for: the next
+ * generation of partial matches, the completed ones, the decision edges and the
+ * condition memo; plus idle NfaKeys kept for reuse, so that keys which live for a
+ * few events cost no allocator calls. */
+struct NfaWork {
+    RunList next;
+    RunList fresh;
+    uint32_t *edges;       /* max_collect edge indices; heap, owned */
+    bool *memo;            /* 2 per step: where/until results of non-iterative conditions,
+                              valid where memo_seen[i] == memo_now; heap, owned */
+    uint32_t *memo_seen;   /* heap, owned */
+    uint32_t memo_now;     /* the current (event, key) */
+    size_t max_collect, memo_len;
+    NfaKey **spare;        /* idle keys, ready for reuse; heap, owned, as are they */
+    size_t n_spare;
 };
 
 /* An empty key (no runs); NULL on allocation failure. Free with nfa_key_free. */
 NfaKey *nfa_key_new_empty(const Nfa *nfa);
+/* Gives runs to an empty key: those of *live (its array adopted or freed; *live is
+ * left empty) and the list done (a heap RunList with at least one run, or NULL). */
+void nfa_key_adopt(NfaKey *key, RunList *live, RunList *done);
 /* Recomputes key->deadline from its live runs (after filling them directly). */
 void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key);
 /* The MatchNode for (step, ev) after prev, with the running aggregates the Nfa's

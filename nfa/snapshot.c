@@ -249,11 +249,11 @@ static bool number_chain(NodeMap *m, const MatchNode *last)
 
 /* ---- one key ------------------------------------------------------------------------ */
 
-static void put_runs(Buf *out, const NodeMap *m, const RunList *l)
+static void put_runs(Buf *out, const NodeMap *m, const Run *runs, size_t n)
 {
-    snap_put_u64(out, l->n);
-    for (size_t i = 0; i < l->n; i++) {
-        const Run *r = &l->v[i];
+    snap_put_u64(out, n);
+    for (size_t i = 0; i < n; i++) {
+        const Run *r = &runs[i];
         snap_put_u64(out, node_number(m, r->last));
         snap_put_i64(out, r->start_time);
         snap_put_u64(out, r->start_id);
@@ -275,11 +275,14 @@ int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex
     NodeMap m;
     node_map_init(&m);
     int rc = -1;
-    for (size_t i = 0; i < key->live.n; i++)
-        if (!number_chain(&m, key->live.v[i].last))
+    const Run *live = nfa_key_live_c(key);
+    const Run *done = key->done ? key->done->v : NULL;
+    size_t n_done = nfa_key_n_done(key);
+    for (size_t i = 0; i < key->n_live; i++)
+        if (!number_chain(&m, live[i].last))
             goto out;
-    for (size_t i = 0; i < key->done.n; i++)
-        if (!number_chain(&m, key->done.v[i].last))
+    for (size_t i = 0; i < n_done; i++)
+        if (!number_chain(&m, done[i].last))
             goto out;
     snap_put_u64(out, m.n);
     for (size_t i = 0; i < m.n; i++) {
@@ -291,8 +294,8 @@ int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex
         snap_put_u64(out, ev);
         snap_put_u64(out, n->step);
     }
-    put_runs(out, &m, &key->live);
-    put_runs(out, &m, &key->done);
+    put_runs(out, &m, live, key->n_live);
+    put_runs(out, &m, done, n_done);
     rc = out->failed ? -1 : 0;
 out:
     node_map_free(&m);
@@ -354,6 +357,30 @@ static void release_runs(RunList *l)
     free(l->v);
 }
 
+/* A key holding live and done (either may be empty), which it takes; NULL if both
+ * are empty. False on allocation failure (the lists are then still the caller's). */
+static bool make_key(const Nfa *nfa, RunList *live, RunList *done, NfaKey **key)
+{
+    *key = NULL;
+    if (!live->n && !done->n)
+        return true;
+    NfaKey *k = nfa_key_new_empty(nfa);
+    RunList *held = done->n ? malloc(sizeof *held) : NULL;
+    if (!k || (done->n && !held)) {
+        free(held);
+        nfa_key_free(k, NULL);
+        return false;
+    }
+    if (held) {
+        *held = *done;
+        *done = (RunList){0};
+    }
+    nfa_key_adopt(k, live, held);
+    nfa_key_refresh_deadline(nfa, k);
+    *key = k;
+    return true;
+}
+
 int nfa_key_restore(const Nfa *nfa, SnapReader *r, NfaKey **key, NfaCounters *counters,
                     SnapEventLookup lookup, void *user, const char **err)
 {
@@ -368,20 +395,10 @@ int nfa_key_restore(const Nfa *nfa, SnapReader *r, NfaKey **key, NfaCounters *co
         why = get_runs(nfa, r, nodes, n_nodes, &live, true);
     if (!why)
         why = get_runs(nfa, r, nodes, n_nodes, &done, false);
-    if (!why && (live.n || done.n)) {
-        NfaKey *k = nfa_key_new_empty(nfa);
-        if (!k) {
-            why = "out of memory";
-        } else {
-            k->live = live;
-            k->done = done;
-            memset(&live, 0, sizeof live);
-            memset(&done, 0, sizeof done);
-            nfa_key_refresh_deadline(nfa, k);
-            counters->partials_live += k->live.n;
-            *key = k;
-        }
-    }
+    if (!why && !make_key(nfa, &live, &done, key))
+        why = "out of memory";
+    if (*key)
+        counters->partials_live += nfa_key_partials(*key);
     release_runs(&live);
     release_runs(&done);
     for (size_t i = 0; nodes && i < n_nodes && nodes[i]; i++)

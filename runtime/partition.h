@@ -1,12 +1,14 @@
 /* runtime/partition.h — per-rule partition table: key -> that key's matcher state.
  *
- * Owns: the hash table and its entries. An entry is one allocation holding the key
- * bytes (the canonical JSON text of the key values, the hash-table key) and private
- * copies of the key Values, so the key outlives the event that created it. The
- * entry's NfaKey is owned by the entry but freed by the caller (the table does not
- * know the NFA): free it with nfa_key_free before part_remove. Entries are removed
- * when a key goes idle, and the slot array shrinks with them, so memory follows
- * the number of live keys. Not thread-safe: one table per rule per worker. */
+ * Owns: the hash table and its entries. An entry is one allocation holding its state
+ * and the key bytes (the canonical text of the key values, the hash-table key); the
+ * key values themselves are not kept, since part_key_values derives them from the
+ * bytes where they are needed (alerts, checkpoints), which is rare next to the keys
+ * that start and die between two alerts. The entry's NfaKey is owned by the entry but
+ * freed by the caller (the table does not know the NFA): free it with nfa_key_free
+ * before part_remove. Entries are removed when a key goes idle, and the slot array
+ * shrinks with them, so memory follows the number of live keys. Not thread-safe: one
+ * table per rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
 
@@ -22,15 +24,15 @@ typedef struct PartEntry {
     uint64_t hash;
     NfaKey *nfa;              /* this key's partial matches; NULL while idle */
     int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
-    int64_t deadline;         /* time registered in the deadline heap (runtime/deadline.h) */
-    size_t heap_pos;          /* index in that heap, or SIZE_MAX when not in it */
-    size_t n_key;
-    Value *key;               /* n_key values; strings point into this allocation */
-    const char *kbytes;       /* canonical key bytes; in this allocation */
-    size_t klen;
-    /* --max-memory accounting (runtime/budget.h), kept by the shard: */
-    size_t held;              /* estimated bytes of the events and nodes its matches hold */
-    size_t charged;           /* what this key counts for in the budget now */
+    int64_t deadline;         /* time registered in the timers (runtime/deadline.h) */
+    size_t heap_pos;          /* where the timers hold it, or SIZE_MAX when they do not */
+    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` */
+    uint32_t klen;
+    /* --max-memory accounting (runtime/budget.h), kept by the shard; 32 bits (they
+     * saturate) so that an entry with a short key fits malloc's 80-byte chunk: */
+    uint32_t held;            /* estimated bytes of the events and nodes its matches hold */
+    uint32_t charged;         /* what this key counts for in the budget now */
+    char tail[];              /* the key bytes (part_add allocates them here) */
 } PartEntry;
 
 /* Open addressing with linear probing: the hash sits in the slot, so a probe compares
@@ -50,8 +52,14 @@ typedef struct PartTable {
 
 void part_table_init(PartTable *t);
 /* Appends the canonical bytes of a key (strings re-encoded as JSON, numbers with their
- * original text) to out. False if a value is missing or null: such an event has no key. */
+ * original text or else their shortest exact form) to out. False if a value is missing
+ * or null: such an event has no key. */
 bool part_key_bytes(const Value *vals, size_t n, Buf *out);
+/* The n key values that part_key_bytes wrote as kbytes: strings, numbers and objects
+ * point into kbytes (their raw text is the canonical one), strings with escapes into
+ * text, which is cleared first. Both must outlive the values. False on malformed
+ * bytes, the wrong number of values or allocation failure. */
+bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf *text);
 uint64_t part_hash(const char *kbytes, size_t klen);
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
 /* False when no entry can have this hash: its home slot is empty, and with linear
@@ -72,9 +80,18 @@ static inline void part_prefetch(const PartTable *t, uint64_t hash)
     if (t->n_slots)
         __builtin_prefetch(&t->slots[hash & (t->n_slots - 1)]);
 }
-/* A new idle entry with copies of the key; NULL on allocation failure. */
-PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen, uint64_t hash,
-                       const Value *key, size_t n_key);
+/* A new idle entry with a copy of the key bytes; NULL on allocation failure (or a key
+ * of 4 GiB or more). */
+PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
+/* The former form of part_add, for callers that still pass the key values: they are
+ * not kept (part_key_values reads them back from the bytes). */
+static inline PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen,
+                                     uint64_t hash, const Value *key, size_t n_key)
+{
+    (void)key;
+    (void)n_key;
+    return part_add(t, kbytes, klen, hash);
+}
 /* Unlinks and frees an entry (its NfaKey must already be freed or NULL). */
 void part_remove(PartTable *t, PartEntry *e);
 /* Iteration: start with *pos = 0 and e = NULL; returns the entry after e, or NULL at

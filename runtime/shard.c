@@ -31,13 +31,14 @@ struct Shard {
     Router *router;            /* grouped filter/key evaluation for shard_event; owned */
     NfaCondShare *cond_share;  /* step conditions shared across rules (nfa.h); owned */
     NfaCondCache *cond_cache;  /* their results for the current event; owned */
+    NfaWork *work;             /* the matcher's scratch for every rule; owned */
     RuleClock clock;           /* which rule's timers are due first; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
     size_t *routed_order;      /* the rules whose filter this event passed, in order */
     PartEntry **found;         /* per rule: the routed key's entry, or NULL */
     Value *key_vals;           /* room for the widest key; heap, owned */
-    Buf key_bytes;
+    Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
     MemShare mem;              /* this shard's keys in the --max-memory budget */
     bool refused;              /* the pending key was refused (budget spent) */
@@ -47,7 +48,6 @@ struct Shard {
     size_t cur_rule;
     PartEntry *cur_entry;
     const RouteKey *pending;
-    const Event *pending_ev;
 };
 
 static void on_result(void *user, const NfaResult *r);
@@ -67,37 +67,44 @@ static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
     st->mem = &s->mem;
 }
 
-/* The shared conditions of rs: one share and one cache, both NULL for an empty set.
- * -1 on allocation failure (nothing is left allocated). */
-static int cond_share_build(const CompiledRuleSet *rs, NfaCondShare **share,
-                            NfaCondCache **cache)
+/* What the matchers of rs share on one thread: the shared conditions (one share and
+ * one cache, both NULL for an empty set) and the matcher's scratch. -1 on allocation
+ * failure (nothing is left allocated). */
+static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
+                               NfaCondCache **cache, NfaWork **work)
 {
     *share = NULL;
     *cache = NULL;
-    if (!rs->n_rules)
-        return 0;
-    const Nfa **nfas = malloc(rs->n_rules * sizeof *nfas);
+    const Nfa **nfas = malloc((rs->n_rules ? rs->n_rules : 1) * sizeof *nfas);
     if (!nfas)
         return -1;
     for (size_t i = 0; i < rs->n_rules; i++)
         nfas[i] = rs->rules[i].nfa;
-    *share = nfa_cond_share_new(nfas, rs->n_rules);
+    *work = nfa_work_new(nfas, rs->n_rules);
+    if (rs->n_rules && *work) {
+        *share = nfa_cond_share_new(nfas, rs->n_rules);
+        *cache = *share ? nfa_cond_cache_new(*share) : NULL;
+    }
     free(nfas);
-    *cache = *share ? nfa_cond_cache_new(*share) : NULL;
-    if (!*cache) {
+    if (!*work || (rs->n_rules && !*cache)) {
         nfa_cond_share_free(*share);
+        nfa_work_free(*work);
         *share = NULL;
+        *cache = NULL;
+        *work = NULL;
         return -1;
     }
     return 0;
 }
 
-/* Points every rule's run context at the shard's share (after a build or a swap). */
-static void wire_cond_cache(Shard *s)
+/* Points every rule's run context at the shard's shared parts (after a build or a
+ * swap). */
+static void wire_matcher_parts(Shard *s)
 {
     for (size_t i = 0; i < s->rs->n_rules; i++) {
         s->rules[i].ctx.cond_cache = s->cond_cache;
         s->rules[i].ctx.cond_ids = nfa_cond_share_ids(s->cond_share, i);
+        s->rules[i].ctx.work = s->work;
     }
 }
 
@@ -128,7 +135,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->routed_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_order);
     s->found = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->found);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
-        !s->routed_key || !s->routed_order || !s->found || cond_share_build(rs, &s->cond_share, &s->cond_cache) < 0 ||
+        !s->routed_key || !s->routed_order || !s->found || matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
         rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
         return NULL;
@@ -136,7 +143,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->limits = limits;
     for (size_t i = 0; i < rs->n_rules; i++)
         rule_state_init(s, &s->rules[i], limits);
-    wire_cond_cache(s);
+    wire_matcher_parts(s);
     return s;
 }
 
@@ -164,6 +171,7 @@ static void free_rule_set_parts(Shard *s)
     router_free(s->router);
     nfa_cond_cache_free(s->cond_cache);
     nfa_cond_share_free(s->cond_share);
+    nfa_work_free(s->work);
     rule_clock_free(&s->clock);
     free(s->routed);
     free(s->routed_key);
@@ -179,7 +187,7 @@ void shard_free(Shard *s)
         for (size_t i = 0; i < s->rs->n_rules; i++)
             rule_state_free(&s->rules[i]);
     free_rule_set_parts(s);
-    buf_free(&s->key_bytes);
+    buf_free(&s->key_text);
     if (s->scratch)
         expr_scratch_free(s->scratch);
     free(s);
@@ -221,8 +229,13 @@ static void on_result(void *user, const NfaResult *r)
         }
         pe->suppress_until = add_saturating(r->time_ms, rule->suppress_ms);
     }
+    if (!part_key_values(pe->kbytes, pe->klen, s->key_vals, rule->n_keys, &s->key_text)) {
+        s->failed = true;   /* the bytes are ours: only allocation can fail */
+        return;
+    }
     st->stats.alerts++;
-    s->hooks->sink.alert(s->hooks->sink.user, s->cur_rule, pe->key, pe->n_key, r, s->scratch);
+    s->hooks->sink.alert(s->hooks->sink.user, s->cur_rule, s->key_vals, rule->n_keys, r,
+                         s->scratch);
 }
 
 /* --max-memory estimates (nfa/SEMANTICS.md 10): a key's matcher with its first
@@ -237,8 +250,12 @@ static size_t key_bytes(const PartEntry *pe)
 {
     size_t p = nfa_key_partials(pe->nfa);
     size_t matcher = p ? KEY_MATCHER_BYTES + (p - 1) * PARTIAL_BYTES : 0;
-    return sizeof *pe + pe->n_key * sizeof(Value) + 2 * pe->klen + ENTRY_OVERHEAD_BYTES +
-           matcher + pe->held;
+    return sizeof *pe + pe->klen + ENTRY_OVERHEAD_BYTES + matcher + pe->held;
+}
+
+static uint32_t saturate32(size_t n)
+{
+    return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
 }
 
 /* What one NFA run did to a key's memory: `before` partial matches on entry, and
@@ -265,9 +282,9 @@ static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
     if (!after)
         pe->held = 0;
     else if (after < g.before)
-        pe->held = pe->held / g.before * after;
-    pe->held += after ? g.retained : 0;
-    size_t now = key_bytes(pe);
+        pe->held = (uint32_t)(pe->held / g.before * after);
+    pe->held = saturate32((size_t)pe->held + (after ? g.retained : 0));
+    uint32_t now = saturate32(key_bytes(pe));
     budget_add(&s->mem, (int64_t)now - (int64_t)pe->charged);
     pe->charged = now;
 }
@@ -429,24 +446,13 @@ static bool refuse_key(Shard *s, size_t ri)
     return true;
 }
 
-/* The entry of the pending key, made now; NULL on allocation failure. A routed key
- * from a worker's batch has no values yet: they are evaluated here, once per new key. */
+/* The entry of the pending key, made now; NULL on allocation failure. */
 static PartEntry *materialize(Shard *s, size_t ri)
 {
-    const CompiledRule *rule = &s->rs->rules[ri];
     if (refuse_key(s, ri))
         return NULL;
-    RouteKey k = *s->pending;
-    if (!k.vals) {
-        if (rule_route(rule, s->pending_ev, s->scratch, s->key_vals, &s->key_bytes) !=
-            ROUTE_KEYED) {
-            s->failed = true;
-            return NULL;
-        }
-        k.vals = s->key_vals;
-    }
-    PartEntry *pe = part_insert(&s->rules[ri].keys, k.bytes, k.len, k.hash, k.vals,
-                                rule->n_keys);
+    const RouteKey *k = s->pending;
+    PartEntry *pe = part_add(&s->rules[ri].keys, k->bytes, k->len, k->hash);
     if (!pe)
         s->failed = true;
     return pe;
@@ -472,7 +478,6 @@ static void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEn
     s->cur_rule = ri;
     s->cur_entry = NULL;
     s->pending = k;
-    s->pending_ev = ev;
     s->refused = false;
     uint32_t refs0 = ev->refs;
     nfa_key_event(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
@@ -628,7 +633,9 @@ static void put_value(Buf *out, const Value *v)
         snap_put_bytes(out, v->raw, v->raw_len);
 }
 
-/* A value whose strings point into the reader's input (part_insert copies them). */
+/* A value whose strings point into the reader's input. The record keeps the values
+ * (its format predates entries that derive them from their key bytes): read and
+ * checked, not kept. */
 static bool get_value(SnapReader *r, Value *v)
 {
     memset(v, 0, sizeof *v);
@@ -649,20 +656,28 @@ static bool get_value(SnapReader *r, Value *v)
 int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)
 {
     const RuleState *st = &s->rules[ri];
-    const Nfa *nfa = s->rs->rules[ri].nfa;
+    const CompiledRule *rule = &s->rs->rules[ri];
+    Value *vals = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *vals);
+    Buf text = BUF_INIT;
+    int rc = vals ? 0 : -1;
     size_t bucket = 0;
-    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe;
+    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && rc == 0;
          pe = part_next(&st->keys, &bucket, pe)) {
         snap_put_u64(out, 1);
         snap_put_bytes(out, pe->kbytes, pe->klen);
-        snap_put_u64(out, pe->n_key);
-        for (size_t k = 0; k < pe->n_key; k++)
-            put_value(out, &pe->key[k]);
+        if (!part_key_values(pe->kbytes, pe->klen, vals, rule->n_keys, &text)) {
+            rc = -1;
+            break;
+        }
+        snap_put_u64(out, rule->n_keys);
+        for (size_t k = 0; k < rule->n_keys; k++)
+            put_value(out, &vals[k]);
         snap_put_i64(out, pe->suppress_until);
-        if (nfa_key_snapshot(nfa, pe->nfa, out, index, user) < 0)
-            return -1;
+        rc = nfa_key_snapshot(rule->nfa, pe->nfa, out, index, user);
     }
-    return out->failed ? -1 : 0;
+    free(vals);
+    buf_free(&text);
+    return rc < 0 || out->failed ? -1 : 0;
 }
 
 int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
@@ -692,7 +707,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         return 0;   /* nothing to keep: the key would have been removed */
     uint64_t hash = part_hash(kbytes, klen);
     PartEntry *pe = part_lookup(&st->keys, kbytes, klen, hash)
-                        ? NULL : part_insert(&st->keys, kbytes, klen, hash, s->key_vals, n_key);
+                        ? NULL : part_add(&st->keys, kbytes, klen, hash);
     if (!pe) {
         nfa_key_free(nk, &st->counters);
         *err = "out of memory, or a key twice";
@@ -734,6 +749,7 @@ struct ShardSwap {
     Router *router;
     NfaCondShare *cond_share;
     NfaCondCache *cond_cache;
+    NfaWork *work;
     RuleClock clock;
     RouteResult *routed;
     RouteKey *routed_key;
@@ -756,7 +772,7 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->routed_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_order);
     sw->found = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->found);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
-        !sw->routed_key || !sw->routed_order || !sw->found || cond_share_build(next, &sw->cond_share, &sw->cond_cache) < 0 ||
+        !sw->routed_key || !sw->routed_order || !sw->found || matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
         rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
         return NULL;
@@ -774,6 +790,7 @@ void shard_swap_abort(ShardSwap *sw)
     router_free(sw->router);
     nfa_cond_cache_free(sw->cond_cache);
     nfa_cond_share_free(sw->cond_share);
+    nfa_work_free(sw->work);
     rule_clock_free(&sw->clock);
     free(sw->routed);
     free(sw->routed_key);
@@ -807,10 +824,11 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->router = sw->router;
     s->cond_share = sw->cond_share;
     s->cond_cache = sw->cond_cache;
+    s->work = sw->work;
     s->routed = sw->routed;
     s->routed_key = sw->routed_key;
     s->rs = sw->next;
-    wire_cond_cache(s);
+    wire_matcher_parts(s);
     for (size_t j = 0; j < s->rs->n_rules; j++)
         rule_clock_set(&s->clock, j, deadline_next(&s->rules[j].timers));
     free(sw);

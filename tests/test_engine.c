@@ -143,7 +143,7 @@ static PartEntry *add_key(PartTable *t, const char *s)
     uint64_t h = part_hash(kb.data, kb.len);
     PartEntry *e = part_lookup(t, kb.data, kb.len, h);
     if (!e)
-        e = part_insert(t, kb.data, kb.len, h, &v, 1);
+        e = part_add(t, kb.data, kb.len, h);
     buf_free(&kb);
     return e;
 }
@@ -209,15 +209,58 @@ START_TEST(partition_grows_and_finds_every_key)
         snprintf(name, sizeof name, "user-%d", i);
         PartEntry *e = find_key(&t, name);
         ck_assert_ptr_nonnull(e);
-        ck_assert_uint_eq(e->n_key, 1);
-        ck_assert_int_eq(e->key[0].type, V_STR);
-        ck_assert_mem_eq(e->key[0].s, name, strlen(name));
+        Value key;
+        Buf text = BUF_INIT;
+        ck_assert(part_key_values(e->kbytes, e->klen, &key, 1, &text));
+        ck_assert_int_eq(key.type, V_STR);
+        ck_assert_mem_eq(key.s, name, strlen(name));
+        buf_free(&text);
     }
     ck_assert_ptr_null(find_key(&t, "user-10000"));
     /* adding an existing key finds the same entry */
     ck_assert_ptr_eq(add_key(&t, "user-5"), find_key(&t, "user-5"));
     ck_assert_uint_eq(t.count, 10000);
     part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* Entries keep only the key bytes: the values an alert or a checkpoint needs are read
+ * back from them, and must be the values the bytes were made from. */
+START_TEST(partition_key_values_read_back_from_the_bytes)
+{
+    const char tricky[] = "q\"b\\n\nt\t\x01 caf\xc3\xa9, [x]";
+    Value in[9] = {value_str(tricky, sizeof tricky - 1), value_num(12345678901234567890.0),
+                   value_num(0.1), value_bool(false), value_time(1700000000123),
+                   value_dur(-250), value_str("", 0), value_missing(), value_missing()};
+    in[1].raw = "12345678901234567890";
+    in[1].raw_len = 20;
+    in[7].type = V_OBJ;
+    in[7].raw = "{\"a\":[1,\",}\"],\"b\":{}}";
+    in[7].raw_len = strlen(in[7].raw);
+    in[8].type = V_ARR;
+    in[8].raw = "[\"]\",2]";
+    in[8].raw_len = strlen(in[8].raw);
+    Buf kb = BUF_INIT, again = BUF_INIT, text = BUF_INIT;
+    ck_assert(part_key_bytes(in, 9, &kb));
+    Value out[9];
+    ck_assert(part_key_values(kb.data, kb.len, out, 9, &text));
+    for (int i = 0; i < 9; i++) {
+        ck_assert_int_eq(out[i].type, in[i].type);
+        ck_assert_msg(value_equal(&out[i], &in[i]), "value %d differs", i);
+    }
+    ck_assert_mem_eq(out[0].s, tricky, sizeof tricky - 1);
+    ck_assert_mem_eq(out[1].raw, "12345678901234567890", 20);   /* no digit lost */
+    ck_assert_uint_eq(out[2].raw_len, 3);                        /* 0.1, not 0.1000...01 */
+    ck_assert_mem_eq(out[7].raw, in[7].raw, in[7].raw_len);
+    ck_assert(part_key_bytes(out, 9, &again));                 /* the same key again */
+    ck_assert_uint_eq(again.len, kb.len);
+    ck_assert_mem_eq(again.data, kb.data, kb.len);
+    ck_assert(!part_key_values(kb.data, kb.len, out, 8, &text));  /* wrong arity */
+    ck_assert(!part_key_values(kb.data, kb.len - 1, out, 9, &text));
+    ck_assert(part_key_values("", 0, out, 0, &text));           /* the global partition */
+    buf_free(&kb);
+    buf_free(&again);
+    buf_free(&text);
 }
 END_TEST
 
@@ -231,13 +274,17 @@ START_TEST(partition_entry_owns_copies_of_the_key)
     v.raw_len = 5;
     Buf kb = BUF_INIT;
     part_key_bytes(&v, 1, &kb);
-    PartEntry *e = part_insert(&t, kb.data, kb.len, part_hash(kb.data, kb.len), &v, 1);
+    PartEntry *e = part_add(&t, kb.data, kb.len, part_hash(kb.data, kb.len));
     ck_assert_ptr_nonnull(e);
     src[0] = 'X';
-    ck_assert_mem_eq(e->key[0].s, "abc", 3);
-    ck_assert_ptr_ne(e->key[0].s, src);
-    ck_assert_mem_eq(e->key[0].raw, "\"abc\"", 5);
+    Value key;
+    Buf text = BUF_INIT;
+    ck_assert(part_key_values(e->kbytes, e->klen, &key, 1, &text));
+    ck_assert_mem_eq(key.s, "abc", 3);
+    ck_assert_ptr_ne(key.s, src);
+    ck_assert_mem_eq(key.raw, "\"abc\"", 5);
     ck_assert_str_eq(e->kbytes, "\"abc\"");
+    buf_free(&text);
     buf_free(&kb);
     part_table_free(&t, NULL, NULL);
 }
@@ -375,6 +422,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tp, partition_null_or_missing_key_has_no_bytes);
     tcase_add_test(tp, partition_grows_and_finds_every_key);
     tcase_add_test(tp, partition_entry_owns_copies_of_the_key);
+    tcase_add_test(tp, partition_key_values_read_back_from_the_bytes);
     tcase_add_test(tp, partition_removal_keeps_other_keys_reachable);
     tcase_add_test(tp, partition_shrinks_to_zero_when_keys_go_idle);
     tcase_add_test(tp, partition_iteration_visits_every_entry_once);

@@ -33,6 +33,7 @@ struct NfaHarness {
     FieldTable ft;
     Decoder *dec;
     NhRule *rules;
+    NfaWork *work;           /* the matcher's scratch, for every rule */
     size_t n_rules;
     int id_slot, ts_slot, ms_slot;
     int flags;
@@ -217,6 +218,18 @@ static bool compile_rules(NfaHarness *h, char **err)
     return true;
 }
 
+static bool make_work(NfaHarness *h)
+{
+    const Nfa **nfas = malloc((h->n_rules ? h->n_rules : 1) * sizeof *nfas);
+    if (!nfas)
+        return false;
+    for (size_t i = 0; i < h->n_rules; i++)
+        nfas[i] = h->rules[i].nfa;
+    h->work = nfa_work_new(nfas, h->n_rules);
+    free(nfas);
+    return h->work != NULL;
+}
+
 static bool share_conditions(NfaHarness *h)
 {
     const Nfa **nfas = malloc((h->n_rules ? h->n_rules : 1) * sizeof *nfas);
@@ -243,7 +256,7 @@ NfaHarness *nh_new(const char *text, int flags, size_t max_partials, char **err)
     h->ts_slot = intern(&h->ft, "ts");
     h->ms_slot = intern(&h->ft, "ms");
     h->scratch = expr_scratch_new();
-    bool ok = h->scratch && parse_rules(h, text, err) && compile_rules(h, err);
+    bool ok = h->scratch && parse_rules(h, text, err) && compile_rules(h, err) && make_work(h);
     if (ok) {
         h->dec = decoder_new(&h->ft, DECODE_MAX_DEPTH);
         ok = h->dec != NULL;
@@ -270,6 +283,7 @@ void nh_free(NfaHarness *h)
         expr_free(h->rules[i].filter);
     }
     free(h->rules);
+    nfa_work_free(h->work);
     if (h->dec)
         decoder_free(h->dec);
     nfa_cond_cache_free(h->cache);
@@ -285,7 +299,8 @@ void nh_free(NfaHarness *h)
 
 static NfaRunCtx run_ctx(NfaHarness *h)
 {
-    NfaRunCtx ctx = {.scratch = h->scratch,
+    NfaRunCtx ctx = {.work = h->work,
+                     .scratch = h->scratch,
                      .limits = &h->limits,
                      .counters = &h->counters,
                      .sink = {.emit = on_result, .user = h}};
