@@ -1,27 +1,24 @@
-/* runtime/deadline.c — indexed min-heap of partition entries by deadline. */
+/* runtime/deadline.c — per-rule timers: a sorted ring of partition entries by
+ * deadline, with a heap for the deadlines out of its order (see deadline.h), and the
+ * rules' clock. */
 #include "runtime/deadline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void deadline_init(DeadlineHeap *d)
-{
-    d->h = NULL;
-    d->n = d->cap = 0;
-}
+/* heap_pos of an entry in the heap: its index with this bit set; of one in the ring:
+ * its sequence number, always below it. */
+#define IN_HEAP ((size_t)1 << (sizeof(size_t) * 8 - 1))
+#define RING_MIN 16
+#define HEAP_MIN 64
+/* Holes are squeezed out of a ring of at least this many slots once they are three
+ * quarters of it: the linear cost is then paid for by the removals that made them. */
+#define COMPACT_SPAN 64
+/* Four children per node: every move writes the moved entry's heap_pos, a cache miss
+ * on a cold entry, so a heap half as deep costs about half as much; the four child
+ * slots share one cache line. */
+#define ARITY 4
 
-void deadline_free(DeadlineHeap *d)
-{
-    for (size_t i = 0; i < d->n; i++)
-        d->h[i].entry->heap_pos = SIZE_MAX;
-    free(d->h);
-    deadline_init(d);
-}
-
-/* Equal deadlines are ordered by key, so the order in which they fire does not depend
- * on the heap's history: a run restored from a checkpoint (whose heap is rebuilt in
- * table order) fires them, and writes their alerts, exactly as the original would.
- * Only ties read the (cold) entries. */
 static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
 {
     if (a->deadline != b->deadline)
@@ -34,16 +31,13 @@ static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
     return c < 0 || (c == 0 && x->klen < y->klen);
 }
 
-static void place(DeadlineHeap *d, size_t i, DeadlineSlot s)
+/* ---- the heap of deadlines out of the ring's order -------------------------------- */
+
+static void heap_place(DeadlineHeap *d, size_t i, DeadlineSlot s)
 {
     d->h[i] = s;
-    s.entry->heap_pos = i;
+    s.entry->heap_pos = i | IN_HEAP;
 }
-
-/* Four children per node: every move writes the moved entry's heap_pos, a cache miss
- * on a cold entry, so a heap half as deep costs about half as much; the four child
- * slots share one cache line. */
-#define ARITY 4
 
 static void sift_up(DeadlineHeap *d, size_t i)
 {
@@ -52,10 +46,10 @@ static void sift_up(DeadlineHeap *d, size_t i)
         size_t parent = (i - 1) / ARITY;
         if (!slot_before(&s, &d->h[parent]))
             break;
-        place(d, i, d->h[parent]);
+        heap_place(d, i, d->h[parent]);
         i = parent;
     }
-    place(d, i, s);
+    heap_place(d, i, s);
 }
 
 static void sift_down(DeadlineHeap *d, size_t i)
@@ -63,63 +57,287 @@ static void sift_down(DeadlineHeap *d, size_t i)
     DeadlineSlot s = d->h[i];
     for (;;) {
         size_t first = ARITY * i + 1;
-        if (first >= d->n)
+        if (first >= d->hn)
             break;
-        size_t end = first + ARITY < d->n ? first + ARITY : d->n;
+        size_t end = first + ARITY < d->hn ? first + ARITY : d->hn;
         size_t child = first;
         for (size_t c = first + 1; c < end; c++)
             if (slot_before(&d->h[c], &d->h[child]))
                 child = c;
         if (!slot_before(&d->h[child], &s))
             break;
-        place(d, i, d->h[child]);
+        heap_place(d, i, d->h[child]);
         i = child;
     }
-    place(d, i, s);
+    heap_place(d, i, s);
 }
 
-static void heap_delete(DeadlineHeap *d, PartEntry *e)
+static int heap_push(DeadlineHeap *d, DeadlineSlot s)
 {
-    size_t i = e->heap_pos;
+    if (d->hn == d->hcap) {
+        size_t cap = d->hcap ? d->hcap * 2 : HEAP_MIN;
+        DeadlineSlot *h = cap < IN_HEAP / sizeof *h ? realloc(d->h, cap * sizeof *h) : NULL;
+        if (!h)
+            return -1;
+        d->h = h;
+        d->hcap = cap;
+    }
+    heap_place(d, d->hn++, s);
+    sift_up(d, d->hn - 1);
+    return 0;
+}
+
+static void heap_delete(DeadlineHeap *d, size_t i)
+{
+    DeadlineSlot last = d->h[--d->hn];
+    if (i != d->hn) {
+        heap_place(d, i, last);
+        sift_up(d, i);
+        sift_down(d, last.entry->heap_pos & ~IN_HEAP);
+    }
+    if (d->hcap > HEAP_MIN && d->hn <= d->hcap / 4) {   /* memory follows the keys */
+        DeadlineSlot *h = realloc(d->h, d->hcap / 2 * sizeof *h);
+        if (h) {   /* else keep the larger array: still correct */
+            d->h = h;
+            d->hcap /= 2;
+        }
+    }
+}
+
+/* ---- the sorted ring ------------------------------------------------------------- */
+
+static DeadlineSlot *ring_at(const DeadlineHeap *d, size_t seq)
+{
+    return &d->ring[seq & (d->ring_cap - 1)];
+}
+
+/* Moves the slots to an array of cap slots; their sequence numbers, and so the
+ * entries' heap_pos, stay. -1 on allocation failure (nothing changes). */
+static int ring_resize(DeadlineHeap *d, size_t cap)
+{
+    DeadlineSlot *ring = cap < IN_HEAP / sizeof *ring ? malloc(cap * sizeof *ring) : NULL;
+    if (!ring)
+        return -1;
+    for (size_t seq = d->head; seq < d->tail; seq++)
+        ring[seq & (cap - 1)] = *ring_at(d, seq);
+    free(d->ring);
+    d->ring = ring;
+    d->ring_cap = cap;
+    return 0;
+}
+
+/* Squeezes the holes out, in place: each entry moves back, never over an unread
+ * slot, and gets its new sequence number. */
+static void ring_compact(DeadlineHeap *d)
+{
+    size_t to = d->head;
+    for (size_t seq = d->head; seq < d->tail; seq++) {
+        DeadlineSlot s = *ring_at(d, seq);
+        if (!s.entry)
+            continue;
+        *ring_at(d, to) = s;
+        s.entry->heap_pos = to++;
+    }
+    d->tail = to;
+}
+
+static void ring_fit(DeadlineHeap *d)
+{
+    size_t span = d->tail - d->head;
+    if (span >= COMPACT_SPAN && d->ring_live * 4 <= span) {
+        ring_compact(d);
+        span = d->tail - d->head;
+    }
+    if (d->ring_cap > RING_MIN && span <= d->ring_cap / 4)
+        (void)ring_resize(d, d->ring_cap / 2);   /* on failure keep the larger ring */
+}
+
+/* Appends a slot that sorts after the ring's last one. -1 if there is no room (the
+ * caller puts it in the heap instead). */
+static int ring_append(DeadlineHeap *d, DeadlineSlot s)
+{
+    if (d->tail - d->head == d->ring_cap) {
+        if (d->ring_live * 2 <= d->ring_cap && d->ring_cap)
+            ring_compact(d);
+        else if (ring_resize(d, d->ring_cap ? d->ring_cap * 2 : RING_MIN) < 0)
+            return -1;
+    }
+    if (d->tail >= IN_HEAP - 1)   /* sequence numbers exhausted (32-bit size_t) */
+        return -1;
+    *ring_at(d, d->tail) = s;
+    s.entry->heap_pos = d->tail++;
+    d->ring_live++;
+    return 0;
+}
+
+static void ring_remove(DeadlineHeap *d, size_t seq)
+{
+    ring_at(d, seq)->entry = NULL;
+    if (!--d->ring_live) {
+        d->head = d->tail = 0;   /* restart the sequence numbers too */
+    } else {
+        while (!ring_at(d, d->head)->entry)
+            d->head++;
+        while (!ring_at(d, d->tail - 1)->entry)
+            d->tail--;
+    }
+    ring_fit(d);
+}
+
+/* ---- both ------------------------------------------------------------------------- */
+
+static void find_top(DeadlineHeap *d)
+{
+    const DeadlineSlot *best = d->ring_live ? ring_at(d, d->head) : NULL;
+    if (d->hn && (!best || slot_before(&d->h[0], best)))
+        best = &d->h[0];
+    d->top = best ? best->entry : NULL;
+    d->top_deadline = best ? best->deadline : INT64_MAX;
+}
+
+static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+{
+    DeadlineSlot s = {deadline, e};
+    bool in_order = !d->ring_live || slot_before(ring_at(d, d->tail - 1), &s);
+    if ((!in_order || ring_append(d, s) < 0) && heap_push(d, s) < 0)
+        return -1;
+    e->deadline = deadline;
+    d->n++;
+    return 0;
+}
+
+static void erase(DeadlineHeap *d, PartEntry *e)
+{
+    size_t pos = e->heap_pos;
+    if (pos & IN_HEAP)
+        heap_delete(d, pos & ~IN_HEAP);
+    else
+        ring_remove(d, pos);
     e->heap_pos = SIZE_MAX;
     e->deadline = INT64_MAX;
-    DeadlineSlot last = d->h[--d->n];
-    if (i == d->n)
-        return;
-    place(d, i, last);
-    sift_up(d, i);
-    sift_down(d, last.entry->heap_pos);
+    d->n--;
+}
+
+void deadline_init(DeadlineHeap *d)
+{
+    memset(d, 0, sizeof *d);
+    d->top = NULL;
+    d->ring = d->h = NULL;
+    d->top_deadline = INT64_MAX;
+}
+
+void deadline_free(DeadlineHeap *d)
+{
+    for (size_t seq = d->head; seq < d->tail; seq++)
+        if (ring_at(d, seq)->entry)
+            ring_at(d, seq)->entry->heap_pos = SIZE_MAX;
+    for (size_t i = 0; i < d->hn; i++)
+        d->h[i].entry->heap_pos = SIZE_MAX;
+    free(d->ring);
+    free(d->h);
+    deadline_init(d);
 }
 
 int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
-    if (deadline == INT64_MAX) {
-        if (e->heap_pos != SIZE_MAX)
-            heap_delete(d, e);
+    bool held = e->heap_pos != SIZE_MAX;
+    if (held && deadline == e->deadline)
         return 0;
-    }
-    if (e->heap_pos == SIZE_MAX) {
-        if (d->n == d->cap) {
-            size_t cap = d->cap ? d->cap * 2 : 64;
-            DeadlineSlot *h = realloc(d->h, cap * sizeof *h);
-            if (!h)
-                return -1;
-            d->h = h;
-            d->cap = cap;
+    bool was_top = e == d->top;
+    if (held)
+        erase(d, e);
+    int rc = deadline == INT64_MAX ? 0 : insert(d, e, deadline);
+    if (was_top || !d->top) {
+        find_top(d);
+    } else if (e->heap_pos != SIZE_MAX) {
+        DeadlineSlot mine = {deadline, e}, top = {d->top_deadline, d->top};
+        if (slot_before(&mine, &top)) {
+            d->top = e;
+            d->top_deadline = deadline;
         }
-        e->deadline = deadline;
-        place(d, d->n++, (DeadlineSlot){deadline, e});
-        sift_up(d, e->heap_pos);
-        return 0;
     }
-    int64_t old = e->deadline;
-    e->deadline = deadline;
-    d->h[e->heap_pos].deadline = deadline;
-    if (deadline < old)
-        sift_up(d, e->heap_pos);
-    else if (deadline > old)
-        sift_down(d, e->heap_pos);   /* equal: the key order is unchanged too */
-    return 0;
+    return rc;
+}
+
+/* ---- checks for tests ------------------------------------------------------------ */
+
+bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
+{
+    size_t pos = e->heap_pos;
+    const DeadlineSlot *s;
+    if (pos == SIZE_MAX)
+        return false;
+    if (pos & IN_HEAP) {
+        if ((pos & ~IN_HEAP) >= d->hn)
+            return false;
+        s = &d->h[pos & ~IN_HEAP];
+    } else {
+        if (pos < d->head || pos >= d->tail)
+            return false;
+        s = ring_at(d, pos);
+    }
+    return s->entry == e && s->deadline == e->deadline;
+}
+
+static const char *verify_ring(const DeadlineHeap *d, const DeadlineSlot **best)
+{
+    if (d->ring_cap & (d->ring_cap - 1))
+        return "ring capacity is not a power of two";
+    if (d->tail < d->head || d->tail - d->head > d->ring_cap)
+        return "ring span exceeds its capacity";
+    if (d->head != d->tail &&
+        (!ring_at(d, d->head)->entry || !ring_at(d, d->tail - 1)->entry))
+        return "a hole at an end of the ring";
+    const DeadlineSlot *prev = NULL;
+    size_t live = 0;
+    for (size_t seq = d->head; seq < d->tail; seq++) {
+        const DeadlineSlot *s = ring_at(d, seq);
+        if (!s->entry)
+            continue;
+        live++;
+        if (s->entry->heap_pos != seq || s->entry->deadline != s->deadline)
+            return "ring slot disagrees with its entry";
+        if (prev && !slot_before(prev, s))
+            return "ring out of order";
+        prev = s;
+    }
+    if (live != d->ring_live)
+        return "ring count is wrong";
+    if (live && (!*best || slot_before(ring_at(d, d->head), *best)))
+        *best = ring_at(d, d->head);
+    return NULL;
+}
+
+static const char *verify_heap(const DeadlineHeap *d, const DeadlineSlot **best)
+{
+    if (d->hn > d->hcap)
+        return "heap count above its capacity";
+    for (size_t i = 0; i < d->hn; i++) {
+        const DeadlineSlot *s = &d->h[i];
+        if (s->entry->heap_pos != (i | IN_HEAP) || s->entry->deadline != s->deadline)
+            return "heap slot disagrees with its entry";
+        if (i && slot_before(s, &d->h[(i - 1) / ARITY]))
+            return "heap out of order";
+    }
+    if (d->hn && (!*best || slot_before(&d->h[0], *best)))
+        *best = &d->h[0];
+    return NULL;
+}
+
+const char *deadline_verify(const DeadlineHeap *d)
+{
+    const DeadlineSlot *best = NULL;
+    const char *why = verify_ring(d, &best);
+    if (!why)
+        why = verify_heap(d, &best);
+    if (why)
+        return why;
+    if (d->n != d->ring_live + d->hn)
+        return "entry count is wrong";
+    if (d->top != (best ? best->entry : NULL) ||
+        d->top_deadline != (best ? best->deadline : INT64_MAX))
+        return "cached top is not the earliest entry";
+    return NULL;
 }
 
 /* ---- the rules' clock ---------------------------------------------------------- */

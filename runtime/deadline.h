@@ -1,14 +1,29 @@
-/* runtime/deadline.h — per-rule timer heap: partition entries by their next deadline,
- * and the clock that says which rule's heap is due first.
+/* runtime/deadline.h — per-rule timers: partition entries by their next deadline,
+ * and the clock that says which rule's timers are due first.
  *
- * Owns: an indexed 4-ary min-heap of (deadline, entry) slots; the entries are
- * borrowed. Each entry records its position, so a key's deadline is updated or
- * removed in O(log n) instead of leaving stale copies behind; each entry appears at
- * most once. The deadline is kept in the slot too, so sifting compares without
- * touching the (cache-cold) entries. */
+ * Owns: a sorted ring and a 4-ary heap of (deadline, entry) slots, and the cached
+ * earliest entry; the entries are borrowed. Each entry records where its slot is
+ * (heap_pos), so a key's deadline is updated or removed without leaving stale copies
+ * behind; each entry appears at most once.
+ *
+ * Why a ring: a rule arms its keys at (event time + its window), so the deadlines of
+ * one rule mostly arrive in increasing order. Such a deadline is appended to the ring,
+ * which stays sorted; the earliest is at its head; a removed one leaves a hole (a
+ * slot without entry) that is skipped when it reaches either end, or squeezed out
+ * when holes outnumber the rest. Firing, arming and dropping a key then touch only
+ * that key's entry and one ring slot, where a heap's sift writes the position of one
+ * cold entry per level. A deadline that would break the ring's order (a key whose
+ * oldest partial match completed, a restored checkpoint, a late event) goes to the
+ * heap; the earliest of the two heads is the top.
+ *
+ * Order: by deadline, then by key hash, then by the key bytes (shorter first on a
+ * common prefix). It is a total order on the keys of one rule, so the order in which
+ * timers fire never depends on the history of the structure: a run restored from a
+ * checkpoint fires them, and writes their alerts, exactly as the original would. */
 #ifndef VIGIL_RUNTIME_DEADLINE_H
 #define VIGIL_RUNTIME_DEADLINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,35 +31,48 @@
 
 typedef struct DeadlineSlot {
     int64_t deadline;
-    PartEntry *entry;
+    PartEntry *entry;      /* borrowed; NULL: a hole in the ring */
 } DeadlineSlot;
 
 typedef struct DeadlineHeap {
-    DeadlineSlot *h;   /* heap storage, owned */
-    size_t n, cap;
+    DeadlineSlot *ring;    /* owned; ring_cap (a power of two) slots, the ones from
+                              head to tail (exclusive) in use, at index seq & (cap-1) */
+    size_t ring_cap;
+    size_t head, tail;     /* sequence numbers; the slots at head and tail - 1 are
+                              never holes */
+    size_t ring_live;      /* entries in the ring */
+    DeadlineSlot *h;       /* owned: the heap of deadlines out of the ring's order */
+    size_t hn, hcap;
+    size_t n;              /* entries held */
+    PartEntry *top;        /* the earliest entry (borrowed), NULL when n == 0 */
+    int64_t top_deadline;  /* its deadline, INT64_MAX when n == 0 */
 } DeadlineHeap;
 
 void deadline_init(DeadlineHeap *d);
+/* Frees the storage; every entry still held is marked as not held (heap_pos). */
 void deadline_free(DeadlineHeap *d);
-/* Sets the entry's deadline (also stored in entry->deadline); INT64_MAX removes it
- * from the heap. -1 on allocation failure (the entry is then not in the heap). */
+/* Sets the entry's deadline (also stored in entry->deadline); INT64_MAX removes it.
+ * Any value below INT64_MAX is allowed, earlier or later than any set before.
+ * -1 on allocation failure (the entry is then not held). */
 int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline);
 static inline void deadline_remove(DeadlineHeap *d, PartEntry *e)
 {
     (void)deadline_set(d, e, INT64_MAX);
 }
-/* The entry with the earliest deadline, or NULL if the heap is empty. */
-static inline PartEntry *deadline_top(const DeadlineHeap *d) { return d->n ? d->h[0].entry : NULL; }
-static inline int64_t deadline_next(const DeadlineHeap *d)
-{
-    return d->n ? d->h[0].deadline : INT64_MAX;
-}
+/* The entry with the earliest deadline, or NULL if none is held. */
+static inline PartEntry *deadline_top(const DeadlineHeap *d) { return d->top; }
+static inline int64_t deadline_next(const DeadlineHeap *d) { return d->top_deadline; }
+/* For tests: true if e is held where its heap_pos says, under its current deadline. */
+bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);
+/* For tests: checks every internal invariant (the ring's order and ends, the heap's
+ * order, positions, counts, the cached top). Returns NULL, or what is wrong. */
+const char *deadline_verify(const DeadlineHeap *d);
 
-/* Which rule's heap holds the earliest deadline. Finding the next timer among many
- * rules by scanning every rule's heap touches one cold cache line per rule, on every
+/* Which rule's timers hold the earliest deadline. Finding the next timer among many
+ * rules by scanning every rule's timers touches one cold cache line per rule, on every
  * event and every fired timer; this indexed min-heap of rule numbers, ordered by
  * (next deadline, rule number), answers in O(1) and follows a change in O(log rules).
- * Every rule is always in it, at INT64_MAX while its heap is empty. Owns its arrays. */
+ * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays. */
 typedef struct RuleClock {
     int64_t *at;       /* per rule: its next deadline as last told */
     uint32_t *heap;    /* rule numbers */
@@ -56,7 +84,7 @@ typedef struct RuleClock {
 int rule_clock_init(RuleClock *c, size_t n_rules);
 void rule_clock_free(RuleClock *c);
 void rule_clock_move(RuleClock *c, size_t rule, int64_t at);
-/* Tells the clock a rule's heap now starts at `at` (deadline_next). */
+/* Tells the clock a rule's timers now start at `at` (deadline_next). */
 static inline void rule_clock_set(RuleClock *c, size_t rule, int64_t at)
 {
     if (c->at[rule] != at)

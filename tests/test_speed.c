@@ -111,7 +111,7 @@ START_TEST(heap_pops_in_deadline_then_key_order)
                 continue;
             }
             armed++;
-            misplaced += e[i].heap_pos >= d.n || d.h[e[i].heap_pos].entry != &e[i];
+            misplaced += !deadline_holds(&d, &e[i]);
             if (!want || entry_before(&e[i], want))
                 want = &e[i];
         }

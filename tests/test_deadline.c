@@ -1,0 +1,442 @@
+/* tests/test_deadline.c — the per-rule timers (runtime/deadline.h) against a
+ * reference model: a sorted array of the armed entries, in (deadline, hash, key) order.
+ * Random operations from many seeds, engine-like traces (time moves on, due timers
+ * are popped one by one and re-armed later), deadlines out of the ring's order (late
+ * events), holes left in the ring, and the edges of the int64 range. After every
+ * operation the structure's own invariants and its top are checked. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/deadline.h"
+
+static uint64_t next_rand(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* ---- the reference model --------------------------------------------------------- */
+
+enum { MAX_KEYS = 600 };
+
+typedef struct Keys {
+    PartEntry e[MAX_KEYS];
+    char name[MAX_KEYS][12];
+    size_t n;
+} Keys;
+
+typedef struct Model {
+    const PartEntry *armed[MAX_KEYS];   /* sorted, earliest first */
+    int64_t at[MAX_KEYS];               /* parallel to armed */
+    size_t n;
+} Model;
+
+/* Keys whose names are prefixes of each other ("k1", "k10") and whose hashes collide
+ * often, so that ties reach the last comparison. */
+static void keys_init(Keys *k, size_t n, unsigned hash_mod)
+{
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(k->name[i], sizeof k->name[i], "k%zu", i);
+        k->e[i].kbytes = k->name[i];
+        k->e[i].klen = strlen(k->name[i]);
+        k->e[i].hash = hash_mod ? i % hash_mod : i * UINT64_C(0x9e3779b97f4a7c15);
+        k->e[i].deadline = INT64_MAX;
+        k->e[i].heap_pos = SIZE_MAX;
+    }
+}
+
+static bool model_before(int64_t ta, const PartEntry *a, int64_t tb, const PartEntry *b)
+{
+    if (ta != tb)
+        return ta < tb;
+    if (a->hash != b->hash)
+        return a->hash < b->hash;
+    int c = memcmp(a->kbytes, b->kbytes, a->klen < b->klen ? a->klen : b->klen);
+    return c < 0 || (c == 0 && a->klen < b->klen);
+}
+
+static void model_set(Model *m, const PartEntry *e, int64_t t)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->armed[i] == e) {
+            memmove(&m->armed[i], &m->armed[i + 1], (m->n - i - 1) * sizeof m->armed[0]);
+            memmove(&m->at[i], &m->at[i + 1], (m->n - i - 1) * sizeof m->at[0]);
+            m->n--;
+            break;
+        }
+    if (t == INT64_MAX)
+        return;
+    size_t i = m->n;
+    while (i > 0 && model_before(t, e, m->at[i - 1], m->armed[i - 1])) {
+        m->armed[i] = m->armed[i - 1];
+        m->at[i] = m->at[i - 1];
+        i--;
+    }
+    m->armed[i] = e;
+    m->at[i] = t;
+    m->n++;
+}
+
+/* Sets the deadline in both and checks the timers against the model; returns the number
+ * of disagreements (Check's assertions are slow, so callers assert once per run). */
+static unsigned set_both(DeadlineHeap *d, Model *m, PartEntry *e, int64_t t)
+{
+    unsigned bad = 0;
+    bad += deadline_set(d, e, t) != 0;
+    model_set(m, e, t);
+    const char *why = deadline_verify(d);
+    if (why) {
+        fprintf(stderr, "deadline_verify: %s\n", why);
+        bad++;
+    }
+    bad += d->n != m->n;
+    bad += deadline_top(d) != (m->n ? m->armed[0] : NULL);
+    bad += deadline_next(d) != (m->n ? m->at[0] : INT64_MAX);
+    bad += e->deadline != t;
+    bad += (t == INT64_MAX) != (e->heap_pos == SIZE_MAX);
+    bad += t != INT64_MAX && !deadline_holds(d, e);
+    return bad;
+}
+
+/* Pops everything left in deadline order (as the engine does, one top at a time),
+ * frees, and checks every entry is marked as not held. */
+static unsigned drain_and_free(DeadlineHeap *d, Model *m, Keys *k)
+{
+    unsigned bad = 0;
+    while (m->n) {
+        bad += deadline_top(d) != m->armed[0];
+        bad += set_both(d, m, (PartEntry *)m->armed[0], INT64_MAX);
+        if (bad)
+            break;
+    }
+    bad += deadline_top(d) != NULL;
+    deadline_free(d);
+    for (size_t i = 0; i < k->n; i++)
+        bad += k->e[i].heap_pos != SIZE_MAX;
+    return bad;
+}
+
+/* ---- random operations ------------------------------------------------------------ */
+
+/* Deadline distributions: narrow (many ties), wide, the int64 edges, and mixed. */
+static int64_t pick_deadline(uint64_t *seed, int kind)
+{
+    uint64_t r = next_rand(seed);
+    static const int64_t edges[] = {INT64_MIN, INT64_MIN + 1, INT64_MIN + 63, -1, 0, 1, 63,
+                                    64, 4095, 4096, INT64_MAX - 64, INT64_MAX - 2,
+                                    INT64_MAX - 1};
+    switch (kind) {
+    case 0:
+        return (int64_t)(r % 50);
+    case 1:
+        return (int64_t)(r % 10000000) - 5000000;
+    case 2:
+        return edges[r % (sizeof edges / sizeof edges[0])];
+    case 3:
+        return (int64_t)r == INT64_MAX ? 0 : (int64_t)r;
+    default:
+        return pick_deadline(seed, (int)(r % 4));
+    }
+}
+
+START_TEST(random_operations_match_the_model)
+{
+    static Keys k;
+    static Model m;
+    unsigned bad = 0;
+    for (uint64_t seed0 = 1; seed0 <= 40 && !bad; seed0++) {
+        uint64_t seed = seed0 * 7919;
+        int kind = (int)(seed0 % 5);
+        keys_init(&k, 50 + seed0 * 13 % 250, seed0 % 3 ? 7 : 0);
+        memset(&m, 0, sizeof m);
+        DeadlineHeap d;
+        deadline_init(&d);
+        for (int step = 0; step < 3000 && !bad; step++) {
+            PartEntry *e = &k.e[next_rand(&seed) % k.n];
+            uint64_t op = next_rand(&seed) % 10;
+            int64_t t;
+            if (op == 0)
+                t = INT64_MAX;                               /* remove (maybe not held) */
+            else if (op == 1 && m.n)
+                e = (PartEntry *)m.armed[0], t = INT64_MAX; /* remove the top */
+            else if (op == 2 && m.n)
+                e = (PartEntry *)m.armed[0], t = pick_deadline(&seed, kind);   /* re-arm top */
+            else if (op == 3 && e->deadline != INT64_MAX)
+                t = e->deadline - (int64_t)(next_rand(&seed) % 3) * (e->deadline > INT64_MIN + 3);
+            else
+                t = pick_deadline(&seed, kind);
+            bad += set_both(&d, &m, e, t);
+        }
+        if (!bad)
+            bad += drain_and_free(&d, &m, &k);
+        else
+            deadline_free(&d);
+        if (bad)
+            fprintf(stderr, "seed %llu failed\n", (unsigned long long)seed0);
+    }
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* What the engine does: time moves on; each event re-arms its key some window ahead
+ * (usually later than before); the due timers are popped in order and re-armed or
+ * dropped. `late` is the share (in 1/16) of events whose time is behind the clock, as
+ * after a checkpoint restore or with lateness: their deadlines break the ring's order. */
+static unsigned engine_trace(uint64_t seed, size_t n_keys, int late)
+{
+    static Keys k;
+    static Model m;
+    static const int64_t windows[] = {1, 60, 1000, 300000, 3600000};
+    keys_init(&k, n_keys, 0);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    int64_t now = 1700000000000;
+    unsigned bad = 0;
+    for (int step = 0; step < 20000 && !bad; step++) {
+        now += (int64_t)(next_rand(&seed) % 40);
+        while (!bad && m.n && deadline_next(&d) <= now) {
+            PartEntry *top = deadline_top(&d);
+            bad += top != m.armed[0];
+            int64_t t = INT64_MAX;
+            if (next_rand(&seed) % 3 == 0) {   /* re-armed after the handled time */
+                t = top->deadline + windows[next_rand(&seed) % 5];
+                t = t > now ? t : now + 1;
+            }
+            bad += set_both(&d, &m, top, t);
+        }
+        PartEntry *e = &k.e[next_rand(&seed) % k.n];
+        int64_t at = (int)(next_rand(&seed) % 16) < late
+                         ? now - (int64_t)(next_rand(&seed) % 100000) : now;
+        int64_t t = at + windows[next_rand(&seed) % 5];
+        if (e->deadline != INT64_MAX && next_rand(&seed) % 2)
+            t = e->deadline < t ? e->deadline : t;   /* an older partial match still runs */
+        bad += set_both(&d, &m, e, t);
+    }
+    if (!bad)
+        bad += drain_and_free(&d, &m, &k);
+    else
+        deadline_free(&d);
+    return bad;
+}
+
+START_TEST(engine_traces_pop_in_order)
+{
+    unsigned bad = 0;
+    for (uint64_t seed = 1; seed <= 6 && !bad; seed++)
+        bad += engine_trace(seed, 100 + seed * 80, 0);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+START_TEST(late_deadlines_pop_in_order)
+{
+    unsigned bad = 0;
+    for (uint64_t seed = 1; seed <= 6 && !bad; seed++)
+        bad += engine_trace(seed * 31, 500, (int)seed * 2);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* ---- edge cases ------------------------------------------------------------------- */
+
+START_TEST(extremes_of_the_range)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, 6, 0);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = 0;
+    bad += set_both(&d, &m, &k.e[0], INT64_MAX - 1);
+    bad += set_both(&d, &m, &k.e[1], INT64_MIN);          /* out of order: the heap */
+    bad += set_both(&d, &m, &k.e[2], 0);
+    bad += set_both(&d, &m, &k.e[3], INT64_MIN + 1);
+    bad += set_both(&d, &m, &k.e[4], INT64_MAX - 1);      /* a tie at the top end */
+    bad += set_both(&d, &m, &k.e[5], -1);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[1]);
+    ck_assert(deadline_next(&d) == INT64_MIN);
+    static const int order[] = {1, 3, 5, 2};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_ptr_eq(deadline_top(&d), &k.e[order[i]]);
+        bad += set_both(&d, &m, &k.e[order[i]], INT64_MAX);
+    }
+    /* the two at INT64_MAX - 1 come out by hash */
+    PartEntry *first = k.e[0].hash < k.e[4].hash ? &k.e[0] : &k.e[4];
+    ck_assert_ptr_eq(deadline_top(&d), first);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+START_TEST(moving_earlier_removing_the_top_and_reinserting)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, 4, 0);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = 0;
+    bad += set_both(&d, &m, &k.e[0], 1000);
+    bad += set_both(&d, &m, &k.e[1], 5000000);   /* in order: the ring */
+    bad += set_both(&d, &m, &k.e[2], 5000001);
+    ck_assert_uint_eq(bad, 0);
+    bad += set_both(&d, &m, &k.e[2], 5000002);   /* the last one moves later */
+    bad += set_both(&d, &m, &k.e[1], 999);       /* earlier than the top */
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[1]);
+    bad += set_both(&d, &m, &k.e[1], INT64_MAX); /* remove the top */
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[0]);
+    bad += set_both(&d, &m, &k.e[1], INT64_MAX); /* removing again changes nothing */
+    bad += set_both(&d, &m, &k.e[3], INT64_MAX); /* never held */
+    bad += set_both(&d, &m, &k.e[0], 1000);      /* same deadline */
+    bad += set_both(&d, &m, &k.e[0], 5000002);   /* the top moves behind a tie */
+    bad += set_both(&d, &m, &k.e[1], 1000);      /* reinsert */
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[1]);
+    bad += set_both(&d, &m, &k.e[1], 5000002);   /* three-way tie, by key */
+    ck_assert_uint_eq(bad, 0);
+    for (int i = 0; i < 3; i++) {
+        PartEntry *top = deadline_top(&d);
+        ck_assert_ptr_nonnull(top);
+        ck_assert_int_eq(top->deadline, 5000002);
+        ck_assert_ptr_eq(top, m.armed[0]);
+        bad += set_both(&d, &m, top, INT64_MAX);
+    }
+    ck_assert_ptr_null(deadline_top(&d));
+    ck_assert(deadline_next(&d) == INT64_MAX);
+    /* empty again: a deadline far below the old ones starts a fresh ring */
+    bad += set_both(&d, &m, &k.e[3], -5);
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[3]);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* Equal deadlines and equal hashes: the key bytes decide, a prefix first. */
+START_TEST(ties_by_hash_then_key_bytes)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, 120, 1);   /* every hash equal */
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = 0;
+    for (size_t i = k.n; i-- > 0;)
+        bad += set_both(&d, &m, &k.e[i], 42);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[0]);        /* "k0" */
+    bad += set_both(&d, &m, &k.e[0], INT64_MAX);
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[1]);        /* "k1" before "k10" */
+    bad += set_both(&d, &m, &k.e[1], INT64_MAX);
+    ck_assert_ptr_eq(deadline_top(&d), &k.e[10]);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* Deadlines in random order: most go to the heap, and come out merged with the ring. */
+START_TEST(random_order_merges_ring_and_heap)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, MAX_KEYS, 3);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = set_both(&d, &m, &k.e[0], 0);
+    uint64_t seed = 99;
+    for (size_t i = 1; i < k.n; i++)
+        bad += set_both(&d, &m, &k.e[i], (int64_t)(1 << 20) + (int64_t)(next_rand(&seed) % 5000));
+    ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* Keys armed in order fill the ring; dropping most of them from the middle leaves
+ * holes that must be squeezed out (renumbering the rest) without breaking the order,
+ * and the ring gives its memory back as the keys go. */
+START_TEST(holes_are_squeezed_out_and_memory_shrinks)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, MAX_KEYS, 0);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = 0;
+    for (size_t i = 0; i < k.n; i++)
+        bad += set_both(&d, &m, &k.e[i], 1000 + (int64_t)i);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_eq(d.hn, 0);   /* all in order: nothing in the heap */
+    size_t full = d.ring_cap;
+    for (size_t i = 1; i < k.n; i++)
+        if (i % 8)
+            bad += set_both(&d, &m, &k.e[i], INT64_MAX);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_lt(d.tail - d.head, k.n / 2);   /* the holes are gone */
+    ck_assert_uint_lt(d.ring_cap, full);
+    for (size_t i = 1; i < k.n; i++)
+        if (i % 8)   /* back in, later than everything: appended again */
+            bad += set_both(&d, &m, &k.e[i], 5000 + (int64_t)i);
+    bad += set_both(&d, &m, &k.e[0], 4000);   /* the first moves behind the middle */
+    ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+START_TEST(free_marks_entries_not_held)
+{
+    static Keys k;
+    keys_init(&k, 200, 0);
+    DeadlineHeap d;
+    deadline_init(&d);
+    for (size_t i = 0; i < k.n; i++)
+        ck_assert_int_eq(deadline_set(&d, &k.e[i], (int64_t)(i * 977 % 3000) - 1000), 0);
+    ck_assert_ptr_null(deadline_verify(&d));
+    deadline_free(&d);
+    for (size_t i = 0; i < k.n; i++)
+        ck_assert_uint_eq(k.e[i].heap_pos, SIZE_MAX);
+    ck_assert_ptr_null(deadline_top(&d));
+    ck_assert_uint_eq(d.n, 0);
+    deadline_free(&d);   /* twice is harmless */
+}
+END_TEST
+
+static Suite *deadline_suite(void)
+{
+    Suite *s = suite_create("deadline");
+    TCase *tc = tcase_create("timers");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, random_operations_match_the_model);
+    tcase_add_test(tc, engine_traces_pop_in_order);
+    tcase_add_test(tc, late_deadlines_pop_in_order);
+    tcase_add_test(tc, extremes_of_the_range);
+    tcase_add_test(tc, moving_earlier_removing_the_top_and_reinserting);
+    tcase_add_test(tc, ties_by_hash_then_key_bytes);
+    tcase_add_test(tc, random_order_merges_ring_and_heap);
+    tcase_add_test(tc, holes_are_squeezed_out_and_memory_shrinks);
+    tcase_add_test(tc, free_marks_entries_not_held);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(deadline_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
