@@ -28,6 +28,7 @@
 #define FEED_BATCH_LINES 256
 #define FEED_BATCH_BYTES (64u << 10)
 #define FEED_BATCHES_PER_WORKER 4
+#define FEED_PREFETCH 4
 
 /* What decoding made of one line: the event (NULL: err says why) and, on event
  * time, its time (timed false: the time field is missing or unparsable). */
@@ -237,6 +238,7 @@ static void decode_batch(void *arg, size_t worker)
         if (l->reason_off != SIZE_MAX)
             continue;
         decode_line(d, e->rs, b->text.data + l->off, l->len, &l->out);
+        workers_free_one(e->workers, worker);
         if (l->out.ev && l->out.timed)
             route_line(b, fr, l);
     }
@@ -371,7 +373,8 @@ static void match_event(Engine *e, Event *ev)
             const FeedLine *l = e->pre_line;
             e->pre_ev = NULL;
             rc = workers_dispatch_routed(e->workers, ev, &e->pre_batch->routes[l->route_first],
-                                         l->n_routes, e->pre_batch->keys.data);
+                                         l->n_routes, e->pre_batch->keys.data,
+                                         e->pre_batch->job.worker);
         } else {
             rc = workers_dispatch(e->workers, ev);
         }
@@ -526,6 +529,9 @@ static void feed_take(Engine *e, FeedBatch *b)
     for (size_t i = 0; i < b->n; i++) {
         FeedLine *l = &b->lines[i];
         const char *text = b->text.data + l->off;
+        /* the events were written on another core: start fetching the next ones */
+        if (i + FEED_PREFETCH < b->n && b->lines[i + FEED_PREFETCH].out.ev)
+            __builtin_prefetch(b->lines[i + FEED_PREFETCH].out.ev, 1);
         if (l->reason_off != SIZE_MAX) {
             take_rejected(e, text, l->len, l->origin, l->line_no, b->text.data + l->reason_off);
             continue;

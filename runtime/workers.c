@@ -19,6 +19,7 @@
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
+    size_t home;               /* the worker that allocated ev (it decoded it), or SIZE_MAX */
     size_t rule;
     uint64_t hash;
     size_t key_off, key_len;   /* into Batch.keys */
@@ -48,6 +49,16 @@ typedef struct Worker {
     Batch *spare;              /* emptied batches back for reuse, under lock, so that
                                   batches rarely cross threads to be freed */
     size_t n_spare;
+    /* Events this worker allocated (decoded) that no one holds any more: it frees
+     * them itself, one after each line it decodes (workers_free_one), so that each
+     * free feeds the next allocation from the thread cache, as on one thread; glibc
+     * frees of another thread's chunks, or in bursts, cost more than the decoding. */
+    Event **returns;           /* under lock: given back, not yet taken */
+    size_t n_returns, cap_returns;
+    Event **draining;          /* the worker's: the returns it is freeing */
+    size_t n_draining, at_draining, cap_draining;
+    Event **stash;             /* the worker's: events to give back, by batch */
+    size_t cap_stash;
     size_t queued;
     Batch *filling;            /* owned by the sending thread */
     Batch *end;                /* the closing batch, allocated up front: ending never fails */
@@ -67,6 +78,7 @@ struct Workers {
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
     bool backlogged;           /* a queue reached QUEUE_HIGH; the sending thread's */
     bool failed;
+    size_t home;               /* during a dispatch: the worker that allocated the event */
     size_t next_job;           /* the worker the next job goes to; the sending thread's */
     /* the sending thread waiting for a job (workers_job_wait) */
     pthread_mutex_t job_lock;
@@ -107,11 +119,106 @@ static void batch_free(Batch *b)
     free(b);
 }
 
+/* Hands events allocated by worker `home` back to it (caller: another worker). */
+static void give_back(Worker *home, Event **evs, size_t n)
+{
+    pthread_mutex_lock(&home->lock);
+    if (home->n_returns + n > home->cap_returns) {
+        size_t cap = home->cap_returns ? home->cap_returns : 1024;
+        while (cap < home->n_returns + n)
+            cap *= 2;
+        Event **g = realloc(home->returns, cap * sizeof *g);
+        if (g) {
+            home->returns = g;
+            home->cap_returns = cap;
+        }
+    }
+    bool fits = home->n_returns + n <= home->cap_returns;
+    if (fits) {
+        memcpy(home->returns + home->n_returns, evs, n * sizeof *evs);
+        home->n_returns += n;
+    }
+    pthread_mutex_unlock(&home->lock);
+    for (size_t i = 0; !fits && i < n; i++)
+        event_release(evs[i]);   /* no room: freed here after all */
+}
+
+/* Takes the events given back for freeing, once the previous ones are all freed
+ * (worker thread). */
+static void take_returns(Worker *wk)
+{
+    if (wk->at_draining < wk->n_draining)
+        return;
+    pthread_mutex_lock(&wk->lock);
+    Event **evs = wk->returns;
+    size_t cap = wk->cap_returns;
+    wk->n_draining = wk->n_returns;
+    wk->at_draining = 0;
+    wk->returns = wk->draining;
+    wk->cap_returns = wk->cap_draining;
+    wk->n_returns = 0;
+    wk->draining = evs;
+    wk->cap_draining = cap;
+    pthread_mutex_unlock(&wk->lock);
+}
+
+static void free_returns(Worker *wk)
+{
+    for (;;) {
+        take_returns(wk);
+        if (wk->at_draining == wk->n_draining)
+            return;
+        while (wk->at_draining < wk->n_draining)
+            event_release(wk->draining[wk->at_draining++]);
+    }
+}
+
+void workers_free_one(Workers *ws, size_t worker)
+{
+    Worker *wk = &ws->w[worker];
+    if (wk->at_draining < wk->n_draining)
+        event_release(wk->draining[wk->at_draining++]);
+}
+
+/* Drops the items' references: an event whose last reference this is goes back to
+ * the worker that allocated it, this one included (worker thread). */
+static void release_items(Worker *wk, Batch *b)
+{
+    Workers *ws = wk->owner;
+    size_t away = 0;
+    if (wk->cap_stash < b->n) {
+        Event **g = realloc(wk->stash, b->n * sizeof *g);
+        if (g) {
+            wk->stash = g;
+            wk->cap_stash = b->n;
+        }
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        Item *it = &b->items[i];
+        /* refs > 1: someone else holds it (this shard's partial matches, or a later
+         * item of this batch), so this release cannot free it */
+        if (it->home == SIZE_MAX || it->ev->refs > 1 || wk->cap_stash < b->n) {
+            event_release(it->ev);
+            it->ev = NULL;
+        } else {
+            away++;
+        }
+    }
+    for (size_t h = 0; away && h < ws->n; h++) {
+        size_t n = 0;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->items[i].ev && b->items[i].home == h)
+                wk->stash[n++] = b->items[i].ev;
+        if (n)
+            give_back(&ws->w[h], wk->stash, n);
+        away -= n;
+    }
+}
+
 /* An emptied event batch goes back to its sender for reuse (worker thread). */
 static void batch_recycle(Worker *wk, Batch *b)
 {
-    for (size_t i = 0; i < b->n; i++)
-        event_release(b->items[i].ev);
+    release_items(wk, b);
     b->n = 0;
     buf_clear(&b->keys);
     b->upto = INT64_MIN;
@@ -179,6 +286,13 @@ static Batch *queue_pop(Worker *wk, WorkerJob **job)
 {
     pthread_mutex_lock(&wk->lock);
     while (!wk->head && !wk->jobs) {
+        if (wk->n_returns || wk->at_draining < wk->n_draining) {
+            /* nothing to decode soon: free what was given back before sleeping */
+            pthread_mutex_unlock(&wk->lock);
+            free_returns(wk);
+            pthread_mutex_lock(&wk->lock);
+            continue;
+        }
         int64_t due = wk->owner->processing_time ? shard_next_deadline(wk->shard) : INT64_MAX;
         if (due == INT64_MAX) {
             pthread_cond_wait(&wk->nonempty, &wk->lock);
@@ -238,6 +352,7 @@ static void *worker_main(void *arg)
     for (;;) {
         WorkerJob *job = NULL;
         Batch *b = queue_pop(wk, &job);
+        take_returns(wk);
         if (job) {
             run_job(wk->owner, job, (size_t)(wk - wk->owner->w));
             continue;
@@ -430,7 +545,7 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
         event_release(mine);
         return -1;
     }
-    b->items[b->n++] = (Item){mine, ri, h, off, klen};
+    b->items[b->n++] = (Item){mine, mine == ev ? ws->home : SIZE_MAX, ri, h, off, klen};
     b->upto = ev->time_ms;
     return 0;
 }
@@ -476,6 +591,7 @@ int workers_dispatch(Workers *ws, Event *ev)
 {
     bool original_used = false;
     dispatch_begin(ws);
+    ws->home = SIZE_MAX;
     router_begin(ws->router);
     for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
         RouteKey key;
@@ -487,10 +603,11 @@ int workers_dispatch(Workers *ws, Event *ev)
 }
 
 int workers_dispatch_routed(Workers *ws, Event *ev, const WorkerRoute *routes, size_t n,
-                            const char *key_base)
+                            const char *key_base, size_t home)
 {
     bool original_used = false;
     dispatch_begin(ws);
+    ws->home = home < ws->n ? home : SIZE_MAX;
     for (size_t i = 0; i < n && !ws->failed; i++) {
         const WorkerRoute *r = &routes[i];
         RouteKey key = {key_base + r->key_off, r->key_len, r->hash, NULL};
@@ -718,6 +835,13 @@ void workers_free(Workers *ws)
             wk->spare = b->next;
             batch_free(b);
         }
+        for (size_t j = 0; j < wk->n_returns; j++)
+            event_release(wk->returns[j]);
+        for (size_t j = wk->at_draining; j < wk->n_draining; j++)
+            event_release(wk->draining[j]);
+        free(wk->returns);
+        free(wk->draining);
+        free(wk->stash);
         if (wk->end)
             batch_free(wk->end);
         shard_free(wk->shard);

@@ -51,6 +51,10 @@ static inline bool workers_job_done(const WorkerJob *job)
 {
     return atomic_load_explicit(&job->done, memory_order_acquire);
 }
+/* Called by a job on worker `worker` after each allocation of an event: frees one of
+ * the events that worker allocated earlier and no one holds any more, so that its
+ * allocations and frees alternate as on one thread. */
+void workers_free_one(Workers *w, size_t worker);
 /* Waits until the job has run. */
 void workers_job_wait(Workers *w, WorkerJob *job);
 /* A rule's routing of an event done elsewhere (the engine's decoding jobs run the
@@ -64,9 +68,11 @@ typedef struct WorkerRoute {
 } WorkerRoute;
 
 /* workers_dispatch for an event already routed by the current rule set: routes[0..n)
- * in rule order. Takes over the caller's reference. -1 on allocation failure. */
+ * in rule order. home: the worker whose job allocated ev (SIZE_MAX: another thread);
+ * the other workers give it back to that one to free. Takes over the caller's
+ * reference. -1 on allocation failure. */
 int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, size_t n,
-                            const char *key_base);
+                            const char *key_base, size_t home);
 /* Backpressure: true once a send left a worker's queue half full, until workers_drain
  * succeeds. The reader should then stop reading (input_pause) rather than let the
  * sends block. */
