@@ -111,17 +111,33 @@ static DeadlineSlot *ring_at(const DeadlineHeap *d, size_t seq)
     return &d->ring[seq & (d->ring_cap - 1)];
 }
 
-/* Moves the slots to an array of cap slots; their sequence numbers, and so the
- * entries' heap_pos, stay. -1 on allocation failure (nothing changes). */
+/* Changes the ring to cap slots (a power of two, at least the span) in place, so that
+ * the allocator can grow or shrink the block where it is. Sequence numbers, and so
+ * the entries' heap_pos, stay; a slot moves only when its index changes, and never
+ * onto a slot not yet moved: the span is at most the smaller capacity, so no two
+ * slots in it share an index under either. -1 on allocation failure (nothing
+ * changes). */
 static int ring_resize(DeadlineHeap *d, size_t cap)
 {
-    DeadlineSlot *ring = cap < IN_HEAP / sizeof *ring ? malloc(cap * sizeof *ring) : NULL;
-    if (!ring)
-        return -1;
+    size_t old = d->ring_cap;
+    if (cap > old) {
+        DeadlineSlot *ring = cap < IN_HEAP / sizeof *ring ? realloc(d->ring, cap * sizeof *ring)
+                                                          : NULL;
+        if (!ring)
+            return -1;
+        d->ring = ring;
+        for (size_t seq = d->head; seq < d->tail; seq++)
+            if ((seq & (cap - 1)) != (seq & (old - 1)))
+                ring[seq & (cap - 1)] = ring[seq & (old - 1)];
+        d->ring_cap = cap;
+        return 0;
+    }
+    DeadlineSlot *ring = d->ring;
     for (size_t seq = d->head; seq < d->tail; seq++)
-        ring[seq & (cap - 1)] = *ring_at(d, seq);
-    free(d->ring);
-    d->ring = ring;
+        ring[seq & (cap - 1)] = ring[seq & (old - 1)];
+    ring = realloc(ring, cap * sizeof *ring);
+    if (ring)   /* else the block stays larger than needed: still correct */
+        d->ring = ring;
     d->ring_cap = cap;
     return 0;
 }
@@ -149,7 +165,7 @@ static void ring_fit(DeadlineHeap *d)
         span = d->tail - d->head;
     }
     if (d->ring_cap > RING_MIN && span <= d->ring_cap / 4)
-        (void)ring_resize(d, d->ring_cap / 2);   /* on failure keep the larger ring */
+        (void)ring_resize(d, d->ring_cap / 2);
 }
 
 /* Appends a slot that sorts after the ring's last one. -1 if there is no room (the
