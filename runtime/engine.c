@@ -105,9 +105,9 @@ struct Engine {
     char **origins;            /* origin strings of restored events (engine_restore); heap */
     size_t n_origins;
     Feed feed;                 /* with workers: lines out for decoding */
-    Event *pre_ev;             /* the event take_decoded handles, if already routed: */
-    const FeedBatch *pre_batch;   /* its batch */
-    const FeedLine *pre_line;     /* and line */
+    Event *pre_ev;             /* the decoded event take_decoded handles, until released: */
+    const FeedBatch *pre_batch;   /* its batch (the worker that allocated it) */
+    const FeedLine *pre_line;     /* and line (its routes, if routed) */
 };
 
 static char *dup_message(const char *msg)
@@ -369,15 +369,15 @@ static void match_event(Engine *e, Event *ev)
     e->released_ms = ev->time_ms;
     if (e->workers) {
         int rc;
-        if (ev == e->pre_ev) {
-            const FeedLine *l = e->pre_line;
+        const FeedLine *l = ev == e->pre_ev ? e->pre_line : NULL;
+        size_t home = l ? e->pre_batch->job.worker : SIZE_MAX;
+        if (l)
             e->pre_ev = NULL;
+        if (l && l->routed)
             rc = workers_dispatch_routed(e->workers, ev, &e->pre_batch->routes[l->route_first],
-                                         l->n_routes, e->pre_batch->keys.data,
-                                         e->pre_batch->job.worker);
-        } else {
-            rc = workers_dispatch(e->workers, ev);
-        }
+                                         l->n_routes, e->pre_batch->keys.data, home);
+        else
+            rc = workers_dispatch(e->workers, ev, home);
         if (rc < 0)
             e->failed = true;
         return;
@@ -537,7 +537,7 @@ static void feed_take(Engine *e, FeedBatch *b)
             continue;
         }
         /* its routes serve if it is released at once (not held by the reorder buffer) */
-        e->pre_ev = l->routed ? l->out.ev : NULL;
+        e->pre_ev = l->out.ev;
         e->pre_batch = b;
         e->pre_line = l;
         if (take_decoded(e, &l->out, text, l->len, l->origin, l->line_no, l->now_ms) < 0)

@@ -587,11 +587,11 @@ static int dispatch_end(Workers *ws, Event *ev)
     return ws->failed ? -1 : 0;
 }
 
-int workers_dispatch(Workers *ws, Event *ev)
+int workers_dispatch(Workers *ws, Event *ev, size_t home)
 {
     bool original_used = false;
     dispatch_begin(ws);
-    ws->home = SIZE_MAX;
+    ws->home = home < ws->n ? home : SIZE_MAX;
     router_begin(ws->router);
     for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
         RouteKey key;

@@ -42,8 +42,10 @@ typedef struct WorkerJob {
  * hooks->sink.alert and hooks->warn are called from the worker threads. NULL on failure. */
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
                      const EngineHooks *hooks, bool processing_time);
-/* Routes one released event; takes over the caller's reference. -1 on allocation failure. */
-int workers_dispatch(Workers *w, Event *ev);
+/* Routes one released event; takes over the caller's reference. home: the worker
+ * whose job allocated ev, or SIZE_MAX (another thread): the other workers give it back
+ * to that one to free. -1 on allocation failure. */
+int workers_dispatch(Workers *w, Event *ev, size_t home);
 /* Queues a job on the next worker in turn; never blocks, cannot fail. */
 void workers_submit(Workers *w, WorkerJob *job);
 /* True once the job has run (acquire: its results are visible). */
@@ -68,9 +70,7 @@ typedef struct WorkerRoute {
 } WorkerRoute;
 
 /* workers_dispatch for an event already routed by the current rule set: routes[0..n)
- * in rule order. home: the worker whose job allocated ev (SIZE_MAX: another thread);
- * the other workers give it back to that one to free. Takes over the caller's
- * reference. -1 on allocation failure. */
+ * in rule order. -1 on allocation failure. */
 int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, size_t n,
                             const char *key_base, size_t home);
 /* Backpressure: true once a send left a worker's queue half full, until workers_drain
