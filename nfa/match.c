@@ -216,13 +216,34 @@ void nfa_work_free(NfaWork *w)
 
 /* ---- conditions ------------------------------------------------------------------ */
 
+/* A ladder: groups whose conditions read `OPERAND OP NUMBER` with the same operand
+ * text and operator (one of > >= < <=) and different numbers, such as `amount > 500`
+ * and `amount > 600` in two rules. For one event the results are monotone in the
+ * number, so a binary search over the rungs (sorted by number) evaluates about log2(n)
+ * of them and knows them all. */
+typedef struct Rung {
+    double number;
+    uint32_t group;
+    const CExpr *ce;       /* one of the group's conditions (borrowed from its Nfa) */
+} Rung;
+
+typedef struct Ladder {
+    uint32_t first, n;     /* rungs[first .. first + n), by number ascending */
+    bool rising;           /* < <=: true from some number up; > >=: true up to one */
+} Ladder;
+
 struct NfaCondShare {
     size_t n_rules;
     size_t n_groups;
     uint32_t **ids;        /* per rule: 2 per step (where, until): a group or NFA_NONE */
+    uint32_t *ladder_of;   /* per group: its ladder, or NFA_NONE */
+    Rung *rungs;
+    Ladder *ladders;
+    size_t n_ladders;
 };
 
 struct NfaCondCache {
+    const NfaCondShare *share;
     uint64_t event;        /* the current event's number; seen[g] == event: vals[g] holds */
     uint64_t *seen;
     int8_t *vals;
@@ -240,8 +261,32 @@ typedef struct Decide {
     bool stopped;          /* a stop state was reached: the branch dies */
 } Decide;
 
+static void cache_put(NfaCondCache *c, uint32_t g, bool holds)
+{
+    c->seen[g] = c->event;
+    c->vals[g] = holds;
+}
+
+/* Every rung of a ladder for this event, by binary search: the rungs below `lo` have
+ * the result of the lowest number, the others the opposite. */
+static void climb(Decide *d, NfaCondCache *c, const Ladder *l)
+{
+    const Rung *r = &c->share->rungs[l->first];
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        bool holds = expr_test(r[mid].ce, &d->ec, d->scratch);
+        if (holds != l->rising)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        cache_put(c, r[i].group, (i < lo) != l->rising);
+}
+
 /* A non-iterative condition: from another rule's evaluation of the same text for
- * this event when the cache has it. */
+ * this event when the cache has it, or from its ladder. */
 static bool test_shared(Decide *d, const CExpr *ce, size_t slot)
 {
     uint32_t g = d->cache ? d->cache_ids[slot] : NFA_NONE;
@@ -252,9 +297,13 @@ static bool test_shared(Decide *d, const CExpr *ce, size_t slot)
         c->hits++;
         return c->vals[g] == 1;
     }
+    uint32_t l = c->share->ladder_of[g];
+    if (l != NFA_NONE) {
+        climb(d, c, &c->share->ladders[l]);
+        return c->vals[g] == 1;
+    }
     bool holds = expr_test(ce, &d->ec, d->scratch);
-    c->seen[g] = c->event;
-    c->vals[g] = holds;
+    cache_put(c, g, holds);
     return holds;
 }
 
@@ -264,6 +313,8 @@ static bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t slot)
         return true;
     if (iterative)
         return expr_test(ce, &d->ec, d->scratch);
+    if (d->cache && d->cache_ids[slot] != NFA_NONE)
+        return test_shared(d, ce, slot);   /* the cache is this event's memo already */
     NfaWork *w = d->w;
     if (w->memo_seen[slot] != w->memo_now) {
         w->memo[slot] = test_shared(d, ce, slot);
@@ -734,6 +785,49 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     settle(nfa, key, w);
 }
 
+/* The cache's result for a condition slot this event: 1, 0, or -1 if it has none. */
+static int cached_result(NfaCondCache *c, const uint32_t *ids, size_t slot)
+{
+    uint32_t g = c ? ids[slot] : NFA_NONE;
+    if (g == NFA_NONE || c->seen[g] != c->event)
+        return -1;
+    c->hits++;
+    return c->vals[g] == 1;
+}
+
+static bool wake_test(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, const CExpr *ce, size_t slot)
+{
+    Decide d = {.nfa = nfa,
+                .ec = {.event = ev, .time_ms = ev->time_ms},
+                .scratch = ctx->scratch,
+                .cache = ctx->cond_ids ? ctx->cond_cache : NULL,
+                .cache_ids = ctx->cond_ids,
+                .w = ctx->work};
+    return test_shared(&d, ce, slot);
+}
+
+bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+{
+    NfaCondCache *cache = ctx->cond_ids ? ctx->cond_cache : NULL;
+    const NfaState *start = &nfa->states[nfa->start];
+    for (uint32_t i = 0; i < start->n_edges; i++) {
+        const NfaEdge *e = &nfa->edges[start->first_edge + i];
+        const NfaCond *c = &nfa->conds[e->cond];
+        if (e->action == NFA_PROCEED || c->kind != NFA_C_WHERE)
+            return true;   /* not the simple shape: the matcher decides */
+        const NfaStep *st = &nfa->steps[c->step];
+        if (!st->where || st->where_iter)
+            return true;
+        size_t slot = 2 * (size_t)c->step;
+        int holds = cached_result(cache, ctx->cond_ids, slot);
+        if (holds < 0)
+            holds = wake_test(nfa, ev, ctx, st->where, slot);
+        if (holds)
+            return true;
+    }
+    return false;
+}
+
 int64_t nfa_key_deadline(const NfaKey *key)
 {
     return key ? key->deadline : INT64_MAX;
@@ -785,6 +879,7 @@ void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)
 
 typedef struct CondRef {
     const char *text;
+    const CExpr *ce;
     size_t rule, slot;
 } CondRef;
 
@@ -806,32 +901,150 @@ static size_t shareable(const Nfa *const *nfas, size_t n, CondRef *out)
             const NfaStep *st = &nfas[r]->steps[i];
             if (st->where && !st->where_iter && st->where_text) {
                 if (out)
-                    out[count] = (CondRef){st->where_text, r, 2 * i};
+                    out[count] = (CondRef){st->where_text, st->where, r, 2 * i};
                 count++;
             }
             if (st->until && !st->until_iter && st->until_text) {
                 if (out)
-                    out[count] = (CondRef){st->until_text, r, 2 * i + 1};
+                    out[count] = (CondRef){st->until_text, st->until, r, 2 * i + 1};
                 count++;
             }
         }
     return count;
 }
 
-/* Runs of equal text that span two places or more become groups. */
-static void assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
+/* ---- ladders ---- */
+
+typedef struct RangeCond {
+    size_t operand_len;    /* the operand is text[0 .. operand_len) */
+    int op;                /* index in range_ops */
+    double number;
+} RangeCond;
+
+static const char *const range_ops[] = {" >= ", " > ", " <= ", " < "};
+
+static bool is_path_char(char c)
 {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.';
+}
+
+/* Is the canonical text `PATH OP NUMBER`? Only a plain field path: with anything
+ * else around the comparison (`not`, `or`) the result need not be monotone. */
+static bool range_cond(const char *text, RangeCond *rc)
+{
+    size_t i = 0;
+    if (!is_path_char(text[0]) || (text[0] >= '0' && text[0] <= '9') || text[0] == '.')
+        return false;
+    while (is_path_char(text[i]))
+        i++;
+    for (int op = 0; op < 4; op++) {
+        size_t len = strlen(range_ops[op]);
+        if (strncmp(text + i, range_ops[op], len) != 0)
+            continue;
+        const char *num = text + i + len, *digits = num + (*num == '-');
+        if (*digits < '0' || *digits > '9')
+            return false;
+        char *end;
+        double v = strtod(num, &end);
+        if (*end || v != v || v - v != 0)   /* trailing text, NaN or infinite */
+            return false;
+        *rc = (RangeCond){i, op, v};
+        return true;
+    }
+    return false;
+}
+
+typedef struct Candidate {
+    const char *text;
+    RangeCond rc;
+    uint32_t group;
+    const CExpr *ce;
+} Candidate;
+
+static int cmp_candidate(const void *a, const void *b)
+{
+    const Candidate *x = a, *y = b;
+    size_t n = x->rc.operand_len < y->rc.operand_len ? x->rc.operand_len : y->rc.operand_len;
+    int c = memcmp(x->text, y->text, n);
+    if (c)
+        return c;
+    if (x->rc.operand_len != y->rc.operand_len)
+        return x->rc.operand_len < y->rc.operand_len ? -1 : 1;
+    if (x->rc.op != y->rc.op)
+        return x->rc.op < y->rc.op ? -1 : 1;
+    if (x->rc.number != y->rc.number)
+        return x->rc.number < y->rc.number ? -1 : 1;
+    return (x->group > y->group) - (x->group < y->group);
+}
+
+static bool same_ladder(const Candidate *x, const Candidate *y)
+{
+    return x->rc.operand_len == y->rc.operand_len && x->rc.op == y->rc.op &&
+           memcmp(x->text, y->text, x->rc.operand_len) == 0;
+}
+
+/* Fewer rungs gain nothing over evaluating each. */
+#define LADDER_MIN 3
+
+/* Turns runs of candidates (sorted) into ladders. False on allocation failure. */
+static bool build_ladders(NfaCondShare *sh, const Candidate *cand, size_t n)
+{
+    sh->rungs = malloc((n ? n : 1) * sizeof *sh->rungs);
+    sh->ladders = malloc((n / LADDER_MIN + 1) * sizeof *sh->ladders);
+    if (!sh->rungs || !sh->ladders)
+        return false;
+    size_t n_rungs = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && same_ladder(&cand[i], &cand[j]))
+            j++;
+        if (j - i >= LADDER_MIN) {
+            Ladder *l = &sh->ladders[sh->n_ladders];
+            *l = (Ladder){(uint32_t)n_rungs, (uint32_t)(j - i), cand[i].rc.op >= 2};
+            for (size_t k = i; k < j; k++) {
+                sh->ladder_of[cand[k].group] = (uint32_t)sh->n_ladders;
+                sh->rungs[n_rungs++] = (Rung){cand[k].rc.number, cand[k].group, cand[k].ce};
+            }
+            sh->n_ladders++;
+        }
+        i = j;
+    }
+    return true;
+}
+
+/* Runs of equal text that span two places or more become groups, and so does every
+ * text that may join a ladder; the ladders are then built over those groups. False on
+ * allocation failure. */
+static bool assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
+{
+    Candidate *cand = malloc((n ? n : 1) * sizeof *cand);
+    if (!cand)
+        return false;
+    size_t n_cand = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
         while (j < n && strcmp(refs[j].text, refs[i].text) == 0)
             j++;
-        if (j - i > 1) {
+        RangeCond rc;
+        bool range = range_cond(refs[i].text, &rc);
+        if (j - i > 1 || range) {
             for (size_t k = i; k < j; k++)
                 sh->ids[refs[k].rule][refs[k].slot] = (uint32_t)sh->n_groups;
+            if (range)
+                cand[n_cand++] = (Candidate){refs[i].text, rc, (uint32_t)sh->n_groups, refs[i].ce};
             sh->n_groups++;
         }
         i = j;
     }
+    qsort(cand, n_cand, sizeof *cand, cmp_candidate);
+    sh->ladder_of = malloc((sh->n_groups ? sh->n_groups : 1) * sizeof *sh->ladder_of);
+    bool ok = sh->ladder_of != NULL;
+    for (size_t g = 0; ok && g < sh->n_groups; g++)
+        sh->ladder_of[g] = NFA_NONE;
+    ok = ok && build_ladders(sh, cand, n_cand);
+    free(cand);
+    return ok;
 }
 
 NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
@@ -851,15 +1064,16 @@ NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
         for (size_t i = 0; ok && i < slots; i++)
             sh->ids[r][i] = NFA_NONE;
     }
+    if (ok) {
+        shareable(nfas, n, refs);
+        qsort(refs, n_refs, sizeof *refs, cmp_cond_text);
+        ok = assign_groups(sh, refs, n_refs);
+    }
+    free(refs);
     if (!ok) {
-        free(refs);
         nfa_cond_share_free(sh);
         return NULL;
     }
-    shareable(nfas, n, refs);
-    qsort(refs, n_refs, sizeof *refs, cmp_cond_text);
-    assign_groups(sh, refs, n_refs);
-    free(refs);
     return sh;
 }
 
@@ -871,12 +1085,20 @@ void nfa_cond_share_free(NfaCondShare *share)
         for (size_t r = 0; r < share->n_rules; r++)
             free(share->ids[r]);
     free(share->ids);
+    free(share->ladder_of);
+    free(share->rungs);
+    free(share->ladders);
     free(share);
 }
 
 size_t nfa_cond_share_groups(const NfaCondShare *share)
 {
     return share->n_groups;
+}
+
+size_t nfa_cond_share_ladders(const NfaCondShare *share)
+{
+    return share->n_ladders;
 }
 
 const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule)
@@ -889,6 +1111,7 @@ NfaCondCache *nfa_cond_cache_new(const NfaCondShare *share)
     NfaCondCache *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    c->share = share;
     size_t n = share->n_groups ? share->n_groups : 1;
     c->seen = calloc(n, sizeof *c->seen);   /* 0: never; events count from 1 */
     c->vals = calloc(n, sizeof *c->vals);

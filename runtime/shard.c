@@ -464,16 +464,12 @@ static PartEntry *find_key(const RuleState *st, const RouteKey *k)
                ? part_lookup(&st->keys, k->bytes, k->len, k->hash) : NULL;
 }
 
-/* One event for one rule and key, whose entry (find_key) is pe. Most events start
- * nothing for most rules, so a key seen for the first time gets its entry only once
- * its NFA keeps state or alerts. */
-static void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe)
+/* One event for one rule and a key without an entry. Most events start nothing for
+ * most rules (nfa_key_wakes says so cheaply), so a key seen for the first time gets its
+ * entry only once its NFA keeps state or alerts. */
+static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     RuleState *st = &s->rules[ri];
-    if (pe) {
-        feed_entry(s, ri, pe, ev);
-        return;
-    }
     NfaKey *fresh = NULL;
     s->cur_rule = ri;
     s->cur_entry = NULL;
@@ -481,7 +477,7 @@ static void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEn
     s->refused = false;
     uint32_t refs0 = ev->refs;
     nfa_key_event(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
-    pe = s->cur_entry;   /* made by on_result if the event alerted */
+    PartEntry *pe = s->cur_entry;   /* made by on_result if the event alerted */
     if (fresh && !pe)
         pe = materialize(s, ri);
     s->pending = NULL;
@@ -493,6 +489,15 @@ static void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEn
         settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
     }
     warn_if_needed(s, ri);
+}
+
+/* One event for one rule and key, whose entry (find_key) is pe. */
+static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe)
+{
+    if (pe)
+        feed_entry(s, ri, pe, ev);
+    else if (nfa_key_wakes(s->rs->rules[ri].nfa, ev, &s->rules[ri].ctx))
+        feed_new(s, ri, k, ev);
 }
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)

@@ -344,7 +344,19 @@ bool nh_feed_line(NfaHarness *h, const char *line, char **err)
         EvalCtx ec = {.event = ev, .time_ms = ev->time_ms};
         if (r->filter && !expr_test(r->filter, &ec, h->scratch))
             continue;
-        nfa_key_event(r->nfa, &r->keys[h->cur_key], ev, &ctx);
+        NfaKey **key = &r->keys[h->cur_key];
+        bool idle = *key == NULL;
+        bool wakes = idle && nfa_key_wakes(r->nfa, ev, &ctx);
+        size_t before = h->results.n;
+        nfa_key_event(r->nfa, key, ev, &ctx);
+        /* the shard skips idle keys that do not wake: that must change nothing */
+        if (idle && !wakes && (*key || h->results.n != before)) {
+            *err = heap_printf("rule %s: nfa_key_wakes said no, but %s", r->ast->name,
+                               *key ? "a partial match started" : "a result came");
+            expr_scratch_reset(h->scratch);
+            event_release(ev);
+            return false;
+        }
     }
     expr_scratch_reset(h->scratch);
     event_release(ev);

@@ -1,7 +1,9 @@
 /* tests/test_nfa_memory.c — state does not outlive matches: many keys are driven
  * through complete two-step matches (a sliding window of keys in flight), then every
  * key must be NULL, the live counter 0, and every event referenced by the test
- * alone (so no MatchNode survives). VIGIL_TEST_SMALL shrinks the run for valgrind. */
+ * alone (so no MatchNode survives). VIGIL_TEST_SMALL shrinks the run for valgrind.
+ * Also the matcher's memory layout (keys, their reuse, the stamped memo), the heap
+ * cost per key, and the shared-condition ladders that save evaluations. */
 #include <check.h>
 #include <malloc.h>
 #include <stdint.h>
@@ -17,6 +19,7 @@
 #include "nfa/nfa.h"
 #include "nfa/nfa_internal.h"
 #include "runtime/decode.h"
+#include "tests/test_nfa_harness.h"
 
 #define WINDOW 1000
 
@@ -233,6 +236,54 @@ START_TEST(test_memo_stamp_wraps_cleanly)
 }
 END_TEST
 
+/* Threshold ladders (rules that differ only in the number of `v > N`) answer from a
+ * few evaluations by binary search: every result must be the one each rule gets on
+ * its own, whatever v is (numbers on and between the thresholds, a string, null,
+ * missing, a boolean). */
+START_TEST(test_threshold_ladders_match_plain_evaluation)
+{
+    static const char *const conds[] = {
+        "v > 1", "v > 2.5", "v > -3", "v > 10", "v > 2.5", "v > 0",
+        "v >= 2", "v >= 3", "v >= 4", "v < 0", "v < 5", "v < 100",
+        "v <= 5", "v <= -1", "v <= 7", "v > 1 or v < -100", "w > 1"};
+    size_t n_conds = sizeof conds / sizeof *conds;
+    char text[4096];
+    size_t len = 0;
+    for (size_t i = 0; i < n_conds; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "rule g%zu { begin a where %s; skip no_skip; "
+                                "on match alert \"m\"; }\n", i, conds[i]);
+    snprintf(text + len, sizeof text - len,
+             "rule two { begin a where v > 1; followed_by b where v >= 3; skip no_skip; "
+             "on match alert \"m\"; }\n");
+    static const char *const events =
+        "e1:x@1,v=5 e2:x@2,v=2.5 e3:x@3,v=3 e4:x@4,v=-3 e5:x@5,v=10 e6:x@6,v=100 "
+        "e7:x@7,v=0 e8:x@8,v=-1 e9:x@9,v=7 e10:x@10,v=1e9 e11:x@11,v=\"3\" "
+        "e12:x@12,v=null e13:x@13 e14:x@14,v=true e15:x@15,v=2.4999 e16:x@16,v=4 "
+        "e17:x@17,v=-1000,w=2";
+    char *err = NULL;
+    NfaHarness *plain = nh_new(text, NH_WITH_RULE, 0, &err);
+    ck_assert_msg(plain != NULL, "%s", err ? err : "?");
+    NfaHarness *shared = nh_new(text, NH_WITH_RULE | NH_SHARE_CONDS, 0, &err);
+    ck_assert_msg(shared != NULL, "%s", err ? err : "?");
+    /* >: six numbers (2.5 twice: one group), >=, < and <= three each; `w > 1` and
+     * the `or` are no rungs */
+    ck_assert_uint_eq(nfa_cond_share_ladders(nh_share(shared)), 4);
+    ck_assert(nh_feed_compact(plain, events, &err));
+    ck_assert(nh_feed_compact(shared, events, &err));
+    size_t n_plain, n_shared;
+    char **rp = nh_results(plain, &n_plain);
+    char **rs = nh_results(shared, &n_shared);
+    ck_assert_uint_gt(n_plain, 60);
+    ck_assert_uint_eq(n_plain, n_shared);
+    for (size_t i = 0; i < n_plain; i++)
+        ck_assert_str_eq(rp[i], rs[i]);
+    ck_assert_uint_gt(nfa_cond_cache_hits(nh_cache(shared)), 0);
+    nh_free(plain);
+    nh_free(shared);
+}
+END_TEST
+
 /* ---- heap cost (the figures in nfa/SEMANTICS.md, section 10) -------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -322,6 +373,7 @@ int main(void)
     tcase_add_test(tc, test_free_releases_shared_chains);
     tcase_add_test(tc, test_key_is_one_line_and_inline_until_it_branches);
     tcase_add_test(tc, test_memo_stamp_wraps_cleanly);
+    tcase_add_test(tc, test_threshold_ladders_match_plain_evaluation);
     tcase_add_test(tc, test_heap_per_partial_and_event);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
