@@ -1,18 +1,22 @@
-/* runtime/deadline.c — per-rule timers: a sorted ring of partition entries by
- * deadline, with a heap for the deadlines out of its order (see deadline.h), and the
- * rules' clock. */
+/* runtime/deadline.c — per-rule timers: sorted rings of partition entries by
+ * deadline, with a heap for the deadlines out of their order (see deadline.h), and
+ * the rules' clock. */
 #include "runtime/deadline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* heap_pos of an entry in the heap: its index with this bit set; of one in the ring:
- * its sequence number, always below it. */
-#define IN_HEAP ((size_t)1 << (sizeof(size_t) * 8 - 1))
+/* heap_pos of an entry in the heap: its index with the top bit set; of one in a
+ * ring: the ring's number in the two bits below it, then its sequence number. */
+#define POS_BITS (sizeof(size_t) * 8)
+#define IN_HEAP ((size_t)1 << (POS_BITS - 1))
+#define RING_SHIFT (POS_BITS - 3)
+#define SEQ_LIMIT ((size_t)1 << RING_SHIFT)
+_Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
 #define RING_MIN 16
 #define HEAP_MIN 64
-/* Holes are squeezed out of a ring of at least this many slots once they are three
- * quarters of it: the linear cost is then paid for by the removals that made them. */
+/* Holes are squeezed out of a ring spanning at least this many slots once they are
+ * three quarters of it (or half of it when it is full): the linear cost is then paid for by the removals that made them. */
 #define COMPACT_SPAN 64
 /* Four children per node: every move writes the moved entry's heap_pos, a cache miss
  * on a cold entry, so a heap half as deep costs about half as much; the four child
@@ -31,7 +35,7 @@ static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
     return c < 0 || (c == 0 && x->klen < y->klen);
 }
 
-/* ---- the heap of deadlines out of the ring's order -------------------------------- */
+/* ---- the heap of deadlines out of the rings' order ------------------------------- */
 
 static void heap_place(DeadlineHeap *d, size_t i, DeadlineSlot s)
 {
@@ -104,109 +108,132 @@ static void heap_delete(DeadlineHeap *d, size_t i)
     }
 }
 
-/* ---- the sorted ring ------------------------------------------------------------- */
+/* ---- the sorted rings ------------------------------------------------------------ */
 
-static DeadlineSlot *ring_at(const DeadlineHeap *d, size_t seq)
+static DeadlineSlot *ring_at(const DeadlineRing *r, size_t seq)
 {
-    return &d->ring[seq & (d->ring_cap - 1)];
+    return &r->s[seq & (r->cap - 1)];
 }
 
-/* Changes the ring to cap slots (a power of two, at least the span) in place, so that
+/* Changes the ring to cap slots (a power of two, at least its span) in place, so that
  * the allocator can grow or shrink the block where it is. Sequence numbers, and so
  * the entries' heap_pos, stay; a slot moves only when its index changes, and never
  * onto a slot not yet moved: the span is at most the smaller capacity, so no two
  * slots in it share an index under either. -1 on allocation failure (nothing
  * changes). */
-static int ring_resize(DeadlineHeap *d, size_t cap)
+static int ring_resize(DeadlineRing *r, size_t cap)
 {
-    size_t old = d->ring_cap;
+    size_t old = r->cap;
     if (cap > old) {
-        DeadlineSlot *ring = cap < IN_HEAP / sizeof *ring ? realloc(d->ring, cap * sizeof *ring)
-                                                          : NULL;
-        if (!ring)
+        DeadlineSlot *s = cap < IN_HEAP / sizeof *s ? realloc(r->s, cap * sizeof *s) : NULL;
+        if (!s)
             return -1;
-        d->ring = ring;
-        for (size_t seq = d->head; seq < d->tail; seq++)
+        r->s = s;
+        for (size_t seq = r->head; seq < r->tail; seq++)
             if ((seq & (cap - 1)) != (seq & (old - 1)))
-                ring[seq & (cap - 1)] = ring[seq & (old - 1)];
-        d->ring_cap = cap;
+                s[seq & (cap - 1)] = s[seq & (old - 1)];
+        r->cap = cap;
         return 0;
     }
-    DeadlineSlot *ring = d->ring;
-    for (size_t seq = d->head; seq < d->tail; seq++)
-        ring[seq & (cap - 1)] = ring[seq & (old - 1)];
-    ring = realloc(ring, cap * sizeof *ring);
-    if (ring)   /* else the block stays larger than needed: still correct */
-        d->ring = ring;
-    d->ring_cap = cap;
+    DeadlineSlot *s = r->s;
+    for (size_t seq = r->head; seq < r->tail; seq++)
+        s[seq & (cap - 1)] = s[seq & (old - 1)];
+    s = realloc(s, cap * sizeof *s);
+    if (s)   /* else the block stays larger than needed: still correct */
+        r->s = s;
+    r->cap = cap;
     return 0;
 }
 
 /* Squeezes the holes out, in place: each entry moves back, never over an unread
  * slot, and gets its new sequence number. */
-static void ring_compact(DeadlineHeap *d)
+static void ring_compact(DeadlineRing *r, size_t ri)
 {
-    size_t to = d->head;
-    for (size_t seq = d->head; seq < d->tail; seq++) {
-        DeadlineSlot s = *ring_at(d, seq);
+    size_t to = r->head;
+    for (size_t seq = r->head; seq < r->tail; seq++) {
+        DeadlineSlot s = *ring_at(r, seq);
         if (!s.entry)
             continue;
-        *ring_at(d, to) = s;
-        s.entry->heap_pos = to++;
+        *ring_at(r, to) = s;
+        s.entry->heap_pos = ri << RING_SHIFT | to++;
     }
-    d->tail = to;
+    r->tail = to;
 }
 
-static void ring_fit(DeadlineHeap *d)
+static void ring_fit(DeadlineRing *r, size_t ri)
 {
-    size_t span = d->tail - d->head;
-    if (span >= COMPACT_SPAN && d->ring_live * 4 <= span) {
-        ring_compact(d);
-        span = d->tail - d->head;
+    size_t span = r->tail - r->head;
+    if (span >= COMPACT_SPAN && r->live * 4 <= span) {
+        ring_compact(r, ri);
+        span = r->tail - r->head;
     }
-    if (d->ring_cap > RING_MIN && span <= d->ring_cap / 4)
-        (void)ring_resize(d, d->ring_cap / 2);
+    if (r->cap > RING_MIN && span <= r->cap / 4)
+        (void)ring_resize(r, r->cap / 2);
 }
 
 /* Appends a slot that sorts after the ring's last one. -1 if there is no room (the
  * caller puts it in the heap instead). */
-static int ring_append(DeadlineHeap *d, DeadlineSlot s)
+static int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
 {
-    if (d->tail - d->head == d->ring_cap) {
-        if (d->ring_live * 2 <= d->ring_cap && d->ring_cap)
-            ring_compact(d);
-        else if (ring_resize(d, d->ring_cap ? d->ring_cap * 2 : RING_MIN) < 0)
+    if (r->tail - r->head == r->cap) {
+        if (r->cap && r->live * 2 <= r->cap)
+            ring_compact(r, ri);
+        else if (ring_resize(r, r->cap ? r->cap * 2 : RING_MIN) < 0)
             return -1;
     }
-    if (d->tail >= IN_HEAP - 1)   /* sequence numbers exhausted (32-bit size_t) */
+    if (r->tail >= SEQ_LIMIT)   /* sequence numbers exhausted (32-bit size_t) */
         return -1;
-    *ring_at(d, d->tail) = s;
-    s.entry->heap_pos = d->tail++;
-    d->ring_live++;
+    *ring_at(r, r->tail) = s;
+    s.entry->heap_pos = ri << RING_SHIFT | r->tail++;
+    r->live++;
     return 0;
 }
 
-static void ring_remove(DeadlineHeap *d, size_t seq)
+static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
 {
-    ring_at(d, seq)->entry = NULL;
-    if (!--d->ring_live) {
-        d->head = d->tail = 0;   /* restart the sequence numbers too */
+    ring_at(r, seq)->entry = NULL;
+    if (!--r->live) {
+        r->head = r->tail = 0;   /* restart the sequence numbers too */
     } else {
-        while (!ring_at(d, d->head)->entry)
-            d->head++;
-        while (!ring_at(d, d->tail - 1)->entry)
-            d->tail--;
+        while (!ring_at(r, r->head)->entry)
+            r->head++;
+        while (!ring_at(r, r->tail - 1)->entry)
+            r->tail--;
     }
-    ring_fit(d);
+    ring_fit(r, ri);
+}
+
+/* The ring to append s to: of those whose last slot precedes it, the one whose last
+ * slot is latest; else an empty one; else none (DEADLINE_RINGS). */
+static size_t ring_for(const DeadlineHeap *d, const DeadlineSlot *s)
+{
+    size_t best = DEADLINE_RINGS, empty = DEADLINE_RINGS;
+    const DeadlineSlot *best_last = NULL;
+    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
+        const DeadlineRing *r = &d->ring[ri];
+        if (!r->live) {
+            empty = empty < ri ? empty : ri;
+            continue;
+        }
+        const DeadlineSlot *last = ring_at(r, r->tail - 1);
+        if (slot_before(last, s) && (!best_last || slot_before(best_last, last))) {
+            best = ri;
+            best_last = last;
+        }
+    }
+    return best < DEADLINE_RINGS ? best : empty;
 }
 
 /* ---- both ------------------------------------------------------------------------- */
 
 static void find_top(DeadlineHeap *d)
 {
-    const DeadlineSlot *best = d->ring_live ? ring_at(d, d->head) : NULL;
-    if (d->hn && (!best || slot_before(&d->h[0], best)))
-        best = &d->h[0];
+    const DeadlineSlot *best = d->hn ? &d->h[0] : NULL;
+    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
+        const DeadlineRing *r = &d->ring[ri];
+        if (r->live && (!best || slot_before(ring_at(r, r->head), best)))
+            best = ring_at(r, r->head);
+    }
     d->top = best ? best->entry : NULL;
     d->top_deadline = best ? best->deadline : INT64_MAX;
 }
@@ -214,8 +241,8 @@ static void find_top(DeadlineHeap *d)
 static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
     DeadlineSlot s = {deadline, e};
-    bool in_order = !d->ring_live || slot_before(ring_at(d, d->tail - 1), &s);
-    if ((!in_order || ring_append(d, s) < 0) && heap_push(d, s) < 0)
+    size_t ri = ring_for(d, &s);
+    if ((ri == DEADLINE_RINGS || ring_append(&d->ring[ri], ri, s) < 0) && heap_push(d, s) < 0)
         return -1;
     e->deadline = deadline;
     d->n++;
@@ -225,10 +252,12 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 static void erase(DeadlineHeap *d, PartEntry *e)
 {
     size_t pos = e->heap_pos;
-    if (pos & IN_HEAP)
+    if (pos & IN_HEAP) {
         heap_delete(d, pos & ~IN_HEAP);
-    else
-        ring_remove(d, pos);
+    } else {
+        size_t ri = pos >> RING_SHIFT;
+        ring_remove(&d->ring[ri], ri, pos & (SEQ_LIMIT - 1));
+    }
     e->heap_pos = SIZE_MAX;
     e->deadline = INT64_MAX;
     d->n--;
@@ -236,20 +265,20 @@ static void erase(DeadlineHeap *d, PartEntry *e)
 
 void deadline_init(DeadlineHeap *d)
 {
-    memset(d, 0, sizeof *d);
-    d->top = NULL;
-    d->ring = d->h = NULL;
-    d->top_deadline = INT64_MAX;
+    *d = (DeadlineHeap){.top = NULL, .top_deadline = INT64_MAX};
 }
 
 void deadline_free(DeadlineHeap *d)
 {
-    for (size_t seq = d->head; seq < d->tail; seq++)
-        if (ring_at(d, seq)->entry)
-            ring_at(d, seq)->entry->heap_pos = SIZE_MAX;
+    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
+        DeadlineRing *r = &d->ring[ri];
+        for (size_t seq = r->head; seq < r->tail; seq++)
+            if (ring_at(r, seq)->entry)
+                ring_at(r, seq)->entry->heap_pos = SIZE_MAX;
+        free(r->s);
+    }
     for (size_t i = 0; i < d->hn; i++)
         d->h[i].entry->heap_pos = SIZE_MAX;
-    free(d->ring);
     free(d->h);
     deadline_init(d);
 }
@@ -288,39 +317,39 @@ bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
             return false;
         s = &d->h[pos & ~IN_HEAP];
     } else {
-        if (pos < d->head || pos >= d->tail)
+        size_t ri = pos >> RING_SHIFT, seq = pos & (SEQ_LIMIT - 1);
+        if (ri >= DEADLINE_RINGS || seq < d->ring[ri].head || seq >= d->ring[ri].tail)
             return false;
-        s = ring_at(d, pos);
+        s = ring_at(&d->ring[ri], seq);
     }
     return s->entry == e && s->deadline == e->deadline;
 }
 
-static const char *verify_ring(const DeadlineHeap *d, const DeadlineSlot **best)
+static const char *verify_ring(const DeadlineRing *r, size_t ri, const DeadlineSlot **best)
 {
-    if (d->ring_cap & (d->ring_cap - 1))
+    if (r->cap & (r->cap - 1))
         return "ring capacity is not a power of two";
-    if (d->tail < d->head || d->tail - d->head > d->ring_cap)
+    if (r->tail < r->head || r->tail - r->head > r->cap)
         return "ring span exceeds its capacity";
-    if (d->head != d->tail &&
-        (!ring_at(d, d->head)->entry || !ring_at(d, d->tail - 1)->entry))
-        return "a hole at an end of the ring";
+    if (r->head != r->tail && (!ring_at(r, r->head)->entry || !ring_at(r, r->tail - 1)->entry))
+        return "a hole at an end of a ring";
     const DeadlineSlot *prev = NULL;
     size_t live = 0;
-    for (size_t seq = d->head; seq < d->tail; seq++) {
-        const DeadlineSlot *s = ring_at(d, seq);
+    for (size_t seq = r->head; seq < r->tail; seq++) {
+        const DeadlineSlot *s = ring_at(r, seq);
         if (!s->entry)
             continue;
         live++;
-        if (s->entry->heap_pos != seq || s->entry->deadline != s->deadline)
+        if (s->entry->heap_pos != (ri << RING_SHIFT | seq) || s->entry->deadline != s->deadline)
             return "ring slot disagrees with its entry";
         if (prev && !slot_before(prev, s))
             return "ring out of order";
         prev = s;
     }
-    if (live != d->ring_live)
+    if (live != r->live)
         return "ring count is wrong";
-    if (live && (!*best || slot_before(ring_at(d, d->head), *best)))
-        *best = ring_at(d, d->head);
+    if (live && (!*best || slot_before(ring_at(r, r->head), *best)))
+        *best = ring_at(r, r->head);
     return NULL;
 }
 
@@ -343,12 +372,15 @@ static const char *verify_heap(const DeadlineHeap *d, const DeadlineSlot **best)
 const char *deadline_verify(const DeadlineHeap *d)
 {
     const DeadlineSlot *best = NULL;
-    const char *why = verify_ring(d, &best);
-    if (!why)
-        why = verify_heap(d, &best);
+    size_t n = d->hn;
+    const char *why = verify_heap(d, &best);
+    for (size_t ri = 0; ri < DEADLINE_RINGS && !why; ri++) {
+        why = verify_ring(&d->ring[ri], ri, &best);
+        n += d->ring[ri].live;
+    }
     if (why)
         return why;
-    if (d->n != d->ring_live + d->hn)
+    if (d->n != n)
         return "entry count is wrong";
     if (d->top != (best ? best->entry : NULL) ||
         d->top_deadline != (best ? best->deadline : INT64_MAX))

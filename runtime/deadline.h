@@ -1,20 +1,23 @@
 /* runtime/deadline.h — per-rule timers: partition entries by their next deadline,
  * and the clock that says which rule's timers are due first.
  *
- * Owns: a sorted ring and a 4-ary heap of (deadline, entry) slots, and the cached
- * earliest entry; the entries are borrowed. Each entry records where its slot is
+ * Owns: a few sorted rings and a 4-ary heap of (deadline, entry) slots, and the
+ * cached earliest entry; the entries are borrowed. Each entry records where its slot is
  * (heap_pos), so a key's deadline is updated or removed without leaving stale copies
  * behind; each entry appears at most once.
  *
- * Why a ring: a rule arms its keys at (event time + its window), so the deadlines of
- * one rule mostly arrive in increasing order. Such a deadline is appended to the ring,
- * which stays sorted; the earliest is at its head; a removed one leaves a hole (a
- * slot without entry) that is skipped when it reaches either end, or squeezed out
- * when holes outnumber the rest. Firing, arming and dropping a key then touch only
- * that key's entry and one ring slot, where a heap's sift writes the position of one
- * cold entry per level. A deadline that would break the ring's order (a key whose
- * oldest partial match completed, a restored checkpoint, a late event) goes to the
- * heap; the earliest of the two heads is the top.
+ * Why rings: a rule arms its keys at (event time + a fixed duration: its window, a
+ * step's window, its suppression), so its deadlines mostly arrive in increasing order,
+ * one stream per such duration. Such a deadline is appended to a ring that it does
+ * not precede, which stays sorted; a ring's earliest is at its head; a removed one
+ * leaves a hole (a slot without entry) that is skipped when it reaches either end, or
+ * squeezed out when holes outnumber the rest. Firing, arming and dropping a key then
+ * touch only that key's entry and one ring slot, where a heap's sift writes the
+ * position of one cold entry per level. A few rings take a few interleaved streams;
+ * of the rings it can extend, a deadline goes to the one with the latest end (the
+ * others stay open to earlier ones), else to an empty ring. A deadline that fits no
+ * ring (a key whose oldest partial match completed, a restored checkpoint, a late
+ * event) goes to the heap. The earliest of the heads is the top.
  *
  * Order: by deadline, then by key hash, then by the key bytes (shorter first on a
  * common prefix). It is a total order on the keys of one rule, so the order in which
@@ -31,17 +34,23 @@
 
 typedef struct DeadlineSlot {
     int64_t deadline;
-    PartEntry *entry;      /* borrowed; NULL: a hole in the ring */
+    PartEntry *entry;      /* borrowed; NULL: a hole in a ring */
 } DeadlineSlot;
 
+/* Slots in increasing (deadline, key) order, holes aside. */
+typedef struct DeadlineRing {
+    DeadlineSlot *s;       /* owned; cap (a power of two) slots; the ones from head to
+                              tail (exclusive) are in use, slot seq at s[seq & (cap-1)] */
+    size_t cap;
+    size_t head, tail;     /* sequence numbers; head and tail - 1 are never holes */
+    size_t live;           /* entries in the ring */
+} DeadlineRing;
+
+#define DEADLINE_RINGS 4
+
 typedef struct DeadlineHeap {
-    DeadlineSlot *ring;    /* owned; ring_cap (a power of two) slots, the ones from
-                              head to tail (exclusive) in use, at index seq & (cap-1) */
-    size_t ring_cap;
-    size_t head, tail;     /* sequence numbers; the slots at head and tail - 1 are
-                              never holes */
-    size_t ring_live;      /* entries in the ring */
-    DeadlineSlot *h;       /* owned: the heap of deadlines out of the ring's order */
+    DeadlineRing ring[DEADLINE_RINGS];
+    DeadlineSlot *h;       /* owned: a 4-ary heap of the deadlines no ring could take */
     size_t hn, hcap;
     size_t n;              /* entries held */
     PartEntry *top;        /* the earliest entry (borrowed), NULL when n == 0 */
@@ -64,7 +73,7 @@ static inline PartEntry *deadline_top(const DeadlineHeap *d) { return d->top; }
 static inline int64_t deadline_next(const DeadlineHeap *d) { return d->top_deadline; }
 /* For tests: true if e is held where its heap_pos says, under its current deadline. */
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);
-/* For tests: checks every internal invariant (the ring's order and ends, the heap's
+/* For tests: checks every internal invariant (the rings' order and ends, the heap's
  * order, positions, counts, the cached top). Returns NULL, or what is wrong. */
 const char *deadline_verify(const DeadlineHeap *d);
 

@@ -1,8 +1,8 @@
 /* tests/test_deadline.c — the per-rule timers (runtime/deadline.h) against a
  * reference model: a sorted array of the armed entries, in (deadline, hash, key) order.
  * Random operations from many seeds, engine-like traces (time moves on, due timers
- * are popped one by one and re-armed later), deadlines out of the ring's order (late
- * events), holes left in the ring, and the edges of the int64 range. After every
+ * are popped one by one and re-armed later), deadlines out of the rings' order (late
+ * events), interleaved streams, holes left in a ring, and the edges of the int64 range. After every
  * operation the structure's own invariants and its top are checked. */
 #include <check.h>
 #include <stdint.h>
@@ -188,7 +188,7 @@ END_TEST
 /* What the engine does: time moves on; each event re-arms its key some window ahead
  * (usually later than before); the due timers are popped in order and re-armed or
  * dropped. `late` is the share (in 1/16) of events whose time is behind the clock, as
- * after a checkpoint restore or with lateness: their deadlines break the ring's order. */
+ * after a checkpoint restore or with lateness: their deadlines break the rings' order. */
 static unsigned engine_trace(uint64_t seed, size_t n_keys, int late)
 {
     static Keys k;
@@ -344,7 +344,7 @@ START_TEST(ties_by_hash_then_key_bytes)
 }
 END_TEST
 
-/* Deadlines in random order: most go to the heap, and come out merged with the ring. */
+/* Deadlines in random order: most go to the heap, and come out merged with the rings. */
 START_TEST(random_order_merges_ring_and_heap)
 {
     static Keys k;
@@ -379,18 +379,42 @@ START_TEST(holes_are_squeezed_out_and_memory_shrinks)
         bad += set_both(&d, &m, &k.e[i], 1000 + (int64_t)i);
     ck_assert_uint_eq(bad, 0);
     ck_assert_uint_eq(d.hn, 0);   /* all in order: nothing in the heap */
-    size_t full = d.ring_cap;
+    ck_assert_uint_eq(d.ring[0].live, k.n);
+    size_t full = d.ring[0].cap;
     for (size_t i = 1; i < k.n; i++)
         if (i % 8)
             bad += set_both(&d, &m, &k.e[i], INT64_MAX);
     ck_assert_uint_eq(bad, 0);
-    ck_assert_uint_lt(d.tail - d.head, k.n / 2);   /* the holes are gone */
-    ck_assert_uint_lt(d.ring_cap, full);
+    ck_assert_uint_lt(d.ring[0].tail - d.ring[0].head, k.n / 2);   /* the holes are gone */
+    ck_assert_uint_lt(d.ring[0].cap, full);
     for (size_t i = 1; i < k.n; i++)
         if (i % 8)   /* back in, later than everything: appended again */
             bad += set_both(&d, &m, &k.e[i], 5000 + (int64_t)i);
     bad += set_both(&d, &m, &k.e[0], 4000);   /* the first moves behind the middle */
     ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* Keys armed at (time + one of three durations), interleaved, as a rule with a step
+ * window, a pattern window and a suppression does: the streams keep to the rings and
+ * nothing goes to the heap; they come out merged in order. */
+START_TEST(interleaved_streams_keep_to_rings)
+{
+    static Keys k;
+    static Model m;
+    static const int64_t durations[] = {1800000, 60000, 600000};
+    keys_init(&k, 540, 5);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = 0;
+    int64_t now = 1700000000000;
+    for (size_t i = 0; i < k.n; i++, now += 7)
+        bad += set_both(&d, &m, &k.e[i], now + durations[i % 3]);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_eq(d.hn, 0);
     bad += drain_and_free(&d, &m, &k);
     ck_assert_uint_eq(bad, 0);
 }
@@ -427,6 +451,7 @@ static Suite *deadline_suite(void)
     tcase_add_test(tc, ties_by_hash_then_key_bytes);
     tcase_add_test(tc, random_order_merges_ring_and_heap);
     tcase_add_test(tc, holes_are_squeezed_out_and_memory_shrinks);
+    tcase_add_test(tc, interleaved_streams_keep_to_rings);
     tcase_add_test(tc, free_marks_entries_not_held);
     suite_add_tcase(s, tc);
     return s;
