@@ -16,6 +16,9 @@
 #define QUEUE_HIGH (QUEUE_BATCHES / 2)
 #define QUEUE_LOW (QUEUE_BATCHES / 4)
 #define SPARE_BATCHES 4
+/* Events no worker takes (every filter refused them) go back to the worker that
+ * decoded them this many at a time. */
+#define UNROUTED_BATCH 64
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
@@ -79,11 +82,14 @@ struct Workers {
     bool backlogged;           /* a queue reached QUEUE_HIGH; the sending thread's */
     bool failed;
     size_t home;               /* during a dispatch: the worker that allocated the event */
+    Event **unrouted;          /* per worker, UNROUTED_BATCH events no worker took that it
+                                  allocated, to give back; the sending thread's */
+    size_t *n_unrouted;
     size_t next_job;           /* the worker the next job goes to; the sending thread's */
     /* the sending thread waiting for a job (workers_job_wait) */
     pthread_mutex_t job_lock;
     pthread_cond_t job_cond;
-    bool job_waiting;          /* under job_lock */
+    atomic_bool job_waiting;   /* set under job_lock; read without it by the workers */
     /* pausing every worker between two events (hot reload) */
     pthread_mutex_t pause_lock;
     pthread_cond_t pause_cond;
@@ -336,13 +342,17 @@ static void pause_here(Workers *ws)
     pthread_mutex_unlock(&ws->pause_lock);
 }
 
+/* The lock only when the sender waits: done and job_waiting are both sequentially
+ * consistent, so either the sender sees done before it sleeps, or this sees it
+ * waiting and wakes it under the lock (after it went to sleep). */
 static void run_job(Workers *ws, WorkerJob *job, size_t worker)
 {
     job->run(job->arg, worker);
-    atomic_store_explicit(&job->done, true, memory_order_release);
+    atomic_store(&job->done, true);
+    if (!atomic_load(&ws->job_waiting))
+        return;
     pthread_mutex_lock(&ws->job_lock);
-    if (ws->job_waiting)
-        pthread_cond_broadcast(&ws->job_cond);
+    pthread_cond_broadcast(&ws->job_cond);
     pthread_mutex_unlock(&ws->job_lock);
 }
 
@@ -396,9 +406,12 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->w = calloc(n, sizeof *ws->w);
     ws->copies = calloc(n, sizeof *ws->copies);
     ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
+    ws->unrouted = calloc(n * UNROUTED_BATCH, sizeof *ws->unrouted);
+    ws->n_unrouted = calloc(n, sizeof *ws->n_unrouted);
     ws->scratch = expr_scratch_new();
     ws->router = router_new(rs);
-    if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->router) {
+    if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->router ||
+        !ws->unrouted || !ws->n_unrouted) {
         ws->finished = true;
         workers_free(ws);
         return NULL;
@@ -406,6 +419,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     pthread_mutex_init(&ws->pause_lock, NULL);
     pthread_cond_init(&ws->pause_cond, NULL);
     pthread_mutex_init(&ws->job_lock, NULL);
+    atomic_init(&ws->job_waiting, false);
     pthread_cond_init(&ws->job_cond, NULL);
     ws->pause_ready = true;
     for (size_t i = 0; i < n; i++) {
@@ -451,10 +465,10 @@ void workers_job_wait(Workers *ws, WorkerJob *job)
     if (workers_job_done(job))
         return;
     pthread_mutex_lock(&ws->job_lock);
-    ws->job_waiting = true;
-    while (!workers_job_done(job))
+    atomic_store(&ws->job_waiting, true);
+    while (!atomic_load(&job->done))
         pthread_cond_wait(&ws->job_cond, &ws->job_lock);
-    ws->job_waiting = false;
+    atomic_store(&ws->job_waiting, false);
     pthread_mutex_unlock(&ws->job_lock);
 }
 
@@ -583,7 +597,17 @@ static int dispatch_end(Workers *ws, Event *ev)
 {
     /* Every reference change of this event happens before any batch holding it is
      * sent: from then on only its worker touches it. */
-    event_release(ev);
+    if (ev->refs > 1 || ws->home == SIZE_MAX) {
+        event_release(ev);
+        return ws->failed ? -1 : 0;
+    }
+    /* no batch holds it: the worker that allocated it frees it */
+    Event **stash = &ws->unrouted[ws->home * UNROUTED_BATCH];
+    stash[ws->n_unrouted[ws->home]++] = ev;
+    if (ws->n_unrouted[ws->home] == UNROUTED_BATCH) {
+        give_back(&ws->w[ws->home], stash, UNROUTED_BATCH);
+        ws->n_unrouted[ws->home] = 0;
+    }
     return ws->failed ? -1 : 0;
 }
 
@@ -857,6 +881,11 @@ void workers_free(Workers *ws)
         pthread_mutex_destroy(&ws->job_lock);
         pthread_cond_destroy(&ws->job_cond);
     }
+    for (size_t i = 0; ws->n_unrouted && i < ws->n; i++)
+        for (size_t j = 0; j < ws->n_unrouted[i]; j++)
+            event_release(ws->unrouted[i * UNROUTED_BATCH + j]);
+    free(ws->unrouted);
+    free(ws->n_unrouted);
     free(ws->w);
     free(ws->copies);
     free(ws->missing_key);
