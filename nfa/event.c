@@ -2,7 +2,7 @@
  * see event.h. */
 #include "nfa/event.h"
 
-#include <stdalign.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,38 +114,56 @@ int field_table_intern(FieldTable *ft, const PathSeg *segs, size_t n_segs)
 
 /* ---- events --------------------------------------------------------------- */
 
-static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-Event *event_new(const char *line, size_t line_len, size_t n_slots)
+Event *event_new_room(const char *line, size_t line_len, size_t n_slots, size_t room)
 {
-    /* Layout: Event | slots | line + NUL | string room. */
-    size_t slots_off = align_up(sizeof(Event), alignof(Value));
-    if (n_slots > UINT32_MAX || n_slots > (SIZE_MAX - slots_off) / sizeof(Value))
+    /* Layout: Event | slots | string room | line + NUL. */
+    size_t room_off = offsetof(Event, slots);
+    if (n_slots > UINT32_MAX || n_slots > (SIZE_MAX - room_off) / sizeof(Value))
         return NULL;
-    size_t line_off = slots_off + n_slots * sizeof(Value);
-    if (line_len > (SIZE_MAX - line_off - 1) / 2)
+    room_off += n_slots * sizeof(Value);
+    if (room > SIZE_MAX - room_off - 1 || line_len > SIZE_MAX - room_off - 1 - room)
         return NULL;
-    size_t strbuf_off = line_off + line_len + 1;
-    size_t total = strbuf_off + line_len;
-
-    unsigned char *mem = malloc(total);
-    if (!mem)
+    Event *ev = malloc(room_off + room + line_len + 1);
+    if (!ev)
         return NULL;
-    Event *ev = (Event *)mem;
     memset(ev, 0, sizeof *ev);
     ev->refs = 1;
     ev->n_slots = (uint32_t)n_slots;
-    ev->slots = (Value *)(mem + slots_off);
     for (size_t i = 0; i < n_slots; i++)
         ev->slots[i] = value_missing();
-    char *text = (char *)(mem + line_off);
+    char *text = (char *)ev + room_off + room;
     if (line_len)
         memcpy(text, line, line_len);
     text[line_len] = '\0';
     ev->line = text;
     ev->line_len = line_len;
-    ev->strbuf = (char *)(mem + strbuf_off);
     return ev;
+}
+
+Event *event_new(const char *line, size_t line_len, size_t n_slots)
+{
+    return event_new_room(line, line_len, n_slots, 0);
+}
+
+Event *event_clone(const Event *ev)
+{
+    size_t room = event_room_len(ev);
+    Event *c = event_new_room(ev->line, ev->line_len, ev->n_slots, room);
+    if (!c)
+        return NULL;
+    c->id = ev->id;
+    c->time_ms = ev->time_ms;
+    c->origin = ev->origin;
+    c->origin_line = ev->origin_line;
+    const char *text = (const char *)(ev->slots + ev->n_slots);
+    if (room)
+        memcpy(event_room(c), text, room);
+    /* Room and line are contiguous in both, so one shift moves every pointer. */
+    for (size_t i = 0; i < ev->n_slots; i++) {
+        c->slots[i] = ev->slots[i];
+        value_rebase(&c->slots[i], text, room + ev->line_len + 1, event_room(c));
+    }
+    return c;
 }
 
 void event_release(Event *ev)

@@ -6,8 +6,11 @@
  *
  * Event: one input line, decoded. Reference-counted: the input owns the first
  * reference and every MatchNode holding the event owns one more; the event is freed
- * when the last reference goes. Its line text, slots and decoded strings live in the
- * same allocation.
+ * when the last reference goes. One allocation holds the struct, its slots, the line
+ * text and, only for strings that had escapes, their decoded bytes (the "string
+ * room", between the slots and the line, so its size is implied); strings without
+ * escapes point into the line.
+ * A held event thus costs about its line plus 56 + 32 bytes per slot.
  *
  * MatchNode: one (step, event) element of a partial match, linked to its
  * predecessor. Partial matches that share a prefix share nodes (the shared-buffer
@@ -47,20 +50,37 @@ typedef struct Event {
     uint64_t id;          /* identity: position in the input (sequence number); also the
                              handle a later changelog input uses to retract the event */
     int64_t time_ms;      /* event time (or arrival time on processing time) */
-    uint32_t refs;
-    uint32_t n_slots;
-    const char *line;     /* the JSON object text, verbatim, NUL-terminated; in this allocation */
-    size_t line_len;
     const char *origin;   /* input name for messages ("-", a path, a client address); borrowed
                              from the input, which outlives its events */
     uint64_t origin_line; /* line number within that input */
-    Value *slots;         /* n_slots values; in this allocation */
-    char *strbuf;         /* room for decoded strings (line_len bytes); in this allocation */
+    const char *line;     /* the JSON object text, verbatim, NUL-terminated; in this
+                             allocation, after the slots and the string room */
+    size_t line_len;
+    uint32_t refs;
+    uint32_t n_slots;
+    Value slots[];        /* n_slots values */
 } Event;
 
-/* One allocation holding the struct, the slots (all V_MISSING), a copy of the line
- * and line_len bytes of string room. refs = 1. NULL on allocation failure. */
+/* One allocation holding the struct, the slots (all V_MISSING) and a copy of the line;
+ * no string room. refs = 1. NULL on allocation failure. */
 Event *event_new(const char *line, size_t line_len, size_t n_slots);
+/* The same with `room` bytes of string room (event_room). */
+Event *event_new_room(const char *line, size_t line_len, size_t n_slots, size_t room);
+/* Where decoded strings go: after the slots, up to the line. */
+static inline char *event_room(Event *ev) { return (char *)(ev->slots + ev->n_slots); }
+static inline size_t event_room_len(const Event *ev)
+{
+    return (size_t)(ev->line - (const char *)(ev->slots + ev->n_slots));
+}
+/* Bytes of the event's allocation: the line and its NUL come last. */
+static inline size_t event_alloc_size(const Event *ev)
+{
+    return (size_t)(ev->line + ev->line_len + 1 - (const char *)ev);
+}
+/* A private copy (refs = 1) with the same id, time, origin, line and values, its
+ * values re-pointed into the copy: for another thread, since refs are not atomic.
+ * NULL on allocation failure. */
+Event *event_clone(const Event *ev);
 static inline void event_retain(Event *ev) { ev->refs++; }
 void event_release(Event *ev);
 

@@ -337,7 +337,7 @@ static Value arith_temporal(int op, const Value *l, const Value *r)
 
 static Value concat(const Value *l, const Value *r, EvalScratch *s)
 {
-    if (l->len > SIZE_MAX - r->len)
+    if ((uint64_t)l->len + r->len > VALUE_MAX_LEN)
         return value_null();
     char *p = scratch_bytes(s, l->len + r->len);
     if (!p)

@@ -5,6 +5,7 @@
 #include "nfa/value.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,20 @@ bool value_equal(const Value *a, const Value *b)
     case V_NULL: break;
     }
     return false;
+}
+
+/* Integer arithmetic: p and from may belong to different objects. */
+static const char *rebased(const char *p, const char *from, size_t len, const char *to)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)from;
+    return off < len ? to + off : p;
+}
+
+void value_rebase(Value *v, const char *from, size_t len, const char *to)
+{
+    v->raw = rebased(v->raw, from, len, to);
+    if (v->type == V_STR)
+        v->s = rebased(v->s, from, len, to);
 }
 
 static int order_of(int cmp) { return (cmp > 0) - (cmp < 0); }

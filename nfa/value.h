@@ -27,26 +27,51 @@ typedef enum {
     V_DUR,           /* milliseconds, in i */
 } ValueType;
 
+/* Lengths are 32-bit so that a Value is 32 bytes (events hold one per field the rules
+ * read): the decoder refuses longer lines and value_str turns a longer string into null. */
+#define VALUE_MAX_LEN UINT32_MAX
+
+/* The payload union holds what the type needs: num (V_NUM), i (V_TIME, V_DUR) or s
+ * (V_STR); read only the member of v->type (an s of a number is its bits). `raw` is
+ * separate, since numbers and strings from events carry both. */
 typedef struct Value {
     ValueType type;
-    bool b;
-    double num;
-    int64_t i;
-    const char *s;       /* V_STR */
-    size_t len;
+    bool b;              /* V_BOOL */
+    uint32_t len;        /* V_STR: bytes at s */
+    uint32_t raw_len;
+    union {
+        double num;
+        int64_t i;
+        const char *s;   /* V_STR */
+    };
     const char *raw;     /* original JSON text when read from an event, else NULL */
-    size_t raw_len;
 } Value;
+
+_Static_assert(sizeof(Value) <= 32, "a Value is at most 32 bytes");
 
 static inline Value value_missing(void) { Value v = {0}; return v; }
 static inline Value value_null(void) { Value v = {0}; v.type = V_NULL; return v; }
 static inline Value value_bool(bool b) { Value v = {0}; v.type = V_BOOL; v.b = b; return v; }
 static inline Value value_num(double d) { Value v = {0}; v.type = V_NUM; v.num = d; return v; }
+/* Null when len exceeds VALUE_MAX_LEN. */
 static inline Value value_str(const char *s, size_t len)
-{ Value v = {0}; v.type = V_STR; v.s = s; v.len = len; return v; }
+{
+    Value v = {0};
+    if (len > VALUE_MAX_LEN)
+        return value_null();
+    v.type = V_STR;
+    v.s = s;
+    v.len = (uint32_t)len;
+    return v;
+}
 static inline Value value_time(int64_t ms) { Value v = {0}; v.type = V_TIME; v.i = ms; return v; }
 static inline Value value_dur(int64_t ms) { Value v = {0}; v.type = V_DUR; v.i = ms; return v; }
 static inline bool value_is_null(const Value *v) { return v->type == V_MISSING || v->type == V_NULL; }
+
+/* Re-points v's text (raw, and s of a string) that lies in [from, from + len) to the
+ * same offsets from `to`: for values whose event text was copied elsewhere. Other
+ * pointers are left alone. */
+void value_rebase(Value *v, const char *from, size_t len, const char *to);
 
 /* `==` of the language: same type and equal (numbers as doubles, strings bytewise,
  * objects/arrays by JSON text). Null equals null; missing equals null. */

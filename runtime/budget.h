@@ -54,11 +54,11 @@ static inline bool budget_full(const MemShare *m)
            budget_used(m->budget) + m->pending >= m->budget->limit;
 }
 
-/* An event as allocated (nfa/event.c: struct, slots, line and string room) plus the
+/* An event as allocated (nfa/event.c: struct, slots, string room, line) plus the
  * allocator's header and rounding. */
 static inline size_t budget_event_bytes(const Event *ev)
 {
-    return sizeof *ev + ev->n_slots * sizeof(Value) + 2 * ev->line_len + 1 + 16;
+    return event_alloc_size(ev) + 16;
 }
 
 #endif

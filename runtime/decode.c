@@ -9,8 +9,10 @@
  * Decisions:
  * - Lone UTF-16 surrogates in \u escapes are rejected (they cannot be turned into
  *   valid UTF-8); a high surrogate followed by a low one is combined.
- * - A string without escapes points straight into the event's copy of the line; only
- *   strings with escapes are decoded into ev->strbuf.
+ * - A string without escapes points straight into the event's copy of the line. Strings
+ *   with escapes are decoded into the decoder's scratch while scanning; only then, if
+ *   any were, the event is made again with exactly that much string room (most lines
+ *   have none, and the room would otherwise cost a line's length per held event).
  * - A duplicated member: the last one wins, also for nested paths: when a member is
  *   seen again, every slot below it is reset first, so "a.b" cannot survive from a
  *   first "a" when the last "a" has no "b".
@@ -64,6 +66,8 @@ struct Decoder {
     TrieNode *root;             /* owned */
     Frame *stack;               /* max_depth frames, reused by every line; owned */
     size_t max_depth;
+    char *scratch;              /* decoded escaped strings of the current line; owned */
+    size_t scratch_cap;
 };
 
 static void trie_free(TrieNode *n)
@@ -203,6 +207,7 @@ void decoder_free(Decoder *d)
         return;
     trie_free(d->root);
     free(d->stack);
+    free(d->scratch);
     free(d);
 }
 
@@ -470,43 +475,75 @@ static double number_value(const char *p, const char *end)
 
 typedef struct ScanTarget {
     Event *ev;                  /* NULL when only validating */
-    char *str_out;              /* next free byte of ev->strbuf */
+    Decoder *d;                 /* its scratch takes the decoded escaped strings */
+    size_t str_used;            /* bytes of d->scratch claimed by slots */
+    bool out_of_memory;
 } ScanTarget;
 
-static inline Value raw_value(ValueType type, const char *start, const char *end)
+/* Sets a slot to a value of `type` whose text is [start, end), payload zero; the caller
+ * sets the payload. Field by field, straight into the slot: cheaper than building a
+ * Value and copying it. Lengths fit: decoder_decode refuses lines over VALUE_MAX_LEN. */
+static inline Value *put_raw(Value *v, ValueType type, const char *start, const char *end)
 {
-    Value v = { 0 };
-    v.type = type;
-    v.raw = start;
-    v.raw_len = (size_t)(end - start);
+    v->type = type;
+    v->b = false;
+    v->len = 0;
+    v->raw_len = (uint32_t)(end - start);
+    v->i = 0;
+    v->raw = start;
     return v;
 }
 
-static void store_string(ScanTarget *t, int slot, const char *start, const char *end,
-                         bool escaped)
+/* The free scratch for decoding a string body; NULL on allocation failure. Decoding
+ * never lengthens, and the bodies of one line are disjoint parts of it, so a scratch
+ * of the line's length always has room: it grows (once, at a line's first escape)
+ * before any slot points into it, never while slots do. */
+static char *scratch_room(ScanTarget *t)
 {
-    Value v = raw_value(V_STR, start, end);
-    if (escaped) {
-        char *out_end = decode_string(start + 1, end - 1, t->str_out);
-        v.s = t->str_out;
-        v.len = (size_t)(out_end - t->str_out);
-        t->str_out = out_end;
-    } else {
-        v.s = start + 1;
-        v.len = (size_t)(end - start - 2);
+    Decoder *d = t->d;
+    size_t need = t->ev->line_len;
+    if (d->scratch_cap < need) {
+        char *grown = realloc(d->scratch, need);
+        if (grown == NULL)
+            return NULL;
+        d->scratch = grown;
+        d->scratch_cap = need;
     }
-    t->ev->slots[slot] = v;
+    return d->scratch + t->str_used;
 }
 
-/* The trie child for a member name [start, end) (without quotes). An escaped name is
- * decoded into the free string room without claiming it. */
-static const TrieNode *member_node(const TrieNode *parent, ScanTarget *t,
-                                   const char *start, const char *end, bool escaped)
+/* A string [start, end) (with its quotes) into a slot; false on allocation failure. */
+static inline bool store_string(ScanTarget *t, int slot, const char *start, const char *end,
+                                bool escaped)
 {
-    if (!escaped)
-        return lookup_name(parent, start, (size_t)(end - start));
-    char *out_end = decode_string(start, end, t->str_out);
-    return lookup_name(parent, t->str_out, (size_t)(out_end - t->str_out));
+    Value *v = put_raw(&t->ev->slots[slot], V_STR, start, end);
+    if (!escaped) {
+        v->s = start + 1;
+        v->len = (uint32_t)(end - start - 2);
+        return true;
+    }
+    char *out = scratch_room(t);
+    if (out == NULL)
+        return false;
+    v->s = out;
+    v->len = (uint32_t)(decode_string(start + 1, end - 1, out) - out);
+    t->str_used += v->len;
+    return true;
+}
+
+/* The trie child for an escaped member name [start, end) (without quotes), decoded
+ * into the free scratch without claiming it. NULL if there is none or, with
+ * t->out_of_memory set, on allocation failure. */
+static const TrieNode *escaped_member_node(const TrieNode *parent, ScanTarget *t,
+                                           const char *start, const char *end)
+{
+    char *out = scratch_room(t);
+    if (out == NULL) {
+        t->out_of_memory = true;
+        return NULL;
+    }
+    char *out_end = decode_string(start, end, out);
+    return lookup_name(parent, out, (size_t)(out_end - out));
 }
 
 static inline bool is_blank(char c)
@@ -563,43 +600,37 @@ value:
         p = scan_string(p + 1, end, &escaped, e);
         if (p == NULL)
             return false;
-        if (node != NULL && node->slot >= 0)
-            store_string(t, node->slot, start, p, escaped);
+        if (node != NULL && node->slot >= 0 && !store_string(t, node->slot, start, p, escaped))
+            FAIL("out of memory", start);
         break;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
         p = scan_number(p, end, e);
         if (p == NULL)
             return false;
-        if (node != NULL && node->slot >= 0) {
-            Value v = raw_value(V_NUM, start, p);
-            v.num = number_value(start, p);
-            t->ev->slots[node->slot] = v;
-        }
+        if (node != NULL && node->slot >= 0)
+            put_raw(&t->ev->slots[node->slot], V_NUM, start, p)->num = number_value(start, p);
         break;
     case 't':
         if (end - p < 4 || memcmp(p, "true", 4) != 0)
             FAIL("invalid literal", p);
         p += 4;
-        if (node != NULL && node->slot >= 0) {
-            Value v = raw_value(V_BOOL, start, p);
-            v.b = true;
-            t->ev->slots[node->slot] = v;
-        }
+        if (node != NULL && node->slot >= 0)
+            put_raw(&t->ev->slots[node->slot], V_BOOL, start, p)->b = true;
         break;
     case 'f':
         if (end - p < 5 || memcmp(p, "false", 5) != 0)
             FAIL("invalid literal", p);
         p += 5;
         if (node != NULL && node->slot >= 0)
-            t->ev->slots[node->slot] = raw_value(V_BOOL, start, p);
+            put_raw(&t->ev->slots[node->slot], V_BOOL, start, p);
         break;
     case 'n':
         if (end - p < 4 || memcmp(p, "null", 4) != 0)
             FAIL("invalid literal", p);
         p += 4;
         if (node != NULL && node->slot >= 0)
-            t->ev->slots[node->slot] = raw_value(V_NULL, start, p);
+            put_raw(&t->ev->slots[node->slot], V_NULL, start, p);
         break;
     default:
         FAIL("expected a JSON value", p);
@@ -650,8 +681,15 @@ member:
     p = scan_string(start, end, &escaped, e);
     if (p == NULL)
         return false;
-    node = stack[depth - 1].node == NULL ? NULL
-         : member_node(stack[depth - 1].node, t, start, p - 1, escaped);
+    if (stack[depth - 1].node == NULL) {
+        node = NULL;
+    } else if (!escaped) {
+        node = lookup_name(stack[depth - 1].node, start, (size_t)(p - 1 - start));
+    } else {
+        node = escaped_member_node(stack[depth - 1].node, t, start, p - 1);
+        if (t->out_of_memory)
+            FAIL("out of memory", start);
+    }
     SKIP_BLANKS();
     if (p == end || *p != ':')
         FAIL("expected ':' after member name", p);
@@ -663,7 +701,7 @@ close: {
         /* p is just past the closing bracket of the innermost container. */
         const Frame *f = &stack[--depth];
         if (f->node != NULL && f->node->slot >= 0)
-            t->ev->slots[f->node->slot] = raw_value(f->is_array ? V_ARR : V_OBJ, f->start, p);
+            put_raw(&t->ev->slots[f->node->slot], f->is_array ? V_ARR : V_OBJ, f->start, p);
         goto after_value;
     }
 
@@ -672,6 +710,37 @@ done:
     if (p != end)
         FAIL("trailing characters after JSON value", p);
     return true;
+}
+
+/* Where p, in [from, from + len), lies in the copy at `to` (integer arithmetic: the
+ * caller has already checked which object p points into). */
+static inline const char *moved(const char *p, const char *from, const char *to)
+{
+    return to + ((uintptr_t)p - (uintptr_t)from);
+}
+
+/* The event again, with exactly the string room its escaped strings need, moved there
+ * from the scratch; the old one is released. NULL on allocation failure. Decoded
+ * values all have their raw text in the line, and strings their bytes in the line or
+ * in the scratch, so one range check per string tells where each goes. */
+static Event *with_string_room(Event *ev, const char *scratch, size_t used)
+{
+    Event *sized = event_new_room(ev->line, ev->line_len, ev->n_slots, used);
+    if (sized != NULL) {
+        char *room = event_room(sized);
+        memcpy(room, scratch, used);
+        for (size_t i = 0; i < ev->n_slots; i++) {
+            Value v = ev->slots[i];
+            if (v.raw != NULL)
+                v.raw = moved(v.raw, ev->line, sized->line);
+            if (v.type == V_STR)
+                v.s = (uintptr_t)v.s - (uintptr_t)scratch < used ? moved(v.s, scratch, room)
+                                                                 : moved(v.s, ev->line, sized->line);
+            sized->slots[i] = v;
+        }
+    }
+    event_release(ev);
+    return sized;
 }
 
 Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err)
@@ -689,12 +758,16 @@ Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err
         *err = (DecodeError){ "line is not a JSON object", lead };
         return NULL;
     }
+    if (len - lead > VALUE_MAX_LEN) {
+        *err = (DecodeError){ "line longer than 4 GiB", lead };
+        return NULL;
+    }
     Event *ev = event_new(line + lead, len - lead, d->fields->n);
     if (ev == NULL) {
         *err = (DecodeError){ "out of memory", 0 };
         return NULL;
     }
-    ScanTarget target = { ev, ev->strbuf };
+    ScanTarget target = { ev, d, 0, false };
     ScanError e = { NULL, NULL };
     if (!scan_json(ev->line, ev->line + ev->line_len, d->root, d->stack, d->max_depth,
                    &target, &e)) {
@@ -702,6 +775,8 @@ Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err
         event_release(ev);
         return NULL;
     }
+    if (target.str_used > 0 && (ev = with_string_room(ev, d->scratch, target.str_used)) == NULL)
+        *err = (DecodeError){ "out of memory", 0 };
     return ev;
 }
 
@@ -710,7 +785,7 @@ bool json_validate(const char *text, size_t len, size_t max_depth, DecodeError *
     Frame stack[VALIDATE_STACK_CAP];
     if (max_depth == 0 || max_depth > VALIDATE_STACK_CAP)
         max_depth = max_depth == 0 ? DECODE_MAX_DEPTH : VALIDATE_STACK_CAP;
-    ScanTarget target = { NULL, NULL };
+    ScanTarget target = { NULL, NULL, 0, false };
     ScanError e = { NULL, NULL };
     if (scan_json(text, text + len, NULL, stack, max_depth, &target, &e))
         return true;

@@ -625,15 +625,19 @@ enum { VALUE_HAS_S = 1, VALUE_HAS_RAW = 2 };
 
 static void put_value(Buf *out, const Value *v)
 {
-    uint64_t bits;
-    memcpy(&bits, &v->num, sizeof bits);
+    /* num, i and s share their bits: each is written for its own type only, else 0. */
+    uint64_t bits = 0;
+    if (v->type == V_NUM)
+        memcpy(&bits, &v->num, sizeof bits);
+    int64_t i = v->type == V_TIME || v->type == V_DUR ? v->i : 0;
+    const char *s = v->type == V_STR ? v->s : NULL;
     snap_put_u64(out, (uint64_t)v->type);
     snap_put_u64(out, v->b);
     snap_put_u64(out, bits);
-    snap_put_i64(out, v->i);
-    snap_put_u64(out, (v->s ? VALUE_HAS_S : 0) | (v->raw ? VALUE_HAS_RAW : 0));
-    if (v->s)
-        snap_put_bytes(out, v->s, v->len);
+    snap_put_i64(out, i);
+    snap_put_u64(out, (s ? VALUE_HAS_S : 0) | (v->raw ? VALUE_HAS_RAW : 0));
+    if (s)
+        snap_put_bytes(out, s, v->len);
     if (v->raw)
         snap_put_bytes(out, v->raw, v->raw_len);
 }
@@ -647,15 +651,24 @@ static bool get_value(SnapReader *r, Value *v)
     uint64_t type = snap_get_u64(r);
     v->b = snap_get_u64(r) != 0;
     uint64_t bits = snap_get_u64(r);
-    memcpy(&v->num, &bits, sizeof bits);
-    v->i = snap_get_i64(r);
+    int64_t i = snap_get_i64(r);
     uint64_t has = snap_get_u64(r);
-    if (has & VALUE_HAS_S)
-        v->s = snap_get_bytes(r, &v->len);
+    size_t len = 0, raw_len = 0;
+    const char *s = has & VALUE_HAS_S ? snap_get_bytes(r, &len) : NULL;
     if (has & VALUE_HAS_RAW)
-        v->raw = snap_get_bytes(r, &v->raw_len);
+        v->raw = snap_get_bytes(r, &raw_len);
     v->type = (ValueType)type;
-    return !r->bad && type <= V_DUR;
+    v->raw_len = (uint32_t)raw_len;
+    /* num, i and s share their bits: set only the one of the type. */
+    if (type == V_NUM)
+        memcpy(&v->num, &bits, sizeof bits);
+    else if (type == V_TIME || type == V_DUR)
+        v->i = i;
+    else if (type == V_STR) {
+        v->s = s;
+        v->len = (uint32_t)len;
+    }
+    return !r->bad && type <= V_DUR && len <= VALUE_MAX_LEN && raw_len <= VALUE_MAX_LEN;
 }
 
 int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)

@@ -2,6 +2,7 @@
  * text, escapes, duplicate members, precise errors, and the JSONTestSuite corpus. */
 #include <check.h>
 #include <dirent.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +175,9 @@ START_TEST(escapes_and_surrogate_pairs)
     ck_assert_int_eq(ev->slots[0].type, V_STR);
     ck_assert_uint_eq(ev->slots[0].len, sizeof want - 1);
     ck_assert(memcmp(ev->slots[0].s, want, sizeof want - 1) == 0);
-    ck_assert(ev->slots[0].s >= ev->strbuf && ev->slots[0].s < ev->strbuf + ev->line_len);
+    /* Decoded into the event's string room, sized to exactly the decoded bytes. */
+    ck_assert_uint_eq(event_room_len(ev), sizeof want - 1);
+    ck_assert_ptr_eq(ev->slots[0].s, event_room(ev));
     assert_raw(&ev->slots[0], V_STR,
                "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\ud83d\\ude00\\u0000z\"");
     assert_str(&ev->slots[1], "k", "\"k\"");
@@ -195,6 +198,143 @@ START_TEST(last_duplicate_wins)
     ck_assert_int_eq(ev->slots[1].type, V_MISSING);
     assert_raw(&ev->slots[2], V_NUM, "2");
     ck_assert_int_eq(ev->slots[3].type, V_MISSING);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+/* Is [p, p + n) inside [base, base + len)? */
+static bool inside(const char *p, size_t n, const char *base, size_t len)
+{
+    return p >= base && n <= len && p - base <= (ptrdiff_t)(len - n);
+}
+
+START_TEST(plain_strings_point_into_the_line)
+{
+    static const char *const paths[] = { "a", "b.c", "d", "e" };
+    Fixture f;
+    fixture_open(&f, paths, 4);
+    /* An escape in a member name and in a field nobody reads claims no room. */
+    Event *ev = decode_ok(&f, "{\"a\":\"plain\",\"b\":{\"\\u0063\":\"deep\"},"
+                              "\"skip\":\"x\\ty\",\"d\":\"\xc3\xa9t\xc3\xa9\",\"e\":\"\"}");
+    ck_assert_uint_eq(event_room_len(ev), 0);
+    assert_str(&ev->slots[0], "plain", "\"plain\"");
+    assert_str(&ev->slots[1], "deep", "\"deep\"");
+    assert_str(&ev->slots[2], "\xc3\xa9t\xc3\xa9", "\"\xc3\xa9t\xc3\xa9\"");
+    assert_str(&ev->slots[3], "", "\"\"");
+    for (int i = 0; i < 4; i++) {
+        const Value *v = &ev->slots[i];
+        ck_assert(inside(v->s, v->len, ev->line, ev->line_len));
+        ck_assert_ptr_eq(v->s, v->raw + 1);
+    }
+    /* The line follows the slots directly: nothing else is allocated per event. */
+    ck_assert_ptr_eq(ev->line, (const char *)(ev->slots + 4));
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(escaped_strings_get_exact_room)
+{
+    static const char *const paths[] = { "a", "n.x", "arr[1]", "plain", "o" };
+    Fixture f;
+    fixture_open(&f, paths, 5);
+    Event *ev = decode_ok(&f, "{\"a\":\"1\\n2\",\"n\":{\"x\":\"\\u00e9\\\"\"},"
+                              "\"arr\":[\"\\/\",\"q\\tq\"],\"plain\":\"p\","
+                              "\"o\":{\"k\":\"v\\\\w\"}}");
+    /* 3 + 3 + 3 bytes decoded; the object is raw text, its escapes stay in the line. */
+    ck_assert_uint_eq(event_room_len(ev), 9);
+    assert_str(&ev->slots[0], "1\n2", "\"1\\n2\"");
+    assert_str(&ev->slots[1], "\xc3\xa9\"", "\"\\u00e9\\\"\"");
+    assert_str(&ev->slots[2], "q\tq", "\"q\\tq\"");
+    assert_str(&ev->slots[3], "p", "\"p\"");
+    assert_raw(&ev->slots[4], V_OBJ, "{\"k\":\"v\\\\w\"}");
+    for (int i = 0; i < 3; i++)
+        ck_assert(inside(ev->slots[i].s, ev->slots[i].len, event_room(ev), event_room_len(ev)));
+    for (int i = 0; i < 5; i++)
+        ck_assert(inside(ev->slots[i].raw, ev->slots[i].raw_len, ev->line, ev->line_len));
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+/* Escaped strings are decoded into scratch the decoder reuses for every line: what an
+ * event holds must be its own copy. */
+START_TEST(values_survive_the_next_lines)
+{
+    static const char *const paths[] = { "s", "t" };
+    Fixture f;
+    fixture_open(&f, paths, 2);
+    Event *first = decode_ok(&f, "{\"s\":\"one\\u0021\",\"t\":\"tab\\there\"}");
+    char line[4096];
+    size_t n = (size_t)snprintf(line, sizeof line, "{\"s\":\"");
+    for (int i = 0; i < 500; i++)          /* longer than the scratch has yet: it grows */
+        n += (size_t)snprintf(line + n, sizeof line - n, "\\n");
+    snprintf(line + n, sizeof line - n, "\"}");
+    Event *second = decode_ok(&f, line);
+    ck_assert_uint_eq(second->slots[0].len, 500);
+    ck_assert_uint_eq(event_room_len(second), 500);
+    Event *third = decode_ok(&f, "{\"s\":\"\\\"\\\"\\\"\\\"\\\"\\\"\"}");
+    event_release(second);
+    assert_str(&first->slots[0], "one!", "\"one\\u0021\"");
+    assert_str(&first->slots[1], "tab\there", "\"tab\\there\"");
+    assert_str(&third->slots[0], "\"\"\"\"\"\"", "\"\\\"\\\"\\\"\\\"\\\"\\\"\"");
+    ck_assert_int_eq(third->slots[1].type, V_MISSING);
+    /* A copy for another thread owns its room too. */
+    Event *copy = event_clone(first);
+    ck_assert_ptr_nonnull(copy);
+    event_release(first);
+    assert_str(&copy->slots[0], "one!", "\"one\\u0021\"");
+    assert_str(&copy->slots[1], "tab\there", "\"tab\\there\"");
+    ck_assert(inside(copy->slots[1].s, 8, event_room(copy), event_room_len(copy)));
+    event_release(copy);
+    event_release(third);
+    fixture_close(&f);
+}
+END_TEST
+
+/* A fresh decoder's scratch grows at a line's first escape: a later, longer escaped
+ * string of the same line must not move what the first one decoded. */
+START_TEST(scratch_does_not_move_under_a_line)
+{
+    static const char *const paths[] = { "a", "b", "c" };
+    Fixture f;
+    fixture_open(&f, paths, 3);
+    char line[8192];
+    size_t n = (size_t)snprintf(line, sizeof line, "{\"a\":\"x\\ty\",\"b\":\"");
+    for (int i = 0; i < 2000; i++)
+        n += (size_t)snprintf(line + n, sizeof line - n, "\\/");
+    snprintf(line + n, sizeof line - n, "\",\"c\":\"\\u0041\\u0042\"}");
+    Event *ev = decode_ok(&f, line);
+    assert_str(&ev->slots[0], "x\ty", "\"x\\ty\"");
+    ck_assert_uint_eq(ev->slots[1].len, 2000);
+    for (size_t i = 0; i < 2000; i++)
+        ck_assert_int_eq(ev->slots[1].s[i], '/');
+    assert_str(&ev->slots[2], "AB", "\"\\u0041\\u0042\"");
+    ck_assert_uint_eq(event_room_len(ev), 3 + 2000 + 2);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+START_TEST(long_numbers_keep_every_digit)
+{
+    static const char *const paths[] = { "id", "neg", "twenty", "exp", "in.deep[0].id" };
+    Fixture f;
+    fixture_open(&f, paths, 5);
+    Event *ev = decode_ok(&f, "{\"id\":9007199254740993,\"neg\":-9223372036854775808,"
+                              "\"twenty\":12345678901234567890,\"exp\":1.5e300,"
+                              "\"in\":{\"deep\":[{\"id\":1000000000000000001}]}}");
+    assert_raw(&ev->slots[0], V_NUM, "9007199254740993");
+    ck_assert(ev->slots[0].num == 9007199254740992.0);     /* the double rounds... */
+    assert_raw(&ev->slots[1], V_NUM, "-9223372036854775808");  /* ...the text does not */
+    ck_assert(ev->slots[1].num == -9223372036854775808.0);
+    assert_raw(&ev->slots[2], V_NUM, "12345678901234567890");
+    ck_assert(ev->slots[2].num == 12345678901234567890.0);
+    assert_raw(&ev->slots[3], V_NUM, "1.5e300");
+    ck_assert(ev->slots[3].num == 1.5e300);
+    assert_raw(&ev->slots[4], V_NUM, "1000000000000000001");
+    ck_assert_uint_eq(event_room_len(ev), 0);
     event_release(ev);
     fixture_close(&f);
 }
@@ -439,6 +579,11 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, numbers_keep_their_text);
     tcase_add_test(tc, escapes_and_surrogate_pairs);
     tcase_add_test(tc, last_duplicate_wins);
+    tcase_add_test(tc, plain_strings_point_into_the_line);
+    tcase_add_test(tc, escaped_strings_get_exact_room);
+    tcase_add_test(tc, values_survive_the_next_lines);
+    tcase_add_test(tc, scratch_does_not_move_under_a_line);
+    tcase_add_test(tc, long_numbers_keep_every_digit);
     tcase_add_test(tc, string_specials_at_every_position);
     tcase_add_loop_test(tc, errors_have_reason_and_offset, 0,
                         (int)(sizeof BAD_LINES / sizeof BAD_LINES[0]));

@@ -2,6 +2,8 @@
  * table, events and match-chain reference counting. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +262,62 @@ END_TEST
 
 /* ---- events and match nodes ----------------------------------------------- */
 
+START_TEST(value_is_small)
+{
+    /* Held events carry one Value per slot: 56 bytes before the union. */
+    if (sizeof(void *) == 8)
+        ck_assert_uint_eq(sizeof(Value), 32);
+    ck_assert_uint_le(sizeof(Value), 32);
+    /* The payload members share their bits: a constructor sets only its own. */
+    Value n = value_num(2.5), t = value_time(1700000000123), s = str("abc");
+    ck_assert(n.num == 2.5);
+    ck_assert_int_eq(t.i, 1700000000123);
+    ck_assert_uint_eq(s.len, 3);
+    ck_assert_str_eq(s.s, "abc");
+    ck_assert_ptr_null(s.raw);
+}
+END_TEST
+
+START_TEST(value_str_too_long_is_null)
+{
+    static const char byte = 'x';
+    /* Never read: a length over the 32-bit limit is refused before any use. */
+    if (SIZE_MAX > VALUE_MAX_LEN)
+        ck_assert_int_eq(value_str(&byte, (size_t)VALUE_MAX_LEN + 1).type, V_NULL);
+    Value v = value_str(&byte, 1);
+    ck_assert_int_eq(v.type, V_STR);
+    ck_assert_uint_eq(v.len, 1);
+}
+END_TEST
+
+START_TEST(value_rebase_moves_only_inner_pointers)
+{
+    char from[16] = "\"ab\" 12345", to[16] = "\"ab\" 12345";
+    static const char outside[] = "\"zz\"";
+    Value in_str = value_str(from + 1, 2);
+    in_str.raw = from;
+    in_str.raw_len = 4;
+    Value out_str = value_str(outside + 1, 2);
+    out_str.raw = outside;
+    out_str.raw_len = 4;
+    Value num = raw_num(12345, "12345");
+    num.raw = from + 5;
+    Value end_ptr = value_str(from + sizeof from, 0);   /* one past the range: stays */
+
+    value_rebase(&in_str, from, sizeof from, to);
+    value_rebase(&out_str, from, sizeof from, to);
+    value_rebase(&num, from, sizeof from, to);
+    value_rebase(&end_ptr, from, sizeof from, to);
+    ck_assert_ptr_eq(in_str.s, to + 1);
+    ck_assert_ptr_eq(in_str.raw, to);
+    ck_assert_ptr_eq(out_str.s, outside + 1);
+    ck_assert_ptr_eq(out_str.raw, outside);
+    ck_assert_ptr_eq(num.raw, to + 5);
+    ck_assert(num.num == 12345);          /* a number's payload is not a pointer */
+    ck_assert_ptr_eq(end_ptr.s, from + sizeof from);
+}
+END_TEST
+
 START_TEST(event_layout)
 {
     const char *line = "{\"a\":1}";
@@ -272,9 +330,10 @@ START_TEST(event_layout)
     ck_assert_ptr_ne(ev->line, line);
     ck_assert_str_eq(ev->line, line);
     ck_assert_uint_eq(ev->line_len, strlen(line));
-    /* The string room is usable for line_len bytes. */
-    memset(ev->strbuf, 'x', ev->line_len);
-    ck_assert_str_eq(ev->line, line);
+    /* No string room unless asked for; the line follows the slots. */
+    ck_assert_uint_eq(event_room_len(ev), 0);
+    ck_assert_ptr_eq(ev->line, (const char *)(ev->slots + 3));
+    ck_assert_uint_eq(event_alloc_size(ev), offsetof(Event, slots) + 3 * sizeof(Value) + 8);
     ev->slots[2] = value_num(4);
     event_retain(ev);
     ck_assert_uint_eq(ev->refs, 2);
@@ -282,11 +341,76 @@ START_TEST(event_layout)
     ck_assert_uint_eq(ev->refs, 1);
     event_release(ev);
 
+    Event *roomy = event_new_room(line, strlen(line), 2, 5);
+    ck_assert_ptr_nonnull(roomy);
+    ck_assert_uint_eq(event_room_len(roomy), 5);
+    ck_assert_uint_eq(event_alloc_size(roomy), offsetof(Event, slots) + 2 * sizeof(Value) + 5 + 8);
+    memset(event_room(roomy), 'x', 5);    /* the room is usable and apart from the rest */
+    ck_assert_str_eq(roomy->line, line);
+    ck_assert_int_eq(roomy->slots[1].type, V_MISSING);
+    event_release(roomy);
+
     Event *empty = event_new("", 0, 0);
     ck_assert_ptr_nonnull(empty);
     ck_assert_str_eq(empty->line, "");
     event_release(empty);
     event_release(NULL);
+}
+END_TEST
+
+START_TEST(event_clone_owns_its_values)
+{
+    const char *line = "{\"s\":\"ab\",\"e\":\"x\\ny\",\"n\":1234567890123456789}";
+    Event *ev = event_new_room(line, strlen(line), 6, 3);
+    ck_assert_ptr_nonnull(ev);
+    ev->id = 42;
+    ev->time_ms = -7;
+    ev->origin = "in.jsonl";
+    ev->origin_line = 9;
+    const char *l = ev->line;
+    Value s = value_str(l + 6, 2);                       /* "ab", in the line */
+    s.raw = l + 5;
+    s.raw_len = 4;
+    memcpy(event_room(ev), "x\ny", 3);                  /* "x\ny" decoded, in the room */
+    Value e = value_str(event_room(ev), 3);
+    e.raw = l + 14;
+    e.raw_len = 6;
+    Value n = value_num(1234567890123456789.0);
+    n.raw = l + 25;
+    n.raw_len = 19;
+    static const char outside[] = "elsewhere";
+    ev->slots[0] = s;
+    ev->slots[1] = e;
+    ev->slots[2] = n;
+    ev->slots[3] = value_str(outside, 9);
+    ev->slots[4] = value_time(1700000000000);
+    /* slot 5 stays missing */
+
+    Event *c = event_clone(ev);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(c->refs, 1);
+    ck_assert_uint_eq(c->id, 42);
+    ck_assert_int_eq(c->time_ms, -7);
+    ck_assert_str_eq(c->origin, "in.jsonl");
+    ck_assert_uint_eq(c->origin_line, 9);
+    ck_assert_uint_eq(event_room_len(c), 3);
+    ck_assert_ptr_ne(c->line, ev->line);
+    ck_assert_ptr_eq(c->slots[0].s, c->line + 6);
+    ck_assert_ptr_eq(c->slots[0].raw, c->line + 5);
+    ck_assert_ptr_eq(c->slots[1].s, event_room(c));
+    ck_assert_ptr_eq(c->slots[1].raw, c->line + 14);
+    ck_assert_ptr_eq(c->slots[2].raw, c->line + 25);
+    ck_assert_ptr_eq(c->slots[3].s, outside);
+    event_release(ev);                                    /* the copy stands alone */
+    ck_assert_uint_eq(c->slots[0].len, 2);
+    ck_assert(memcmp(c->slots[0].s, "ab", 2) == 0);
+    ck_assert_uint_eq(c->slots[1].len, 3);
+    ck_assert(memcmp(c->slots[1].s, "x\ny", 3) == 0);
+    ck_assert_str_eq(json_of(c->slots[2]), "1234567890123456789");
+    ck_assert(c->slots[2].num == 1234567890123456789.0);
+    ck_assert_int_eq(c->slots[4].i, 1700000000000);
+    ck_assert_int_eq(c->slots[5].type, V_MISSING);
+    event_release(c);
 }
 END_TEST
 
@@ -353,10 +477,14 @@ static Suite *value_suite(void)
     tcase_add_test(tc, text_forms);
     tcase_add_test(tc, format_num_lengths);
     tcase_add_test(tc, iso_times);
+    tcase_add_test(tc, value_is_small);
+    tcase_add_test(tc, value_str_too_long_is_null);
+    tcase_add_test(tc, value_rebase_moves_only_inner_pointers);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("events");
     tcase_add_test(te, field_table_interns);
     tcase_add_test(te, event_layout);
+    tcase_add_test(te, event_clone_owns_its_values);
     tcase_add_test(te, match_node_refcounts);
     tcase_add_test(te, long_chain_release);
     suite_add_tcase(s, te);
