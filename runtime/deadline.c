@@ -185,7 +185,9 @@ static int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
         return -1;
     *ring_at(r, r->tail) = s;
     s.entry->heap_pos = ri << RING_SHIFT | r->tail++;
-    r->live++;
+    if (!r->live++)
+        r->first = s.deadline;
+    r->last = s.deadline;
     return 0;
 }
 
@@ -199,29 +201,32 @@ static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
             r->head++;
         while (!ring_at(r, r->tail - 1)->entry)
             r->tail--;
+        r->first = ring_at(r, r->head)->deadline;
+        r->last = ring_at(r, r->tail - 1)->deadline;
     }
     ring_fit(r, ri);
 }
 
 /* The ring to append s to: of those whose last slot precedes it, the one whose last
- * slot is latest; else an empty one; else none (DEADLINE_RINGS). */
+ * slot is latest; else an empty one; else none (DEADLINE_RINGS). Slots are read only
+ * on equal deadlines. */
 static size_t ring_for(const DeadlineHeap *d, const DeadlineSlot *s)
 {
-    size_t best = DEADLINE_RINGS, empty = DEADLINE_RINGS;
-    const DeadlineSlot *best_last = NULL;
-    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
+    size_t best = DEADLINE_RINGS;
+    for (unsigned m = d->ring_mask; m; m &= m - 1) {
+        size_t ri = (size_t)__builtin_ctz(m);
         const DeadlineRing *r = &d->ring[ri];
-        if (!r->live) {
-            empty = empty < ri ? empty : ri;
+        if (r->last > s->deadline ||
+            (r->last == s->deadline && !slot_before(ring_at(r, r->tail - 1), s)))
             continue;
-        }
-        const DeadlineSlot *last = ring_at(r, r->tail - 1);
-        if (slot_before(last, s) && (!best_last || slot_before(best_last, last))) {
+        const DeadlineRing *b = &d->ring[best < DEADLINE_RINGS ? best : ri];
+        if (best == DEADLINE_RINGS || r->last > b->last ||
+            (r->last == b->last && slot_before(ring_at(b, b->tail - 1), ring_at(r, r->tail - 1))))
             best = ri;
-            best_last = last;
-        }
     }
-    return best < DEADLINE_RINGS ? best : empty;
+    if (best == DEADLINE_RINGS && d->ring_mask != (1u << DEADLINE_RINGS) - 1)
+        best = (size_t)__builtin_ctz(~d->ring_mask);   /* the first empty ring */
+    return best;
 }
 
 /* ---- both ------------------------------------------------------------------------- */
@@ -229,20 +234,25 @@ static size_t ring_for(const DeadlineHeap *d, const DeadlineSlot *s)
 static void find_top(DeadlineHeap *d)
 {
     const DeadlineSlot *best = d->hn ? &d->h[0] : NULL;
-    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
-        const DeadlineRing *r = &d->ring[ri];
-        if (r->live && (!best || slot_before(ring_at(r, r->head), best)))
+    int64_t at = best ? best->deadline : INT64_MAX;
+    for (unsigned m = d->ring_mask; m; m &= m - 1) {
+        const DeadlineRing *r = &d->ring[__builtin_ctz(m)];
+        if (!best || r->first < at || (r->first == at && slot_before(ring_at(r, r->head), best))) {
             best = ring_at(r, r->head);
+            at = r->first;
+        }
     }
     d->top = best ? best->entry : NULL;
-    d->top_deadline = best ? best->deadline : INT64_MAX;
+    d->top_deadline = at;
 }
 
 static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
     DeadlineSlot s = {deadline, e};
     size_t ri = ring_for(d, &s);
-    if ((ri == DEADLINE_RINGS || ring_append(&d->ring[ri], ri, s) < 0) && heap_push(d, s) < 0)
+    if (ri < DEADLINE_RINGS && ring_append(&d->ring[ri], ri, s) == 0)
+        d->ring_mask |= 1u << ri;
+    else if (heap_push(d, s) < 0)
         return -1;
     e->deadline = deadline;
     d->n++;
@@ -257,6 +267,8 @@ static void erase(DeadlineHeap *d, PartEntry *e)
     } else {
         size_t ri = pos >> RING_SHIFT;
         ring_remove(&d->ring[ri], ri, pos & (SEQ_LIMIT - 1));
+        if (!d->ring[ri].live)
+            d->ring_mask &= ~(1u << ri);
     }
     e->heap_pos = SIZE_MAX;
     e->deadline = INT64_MAX;
@@ -348,6 +360,9 @@ static const char *verify_ring(const DeadlineRing *r, size_t ri, const DeadlineS
     }
     if (live != r->live)
         return "ring count is wrong";
+    if (live && (r->first != ring_at(r, r->head)->deadline ||
+                 r->last != ring_at(r, r->tail - 1)->deadline))
+        return "ring ends' deadlines are stale";
     if (live && (!*best || slot_before(ring_at(r, r->head), *best)))
         *best = ring_at(r, r->head);
     return NULL;
@@ -382,6 +397,9 @@ const char *deadline_verify(const DeadlineHeap *d)
         return why;
     if (d->n != n)
         return "entry count is wrong";
+    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++)
+        if (!(d->ring_mask >> ri & 1) != !d->ring[ri].live)
+            return "ring mask disagrees with the rings";
     if (d->top != (best ? best->entry : NULL) ||
         d->top_deadline != (best ? best->deadline : INT64_MAX))
         return "cached top is not the earliest entry";

@@ -39,22 +39,26 @@ typedef struct DeadlineSlot {
 
 /* Slots in increasing (deadline, key) order, holes aside. */
 typedef struct DeadlineRing {
+    size_t live;           /* entries in the ring */
+    int64_t first, last;   /* the deadlines at head and tail - 1, when live: choosing
+                              a ring and the top compares these, not the slots */
+    size_t head, tail;     /* sequence numbers; head and tail - 1 are never holes */
     DeadlineSlot *s;       /* owned; cap (a power of two) slots; the ones from head to
                               tail (exclusive) are in use, slot seq at s[seq & (cap-1)] */
     size_t cap;
-    size_t head, tail;     /* sequence numbers; head and tail - 1 are never holes */
-    size_t live;           /* entries in the ring */
 } DeadlineRing;
 
 #define DEADLINE_RINGS 4
 
 typedef struct DeadlineHeap {
-    DeadlineRing ring[DEADLINE_RINGS];
-    DeadlineSlot *h;       /* owned: a 4-ary heap of the deadlines no ring could take */
-    size_t hn, hcap;
-    size_t n;              /* entries held */
     PartEntry *top;        /* the earliest entry (borrowed), NULL when n == 0 */
     int64_t top_deadline;  /* its deadline, INT64_MAX when n == 0 */
+    size_t n;              /* entries held */
+    unsigned ring_mask;    /* bit i: ring[i] is not empty (most rules use one ring:
+                              the others are then not even read) */
+    DeadlineSlot *h;       /* owned: a 4-ary heap of the deadlines no ring could take */
+    size_t hn, hcap;
+    DeadlineRing ring[DEADLINE_RINGS];
 } DeadlineHeap;
 
 void deadline_init(DeadlineHeap *d);
