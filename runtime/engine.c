@@ -73,10 +73,11 @@ typedef struct FeedRouter {
 } FeedRouter;
 
 /* A ring of batches: ring[oldest] .. the next in_flight are out for decoding, the
- * one after them is being filled (so in_flight < n_ring). */
+ * one after them is being filled (so in_flight < n_ring). The newest `fresh` of
+ * those out were sent since the last tick. */
 typedef struct Feed {
     FeedBatch *ring;
-    size_t n_ring, oldest, in_flight;
+    size_t n_ring, oldest, in_flight, fresh;
     Decoder **decoders;        /* per worker; owned */
     FeedRouter *routers;       /* per worker; owned */
 } Feed;
@@ -564,6 +565,8 @@ static void feed_retire(Engine *e, size_t left)
         f->oldest = (f->oldest + 1) % f->n_ring;
         f->in_flight--;
     }
+    if (f->fresh > f->in_flight)
+        f->fresh = f->in_flight;
 }
 
 static FeedBatch *feed_filling(Engine *e)
@@ -579,8 +582,31 @@ static void feed_submit(Engine *e)
     if (!b->n)
         return;
     workers_submit(e->workers, &b->job);
-    e->feed.in_flight++;
-    feed_retire(e, e->feed.n_ring - 1);
+    Feed *f = &e->feed;
+    /* every batch out and the oldest not decoded yet: reading waits for the workers
+     * (decoding goes before matching on them, so this is where a slow rule set holds
+     * the reader back, and the input with it) */
+    f->fresh++;
+    if (++f->in_flight == f->n_ring && !workers_job_done(&f->ring[f->oldest].job))
+        e->stats.backpressure_pauses++;
+    feed_retire(e, f->n_ring - 1);
+}
+
+/* A turn of the read loop: the lines of earlier turns are taken (waiting for them if
+ * need be: the workers are then behind), those of this turn as far as decoded. So a
+ * line is matched at the latest on the turn after the one that read it, and reading
+ * does not wait for the decoding of what it just read (a socket brings a few dozen
+ * lines per turn). */
+static void feed_tick(Engine *e)
+{
+    if (!e->workers)
+        return;
+    feed_submit(e);
+    Feed *f = &e->feed;
+    if (f->in_flight > f->fresh && !workers_job_done(&f->ring[f->oldest].job))
+        e->stats.backpressure_pauses++;
+    feed_retire(e, f->fresh);
+    f->fresh = 0;
 }
 
 /* Every line handed in so far is processed: call before anything that observes or
@@ -650,7 +676,7 @@ void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
 
 int engine_tick(Engine *e, int64_t now_ms)
 {
-    feed_flush(e);
+    feed_tick(e);
     if (!e->rs->event_time && now_ms > e->clock_ms)
         e->clock_ms = now_ms;
     if (e->workers)
