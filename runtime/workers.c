@@ -492,34 +492,6 @@ void workers_job_wait(Workers *ws, WorkerJob *job)
 
 /* ---- sending ---------------------------------------------------------------- */
 
-/* A private copy of an event for another thread: same bytes, slots re-pointed into
- * the copy (decoded values point into the line or the string room). */
-static Event *event_copy(const Event *ev)
-{
-    Event *c = event_new(ev->line, ev->line_len, ev->n_slots);
-    if (!c)
-        return NULL;
-    memcpy(c->strbuf, ev->strbuf, ev->line_len);
-    c->id = ev->id;
-    c->time_ms = ev->time_ms;
-    c->origin = ev->origin;
-    c->origin_line = ev->origin_line;
-    const char *line_end = ev->line + ev->line_len + 1, *str_end = ev->strbuf + ev->line_len;
-    for (size_t i = 0; i < ev->n_slots; i++) {
-        Value v = ev->slots[i];
-        if (v.s >= ev->line && v.s < line_end)
-            v.s = c->line + (v.s - ev->line);
-        else if (v.s >= ev->strbuf && v.s < str_end)
-            v.s = c->strbuf + (v.s - ev->strbuf);
-        if (v.raw >= ev->line && v.raw < line_end)
-            v.raw = c->line + (v.raw - ev->line);
-        else if (v.raw >= ev->strbuf && v.raw < str_end)
-            v.raw = c->strbuf + (v.raw - ev->strbuf);
-        c->slots[i] = v;
-    }
-    return c;
-}
-
 static void send_filling(Worker *wk)
 {
     Batch *b = wk->filling;
@@ -537,7 +509,7 @@ static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
         event_retain(ws->copies[i]);
         return ws->copies[i];
     }
-    Event *e = *original_used ? event_copy(ev) : ev;
+    Event *e = *original_used ? event_clone(ev) : ev;
     if (!e)
         return NULL;
     if (e == ev) {
