@@ -37,73 +37,73 @@ static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
 
 /* ---- the heap of deadlines out of the rings' order ------------------------------- */
 
-static void heap_place(DeadlineHeap *d, size_t i, DeadlineSlot s)
+static void heap_place(DeadlineCore *c, size_t i, DeadlineSlot s)
 {
-    d->h[i] = s;
+    c->h[i] = s;
     s.entry->heap_pos = i | IN_HEAP;
 }
 
-static void sift_up(DeadlineHeap *d, size_t i)
+static void sift_up(DeadlineCore *c, size_t i)
 {
-    DeadlineSlot s = d->h[i];
+    DeadlineSlot s = c->h[i];
     while (i > 0) {
         size_t parent = (i - 1) / ARITY;
-        if (!slot_before(&s, &d->h[parent]))
+        if (!slot_before(&s, &c->h[parent]))
             break;
-        heap_place(d, i, d->h[parent]);
+        heap_place(c, i, c->h[parent]);
         i = parent;
     }
-    heap_place(d, i, s);
+    heap_place(c, i, s);
 }
 
-static void sift_down(DeadlineHeap *d, size_t i)
+static void sift_down(DeadlineCore *c, size_t i)
 {
-    DeadlineSlot s = d->h[i];
+    DeadlineSlot s = c->h[i];
     for (;;) {
         size_t first = ARITY * i + 1;
-        if (first >= d->hn)
+        if (first >= c->hn)
             break;
-        size_t end = first + ARITY < d->hn ? first + ARITY : d->hn;
+        size_t end = first + ARITY < c->hn ? first + ARITY : c->hn;
         size_t child = first;
-        for (size_t c = first + 1; c < end; c++)
-            if (slot_before(&d->h[c], &d->h[child]))
-                child = c;
-        if (!slot_before(&d->h[child], &s))
+        for (size_t k = first + 1; k < end; k++)
+            if (slot_before(&c->h[k], &c->h[child]))
+                child = k;
+        if (!slot_before(&c->h[child], &s))
             break;
-        heap_place(d, i, d->h[child]);
+        heap_place(c, i, c->h[child]);
         i = child;
     }
-    heap_place(d, i, s);
+    heap_place(c, i, s);
 }
 
-static int heap_push(DeadlineHeap *d, DeadlineSlot s)
+static int heap_push(DeadlineCore *c, DeadlineSlot s)
 {
-    if (d->hn == d->hcap) {
-        size_t cap = d->hcap ? d->hcap * 2 : HEAP_MIN;
-        DeadlineSlot *h = cap < IN_HEAP / sizeof *h ? realloc(d->h, cap * sizeof *h) : NULL;
+    if (c->hn == c->hcap) {
+        size_t cap = c->hcap ? c->hcap * 2 : HEAP_MIN;
+        DeadlineSlot *h = cap < IN_HEAP / sizeof *h ? realloc(c->h, cap * sizeof *h) : NULL;
         if (!h)
             return -1;
-        d->h = h;
-        d->hcap = cap;
+        c->h = h;
+        c->hcap = cap;
     }
-    heap_place(d, d->hn++, s);
-    sift_up(d, d->hn - 1);
+    heap_place(c, c->hn++, s);
+    sift_up(c, c->hn - 1);
     return 0;
 }
 
-static void heap_delete(DeadlineHeap *d, size_t i)
+static void heap_delete(DeadlineCore *c, size_t i)
 {
-    DeadlineSlot last = d->h[--d->hn];
-    if (i != d->hn) {
-        heap_place(d, i, last);
-        sift_up(d, i);
-        sift_down(d, last.entry->heap_pos & ~IN_HEAP);
+    DeadlineSlot last = c->h[--c->hn];
+    if (i != c->hn) {
+        heap_place(c, i, last);
+        sift_up(c, i);
+        sift_down(c, last.entry->heap_pos & ~IN_HEAP);
     }
-    if (d->hcap > HEAP_MIN && d->hn <= d->hcap / 4) {   /* memory follows the keys */
-        DeadlineSlot *h = realloc(d->h, d->hcap / 2 * sizeof *h);
+    if (c->hcap > HEAP_MIN && c->hn <= c->hcap / 4) {   /* memory follows the keys */
+        DeadlineSlot *h = realloc(c->h, c->hcap / 2 * sizeof *h);
         if (h) {   /* else keep the larger array: still correct */
-            d->h = h;
-            d->hcap /= 2;
+            c->h = h;
+            c->hcap /= 2;
         }
     }
 }
@@ -210,22 +210,22 @@ static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
 /* The ring to append s to: of those whose last slot precedes it, the one whose last
  * slot is latest; else an empty one; else none (DEADLINE_RINGS). Slots are read only
  * on equal deadlines. */
-static size_t ring_for(const DeadlineHeap *d, const DeadlineSlot *s)
+static size_t ring_for(const DeadlineCore *c, const DeadlineSlot *s)
 {
     size_t best = DEADLINE_RINGS;
-    for (unsigned m = d->ring_mask; m; m &= m - 1) {
+    for (unsigned m = c->ring_mask; m; m &= m - 1) {
         size_t ri = (size_t)__builtin_ctz(m);
-        const DeadlineRing *r = &d->ring[ri];
+        const DeadlineRing *r = &c->ring[ri];
         if (r->last > s->deadline ||
             (r->last == s->deadline && !slot_before(ring_at(r, r->tail - 1), s)))
             continue;
-        const DeadlineRing *b = &d->ring[best < DEADLINE_RINGS ? best : ri];
+        const DeadlineRing *b = &c->ring[best < DEADLINE_RINGS ? best : ri];
         if (best == DEADLINE_RINGS || r->last > b->last ||
             (r->last == b->last && slot_before(ring_at(b, b->tail - 1), ring_at(r, r->tail - 1))))
             best = ri;
     }
-    if (best == DEADLINE_RINGS && d->ring_mask != (1u << DEADLINE_RINGS) - 1)
-        best = (size_t)__builtin_ctz(~d->ring_mask);   /* the first empty ring */
+    if (best == DEADLINE_RINGS && c->ring_mask != (1u << DEADLINE_RINGS) - 1)
+        best = (size_t)__builtin_ctz(~c->ring_mask);   /* the first empty ring */
     return best;
 }
 
@@ -233,10 +233,11 @@ static size_t ring_for(const DeadlineHeap *d, const DeadlineSlot *s)
 
 static void find_top(DeadlineHeap *d)
 {
-    const DeadlineSlot *best = d->hn ? &d->h[0] : NULL;
+    const DeadlineCore *c = d->core;
+    const DeadlineSlot *best = d->n && c->hn ? &c->h[0] : NULL;
     int64_t at = best ? best->deadline : INT64_MAX;
-    for (unsigned m = d->ring_mask; m; m &= m - 1) {
-        const DeadlineRing *r = &d->ring[__builtin_ctz(m)];
+    for (unsigned m = d->n ? c->ring_mask : 0; m; m &= m - 1) {
+        const DeadlineRing *r = &c->ring[__builtin_ctz(m)];
         if (!best || r->first < at || (r->first == at && slot_before(ring_at(r, r->head), best))) {
             best = ring_at(r, r->head);
             at = r->first;
@@ -248,11 +249,14 @@ static void find_top(DeadlineHeap *d)
 
 static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
+    if (!d->core && !(d->core = calloc(1, sizeof *d->core)))
+        return -1;
+    DeadlineCore *c = d->core;
     DeadlineSlot s = {deadline, e};
-    size_t ri = ring_for(d, &s);
-    if (ri < DEADLINE_RINGS && ring_append(&d->ring[ri], ri, s) == 0)
-        d->ring_mask |= 1u << ri;
-    else if (heap_push(d, s) < 0)
+    size_t ri = ring_for(c, &s);
+    if (ri < DEADLINE_RINGS && ring_append(&c->ring[ri], ri, s) == 0)
+        c->ring_mask |= 1u << ri;
+    else if (heap_push(c, s) < 0)
         return -1;
     e->deadline = deadline;
     d->n++;
@@ -261,14 +265,15 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 
 static void erase(DeadlineHeap *d, PartEntry *e)
 {
+    DeadlineCore *c = d->core;
     size_t pos = e->heap_pos;
     if (pos & IN_HEAP) {
-        heap_delete(d, pos & ~IN_HEAP);
+        heap_delete(c, pos & ~IN_HEAP);
     } else {
         size_t ri = pos >> RING_SHIFT;
-        ring_remove(&d->ring[ri], ri, pos & (SEQ_LIMIT - 1));
-        if (!d->ring[ri].live)
-            d->ring_mask &= ~(1u << ri);
+        ring_remove(&c->ring[ri], ri, pos & (SEQ_LIMIT - 1));
+        if (!c->ring[ri].live)
+            c->ring_mask &= ~(1u << ri);
     }
     e->heap_pos = SIZE_MAX;
     e->deadline = INT64_MAX;
@@ -277,21 +282,25 @@ static void erase(DeadlineHeap *d, PartEntry *e)
 
 void deadline_init(DeadlineHeap *d)
 {
-    *d = (DeadlineHeap){.top = NULL, .top_deadline = INT64_MAX};
+    *d = (DeadlineHeap){.top = NULL, .top_deadline = INT64_MAX, .core = NULL};
 }
 
 void deadline_free(DeadlineHeap *d)
 {
-    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
-        DeadlineRing *r = &d->ring[ri];
-        for (size_t seq = r->head; seq < r->tail; seq++)
-            if (ring_at(r, seq)->entry)
-                ring_at(r, seq)->entry->heap_pos = SIZE_MAX;
-        free(r->s);
+    DeadlineCore *c = d->core;
+    if (c) {
+        for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
+            DeadlineRing *r = &c->ring[ri];
+            for (size_t seq = r->head; seq < r->tail; seq++)
+                if (ring_at(r, seq)->entry)
+                    ring_at(r, seq)->entry->heap_pos = SIZE_MAX;
+            free(r->s);
+        }
+        for (size_t i = 0; i < c->hn; i++)
+            c->h[i].entry->heap_pos = SIZE_MAX;
+        free(c->h);
+        free(c);
     }
-    for (size_t i = 0; i < d->hn; i++)
-        d->h[i].entry->heap_pos = SIZE_MAX;
-    free(d->h);
     deadline_init(d);
 }
 
@@ -320,19 +329,20 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
 {
+    const DeadlineCore *c = d->core;
     size_t pos = e->heap_pos;
     const DeadlineSlot *s;
-    if (pos == SIZE_MAX)
+    if (pos == SIZE_MAX || !c)
         return false;
     if (pos & IN_HEAP) {
-        if ((pos & ~IN_HEAP) >= d->hn)
+        if ((pos & ~IN_HEAP) >= c->hn)
             return false;
-        s = &d->h[pos & ~IN_HEAP];
+        s = &c->h[pos & ~IN_HEAP];
     } else {
         size_t ri = pos >> RING_SHIFT, seq = pos & (SEQ_LIMIT - 1);
-        if (ri >= DEADLINE_RINGS || seq < d->ring[ri].head || seq >= d->ring[ri].tail)
+        if (ri >= DEADLINE_RINGS || seq < c->ring[ri].head || seq >= c->ring[ri].tail)
             return false;
-        s = ring_at(&d->ring[ri], seq);
+        s = ring_at(&c->ring[ri], seq);
     }
     return s->entry == e && s->deadline == e->deadline;
 }
@@ -368,38 +378,42 @@ static const char *verify_ring(const DeadlineRing *r, size_t ri, const DeadlineS
     return NULL;
 }
 
-static const char *verify_heap(const DeadlineHeap *d, const DeadlineSlot **best)
+static const char *verify_heap(const DeadlineCore *c, const DeadlineSlot **best)
 {
-    if (d->hn > d->hcap)
+    if (c->hn > c->hcap)
         return "heap count above its capacity";
-    for (size_t i = 0; i < d->hn; i++) {
-        const DeadlineSlot *s = &d->h[i];
+    for (size_t i = 0; i < c->hn; i++) {
+        const DeadlineSlot *s = &c->h[i];
         if (s->entry->heap_pos != (i | IN_HEAP) || s->entry->deadline != s->deadline)
             return "heap slot disagrees with its entry";
-        if (i && slot_before(s, &d->h[(i - 1) / ARITY]))
+        if (i && slot_before(s, &c->h[(i - 1) / ARITY]))
             return "heap out of order";
     }
-    if (d->hn && (!*best || slot_before(&d->h[0], *best)))
-        *best = &d->h[0];
+    if (c->hn && (!*best || slot_before(&c->h[0], *best)))
+        *best = &c->h[0];
     return NULL;
 }
 
 const char *deadline_verify(const DeadlineHeap *d)
 {
+    const DeadlineCore *c = d->core;
     const DeadlineSlot *best = NULL;
-    size_t n = d->hn;
-    const char *why = verify_heap(d, &best);
-    for (size_t ri = 0; ri < DEADLINE_RINGS && !why; ri++) {
-        why = verify_ring(&d->ring[ri], ri, &best);
-        n += d->ring[ri].live;
+    size_t n = 0;
+    const char *why = NULL;
+    if (c) {
+        n = c->hn;
+        why = verify_heap(c, &best);
+        for (size_t ri = 0; ri < DEADLINE_RINGS && !why; ri++) {
+            why = verify_ring(&c->ring[ri], ri, &best);
+            n += c->ring[ri].live;
+            if (!why && !(c->ring_mask >> ri & 1) != !c->ring[ri].live)
+                why = "ring mask disagrees with the rings";
+        }
     }
     if (why)
         return why;
     if (d->n != n)
         return "entry count is wrong";
-    for (size_t ri = 0; ri < DEADLINE_RINGS; ri++)
-        if (!(d->ring_mask >> ri & 1) != !d->ring[ri].live)
-            return "ring mask disagrees with the rings";
     if (d->top != (best ? best->entry : NULL) ||
         d->top_deadline != (best ? best->deadline : INT64_MAX))
         return "cached top is not the earliest entry";

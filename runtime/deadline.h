@@ -50,15 +50,21 @@ typedef struct DeadlineRing {
 
 #define DEADLINE_RINGS 4
 
-typedef struct DeadlineHeap {
-    PartEntry *top;        /* the earliest entry (borrowed), NULL when n == 0 */
-    int64_t top_deadline;  /* its deadline, INT64_MAX when n == 0 */
-    size_t n;              /* entries held */
+/* Kept out of line, so that the per-rule state that embeds a DeadlineHeap stays
+ * small: the shard reads other fields of it on every event. */
+typedef struct DeadlineCore {
     unsigned ring_mask;    /* bit i: ring[i] is not empty (most rules use one ring:
                               the others are then not even read) */
     DeadlineSlot *h;       /* owned: a 4-ary heap of the deadlines no ring could take */
     size_t hn, hcap;
     DeadlineRing ring[DEADLINE_RINGS];
+} DeadlineCore;
+
+typedef struct DeadlineHeap {
+    PartEntry *top;        /* the earliest entry (borrowed), NULL when n == 0 */
+    int64_t top_deadline;  /* its deadline, INT64_MAX when n == 0 */
+    size_t n;              /* entries held */
+    DeadlineCore *core;    /* owned; NULL until the first deadline is set */
 } DeadlineHeap;
 
 void deadline_init(DeadlineHeap *d);
