@@ -81,7 +81,8 @@ static int expand_dir(const char *dir, PathList *out, Diags *diags)
         return -1;
     if (out->n == first)
         diag_report_file(diags, DIAG_ERROR, dir, "no .cep files in %s", dir);
-    qsort(out->v + first, out->n - first, sizeof *out->v, compare_names);
+    else
+        qsort(out->v + first, out->n - first, sizeof *out->v, compare_names);
     return 0;
 }
 
