@@ -232,10 +232,22 @@ typedef struct Ladder {
     bool rising;           /* < <=: true from some number up; > >=: true up to one */
 } Ladder;
 
+/* Most start states act on an event iff one of a few `where` conditions holds. */
+#define GATE_MAX 4
+
+/* A rule's answer to nfa_key_wakes from the cache alone. */
+struct NfaWakeGate {
+    bool simple;           /* false: the start state is not of that shape */
+    uint8_t n;
+    uint32_t group[GATE_MAX];
+    uint32_t slot[GATE_MAX];
+};
+
 struct NfaCondShare {
     size_t n_rules;
     size_t n_groups;
     uint32_t **ids;        /* per rule: 2 per step (where, until): a group or NFA_NONE */
+    NfaWakeGate *gates;    /* per rule */
     uint32_t *ladder_of;   /* per group: its ladder, or NFA_NONE */
     Rung *rungs;
     Ladder *ladders;
@@ -785,14 +797,20 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     settle(nfa, key, w);
 }
 
-/* The cache's result for a condition slot this event: 1, 0, or -1 if it has none. */
-static int cached_result(NfaCondCache *c, const uint32_t *ids, size_t slot)
+/* The cache's result for a group this event: 1, 0, or -1 if it has none. */
+static int cached_group(NfaCondCache *c, uint32_t g)
 {
-    uint32_t g = c ? ids[slot] : NFA_NONE;
-    if (g == NFA_NONE || c->seen[g] != c->event)
+    if (c->seen[g] != c->event)
         return -1;
     c->hits++;
     return c->vals[g] == 1;
+}
+
+/* The same for a condition slot of a rule (c may be NULL). */
+static int cached_result(NfaCondCache *c, const uint32_t *ids, size_t slot)
+{
+    uint32_t g = c ? ids[slot] : NFA_NONE;
+    return g == NFA_NONE ? -1 : cached_group(c, g);
 }
 
 static bool wake_test(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, const CExpr *ce, size_t slot)
@@ -806,22 +824,59 @@ static bool wake_test(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, const CExpr *ce
     return test_shared(&d, ce, slot);
 }
 
-bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+/* The condition slots whose `where` decides whether the start state acts on an event
+ * (it does iff one holds), or -1 when its edges are not that simple. */
+static int start_slots(const Nfa *nfa, uint32_t slots[GATE_MAX])
 {
-    NfaCondCache *cache = ctx->cond_ids ? ctx->cond_cache : NULL;
     const NfaState *start = &nfa->states[nfa->start];
+    if (start->n_edges > GATE_MAX)
+        return -1;
     for (uint32_t i = 0; i < start->n_edges; i++) {
         const NfaEdge *e = &nfa->edges[start->first_edge + i];
         const NfaCond *c = &nfa->conds[e->cond];
         if (e->action == NFA_PROCEED || c->kind != NFA_C_WHERE)
-            return true;   /* not the simple shape: the matcher decides */
+            return -1;
         const NfaStep *st = &nfa->steps[c->step];
         if (!st->where || st->where_iter)
-            return true;
-        size_t slot = 2 * (size_t)c->step;
-        int holds = cached_result(cache, ctx->cond_ids, slot);
+            return -1;
+        slots[i] = 2 * c->step;
+    }
+    return (int)start->n_edges;
+}
+
+/* nfa_key_wakes without a gate: the start state's shape read from the Nfa. */
+static bool wakes_by_nfa(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+{
+    NfaCondCache *cache = ctx->cond_ids ? ctx->cond_cache : NULL;
+    uint32_t slots[GATE_MAX];
+    int n = start_slots(nfa, slots);
+    for (int i = 0; i < n; i++) {
+        int holds = cached_result(cache, ctx->cond_ids, slots[i]);
         if (holds < 0)
-            holds = wake_test(nfa, ev, ctx, st->where, slot);
+            holds = wake_test(nfa, ev, ctx, nfa->steps[slots[i] / 2].where, slots[i]);
+        if (holds)
+            return true;
+    }
+    return n < 0;   /* not the simple shape: the matcher decides */
+}
+
+bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+{
+    const NfaWakeGate *gate = ctx->gate;
+    NfaCondCache *c = ctx->cond_cache;
+    if (!gate || !c)
+        return wakes_by_nfa(nfa, ev, ctx);
+    if (!gate->simple)
+        return true;
+    for (size_t i = 0; i < gate->n; i++) {
+        uint32_t g = gate->group[i];
+        bool holds;
+        if (c->seen[g] == c->event) {
+            c->hits++;
+            holds = c->vals[g] == 1;
+        } else {
+            holds = wake_test(nfa, ev, ctx, nfa->steps[gate->slot[i] / 2].where, gate->slot[i]);
+        }
         if (holds)
             return true;
     }
@@ -881,7 +936,18 @@ typedef struct CondRef {
     const char *text;
     const CExpr *ce;
     size_t rule, slot;
+    bool gate;             /* decides whether the rule's start state acts */
 } CondRef;
+
+static bool in_gate(const Nfa *nfa, size_t slot)
+{
+    uint32_t slots[GATE_MAX];
+    int n = start_slots(nfa, slots);
+    for (int i = 0; i < n; i++)
+        if (slots[i] == slot)
+            return true;
+    return false;
+}
 
 static int cmp_cond_text(const void *a, const void *b)
 {
@@ -901,12 +967,13 @@ static size_t shareable(const Nfa *const *nfas, size_t n, CondRef *out)
             const NfaStep *st = &nfas[r]->steps[i];
             if (st->where && !st->where_iter && st->where_text) {
                 if (out)
-                    out[count] = (CondRef){st->where_text, st->where, r, 2 * i};
+                    out[count] = (CondRef){st->where_text, st->where, r, 2 * i,
+                                           in_gate(nfas[r], 2 * i)};
                 count++;
             }
             if (st->until && !st->until_iter && st->until_text) {
                 if (out)
-                    out[count] = (CondRef){st->until_text, st->until, r, 2 * i + 1};
+                    out[count] = (CondRef){st->until_text, st->until, r, 2 * i + 1, false};
                 count++;
             }
         }
@@ -1014,8 +1081,8 @@ static bool build_ladders(NfaCondShare *sh, const Candidate *cand, size_t n)
 }
 
 /* Runs of equal text that span two places or more become groups, and so does every
- * text that may join a ladder; the ladders are then built over those groups. False on
- * allocation failure. */
+ * text that may join a ladder or that a wake gate reads; the ladders are then built
+ * over those groups. False on allocation failure. */
 static bool assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
 {
     Candidate *cand = malloc((n ? n : 1) * sizeof *cand);
@@ -1027,8 +1094,10 @@ static bool assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
         while (j < n && strcmp(refs[j].text, refs[i].text) == 0)
             j++;
         RangeCond rc;
-        bool range = range_cond(refs[i].text, &rc);
-        if (j - i > 1 || range) {
+        bool range = range_cond(refs[i].text, &rc), gate = false;
+        for (size_t k = i; k < j; k++)
+            gate |= refs[k].gate;
+        if (j - i > 1 || range || gate) {
             for (size_t k = i; k < j; k++)
                 sh->ids[refs[k].rule][refs[k].slot] = (uint32_t)sh->n_groups;
             if (range)
@@ -1045,6 +1114,18 @@ static bool assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
     ok = ok && build_ladders(sh, cand, n_cand);
     free(cand);
     return ok;
+}
+
+/* A rule's gate: simple when every condition of its start state is in a group. */
+static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
+{
+    int n = start_slots(nfa, g->slot);
+    g->simple = n >= 0;
+    g->n = (uint8_t)(n > 0 ? n : 0);
+    for (int i = 0; i < n; i++) {
+        g->group[i] = ids[g->slot[i]];
+        g->simple &= g->group[i] != NFA_NONE;
+    }
 }
 
 NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
@@ -1069,6 +1150,10 @@ NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
         qsort(refs, n_refs, sizeof *refs, cmp_cond_text);
         ok = assign_groups(sh, refs, n_refs);
     }
+    if (ok)
+        ok = (sh->gates = calloc(n ? n : 1, sizeof *sh->gates)) != NULL;
+    for (size_t r = 0; ok && r < n; r++)
+        build_gate(nfas[r], sh->ids[r], &sh->gates[r]);
     free(refs);
     if (!ok) {
         nfa_cond_share_free(sh);
@@ -1086,6 +1171,7 @@ void nfa_cond_share_free(NfaCondShare *share)
             free(share->ids[r]);
     free(share->ids);
     free(share->ladder_of);
+    free(share->gates);
     free(share->rungs);
     free(share->ladders);
     free(share);
@@ -1099,6 +1185,11 @@ size_t nfa_cond_share_groups(const NfaCondShare *share)
 size_t nfa_cond_share_ladders(const NfaCondShare *share)
 {
     return share->n_ladders;
+}
+
+const NfaWakeGate *nfa_cond_share_gate(const NfaCondShare *share, size_t rule)
+{
+    return rule < share->n_rules ? &share->gates[rule] : NULL;
 }
 
 const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule)

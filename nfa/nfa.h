@@ -91,6 +91,10 @@ size_t nfa_cond_share_groups(const NfaCondShare *share);
 size_t nfa_cond_share_ladders(const NfaCondShare *share);
 /* The per-rule table for NfaRunCtx.cond_ids (owned by the share). */
 const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule);
+/* The rule's wake test for NfaRunCtx.gate (owned by the share): nfa_key_wakes then
+ * answers from the cache without looking into the Nfa. */
+typedef struct NfaWakeGate NfaWakeGate;
+const NfaWakeGate *nfa_cond_share_gate(const NfaCondShare *share, size_t rule);
 /* NULL on allocation failure. */
 NfaCondCache *nfa_cond_cache_new(const NfaCondShare *share);
 void nfa_cond_cache_free(NfaCondCache *cache);
@@ -116,6 +120,7 @@ typedef struct NfaRunCtx {
     NfaSink sink;
     NfaCondCache *cond_cache;     /* optional: shared condition results of this event */
     const uint32_t *cond_ids;     /* this rule's table in the share; with cond_cache */
+    const NfaWakeGate *gate;      /* optional, with cond_cache: nfa_cond_share_gate */
 } NfaRunCtx;
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);

@@ -104,6 +104,7 @@ static void wire_matcher_parts(Shard *s)
     for (size_t i = 0; i < s->rs->n_rules; i++) {
         s->rules[i].ctx.cond_cache = s->cond_cache;
         s->rules[i].ctx.cond_ids = nfa_cond_share_ids(s->cond_share, i);
+        s->rules[i].ctx.gate = nfa_cond_share_gate(s->cond_share, i);
         s->rules[i].ctx.work = s->work;
     }
 }

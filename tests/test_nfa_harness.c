@@ -340,6 +340,7 @@ bool nh_feed_line(NfaHarness *h, const char *line, char **err)
         if (h->cache) {
             ctx.cond_cache = h->cache;
             ctx.cond_ids = nfa_cond_share_ids(h->share, i);
+            ctx.gate = nfa_cond_share_gate(h->share, i);
         }
         EvalCtx ec = {.event = ev, .time_ms = ev->time_ms};
         if (r->filter && !expr_test(r->filter, &ec, h->scratch))
