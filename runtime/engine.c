@@ -1,5 +1,6 @@
 /* runtime/engine.c — the engine's front: decode, time, reorder and release, then
- * matching inline (one Shard) or on worker threads (runtime/workers.h). */
+ * matching inline (one Shard) or on worker threads (runtime/workers.h), which then
+ * decode the lines too (parallel decoding, below). */
 #include "runtime/engine.h"
 
 #include <stdio.h>

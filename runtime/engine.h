@@ -11,7 +11,11 @@
  * Threads: call the engine from one thread. With one worker every sink call happens
  * on that thread; with N workers (runtime/workers.h) sink.alert is called from the
  * worker threads (one key's results always from the same one, in order), the other
- * sink calls from the caller's thread. */
+ * sink calls from the caller's thread. With N workers the lines are also decoded on
+ * the workers, in batches, and taken back in input order on the caller's thread (so
+ * dead letters, late events and counters are as with one); every function below that
+ * reads or changes the state takes the lines handed in so far first, except
+ * engine_tick (see there). */
 #ifndef VIGIL_RUNTIME_ENGINE_H
 #define VIGIL_RUNTIME_ENGINE_H
 
@@ -96,7 +100,8 @@ void engine_set_warn(Engine *e, void (*warn)(void *user, const char *msg), void 
  * ENGINE_DEFAULT_MAX_BUFFERED. */
 void engine_set_limits(Engine *e, const EngineLimits *limits);
 /* One input line from `origin` (borrowed; must outlive the engine). now_ms is the
- * arrival wall-clock time, used on processing time. -1 on a fatal (allocation) error. */
+ * arrival wall-clock time, used on processing time. -1 on a fatal (allocation) error;
+ * with workers it may show on a later line, or on engine_tick, finish or stop. */
 int engine_line(Engine *e, const char *text, size_t len, const char *origin,
                 uint64_t line_no, int64_t now_ms);
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
@@ -111,7 +116,9 @@ bool engine_backlogged(const Engine *e);
  * not behind). Each wait that begins counts one `backpressure_pauses`. */
 bool engine_drain(Engine *e, int timeout_ms);
 /* Call when the input is idle or between reads: on processing time fires every
- * deadline <= now_ms; with workers, sends them the events routed so far. */
+ * deadline <= now_ms; with workers, takes the lines handed in before the previous
+ * tick (waiting for their decoding) and those since as far as decoded, and sends the
+ * workers the events routed so far. */
 int engine_tick(Engine *e, int64_t now_ms);
 /* Earliest pending deadline (processing time timers); INT64_MAX if none, and always
  * with workers, which keep their own timers. */

@@ -1,10 +1,11 @@
 /* runtime/workers.h — `--workers N` (N > 1): shards matching over threads.
  *
  * Owns: N worker threads, each with its own Shard (runtime/shard.h) and a bounded
- * queue of batches from the engine's thread. The engine's thread evaluates each
- * released event's filter and key per rule and sends (rule, event, key) to the
- * worker chosen by the hash of (rule, key), so every key's events reach one worker
- * in release order and that key's alerts keep their order. Queues have their own
+ * queue of batches from the engine's thread, plus a list of jobs (WorkerJob: the
+ * engine's decoding, which goes before matching). Each released event's filter and
+ * key per rule (evaluated by the engine's thread, or already by a decoding job) send
+ * (rule, event, key) to the worker chosen by the hash of (rule, key), so every key's
+ * events reach one worker in release order and that key's alerts keep their order. Queues have their own
  * locks (no global lock); a full queue blocks the sender, and a half-full one asks the
  * reader to stop reading (workers_backlogged) before that happens. Events are
  * reference-counted without atomics, so an event needed by several workers is
