@@ -492,8 +492,8 @@ static int take_decoded(Engine *e, Decoded *d, const char *text, size_t len,
     ev->origin = origin;
     ev->origin_line = line_no;
     e->stats.events++;
-    if (!e->rs->event_time) {
-        match_event(e, ev);
+    if (!e->rs->event_time || reorder_pass(&e->reorder, t)) {
+        match_event(e, ev);   /* processing time, or released as soon as buffered */
         return engine_failed(e) ? -1 : 0;
     }
     switch (reorder_push(&e->reorder, t, ev)) {

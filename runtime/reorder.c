@@ -81,6 +81,25 @@ ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item)
     return REORDER_ACCEPTED;
 }
 
+bool reorder_pass(Reorder *r, int64_t time_ms)
+{
+    if (r->n || time_ms < r->watermark)
+        return false;
+    int64_t wm = r->watermark;
+    if (time_ms > r->max_seen) {
+        int64_t w = watermark_for(time_ms, r->lateness_ms);
+        if (w > wm)
+            wm = w;
+    }
+    if (time_ms > wm)
+        return false;   /* it would wait for the watermark */
+    if (time_ms > r->max_seen)
+        r->max_seen = time_ms;
+    r->watermark = wm;
+    r->next_seq++;
+    return true;
+}
+
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms)
 {
     if (r->n == 0 || r->heap[0].time_ms > r->watermark)

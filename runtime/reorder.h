@@ -34,6 +34,12 @@ void reorder_init(Reorder *r, int64_t lateness_ms);
 /* Buffers an item, or refuses it as late (time < watermark) or on allocation
  * failure; on refusal the caller keeps the item. Advances the watermark. */
 ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item);
+/* The usual case of ordered input: true if an item of this time, pushed now, would be
+ * released at once as the only ready item (the buffer is empty and its time is not
+ * after the watermark it brings); the watermark and arrival count then move exactly as
+ * push and pop would, and the caller releases the item itself. False (nothing
+ * changed): push it. */
+bool reorder_pass(Reorder *r, int64_t time_ms);
 /* The next item whose time is <= the watermark (removed from the buffer), or NULL. */
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
 /* The buffer is full: the oldest item (removed), released before the watermark

@@ -90,6 +90,56 @@ static void count_drop(void *item)
     dropped++;
 }
 
+/* reorder_pass is push then pop, without the heap: driven side by side on the same
+ * times (mostly rising, some out of order, some late, ties, lateness changes), one
+ * buffer taking pass where it can and one always pushing release the same items in
+ * the same order and keep the same watermark, highest time and arrival count. */
+START_TEST(reorder_pass_is_push_then_pop)
+{
+    static int ids[4000];
+    for (int lateness = 0; lateness <= 30; lateness += 15) {
+        Reorder a, b;
+        reorder_init(&a, lateness);
+        reorder_init(&b, lateness);
+        uint64_t seed = 12345;
+        int64_t base = 1000;
+        size_t passed = 0;
+        for (int i = 0; i < 4000; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            int r = (int)(seed >> 33) % 100;
+            int64_t t = r < 60 ? (base += r % 3) : r < 85 ? base - r % 20 : base + r % 40;
+            if (i == 2000) {   /* a hot reload lowering the lateness */
+                reorder_set_lateness(&a, 0);
+                reorder_set_lateness(&b, 0);
+            }
+            ids[i] = i;
+            bool pass = reorder_pass(&a, t);
+            ReorderStatus sa = pass ? REORDER_ACCEPTED : reorder_push(&a, t, &ids[i]);
+            ReorderStatus sb = reorder_push(&b, t, &ids[i]);
+            ck_assert_int_eq(sa, sb);
+            passed += pass;
+            int *got_b = reorder_pop_ready(&b, NULL);
+            if (pass) {   /* b releases exactly this one, and nothing after it */
+                ck_assert_ptr_eq(got_b, &ids[i]);
+                ck_assert_ptr_null(reorder_pop_ready(&b, NULL));
+            } else {
+                for (int *got_a = reorder_pop_ready(&a, NULL); got_a || got_b;
+                     got_a = reorder_pop_ready(&a, NULL), got_b = reorder_pop_ready(&b, NULL))
+                    ck_assert_ptr_eq(got_a, got_b);
+            }
+            ck_assert_int_eq(reorder_watermark(&a), reorder_watermark(&b));
+            ck_assert_int_eq(a.max_seen, b.max_seen);
+            ck_assert_uint_eq(a.next_seq, b.next_seq);
+            ck_assert_uint_eq(reorder_size(&a), reorder_size(&b));
+        }
+        ck_assert_uint_gt(passed, 100);
+        ck_assert_uint_lt(passed, 4000);
+        reorder_free(&a, NULL);
+        reorder_free(&b, NULL);
+    }
+}
+END_TEST
+
 START_TEST(reorder_flush_releases_everything_in_time_order)
 {
     Reorder r;
@@ -415,6 +465,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tr, reorder_sorts_within_lateness_and_follows_watermark);
     tcase_add_test(tr, reorder_refuses_late_but_accepts_at_watermark);
     tcase_add_test(tr, reorder_flush_releases_everything_in_time_order);
+    tcase_add_test(tr, reorder_pass_is_push_then_pop);
     tcase_add_test(tr, reorder_many_random_items_come_out_sorted);
     suite_add_tcase(s, tr);
     TCase *tp = tcase_create("partition");
