@@ -20,8 +20,9 @@
 /* A thread about to wait for another yields its core this many times first: on two
  * cores three busy threads take turns, and a sleep and wake-up (futex, context
  * switches on both sides) cost more than the wait usually lasts. Measured on scenario
- * 1 with two workers: 2.73-2.77 s -> 2.38-2.53 s wall, the same CPU. */
-#define WAIT_YIELDS 64
+ * 1 with two workers: no yields 2.50-2.62 s wall, 16 yields 2.24-2.29 s, 64 yields
+ * about the same with more CPU. */
+#define WAIT_YIELDS 16
 /* Events no worker takes (every filter refused them) go back to the worker that
  * decoded them this many at a time. */
 #define UNROUTED_BATCH 64
