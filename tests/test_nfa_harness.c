@@ -445,6 +445,20 @@ char **nh_results(NfaHarness *h, size_t *n)
     return h->results.v;
 }
 
+char *nh_same_results(NfaHarness *a, NfaHarness *b, size_t *n)
+{
+    size_t n_a, n_b;
+    char **ra = nh_results(a, &n_a);
+    char **rb = nh_results(b, &n_b);
+    *n = n_a;
+    if (n_a != n_b)
+        return buf_format("%zu results against %zu", n_a, n_b);
+    for (size_t i = 0; i < n_a; i++)
+        if (strcmp(ra[i], rb[i]) != 0)
+            return buf_format("result %zu: %s against %s", i, ra[i], rb[i]);
+    return NULL;
+}
+
 unsigned long long nh_live(const NfaHarness *h) { return h->counters.partials_live; }
 unsigned long long nh_dropped(const NfaHarness *h) { return h->counters.partials_dropped; }
 

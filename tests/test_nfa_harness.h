@@ -54,6 +54,10 @@ const NfaCondCache *nh_cache(const NfaHarness *h);
 /* nfa_key_deadline of a rule's current key. */
 long long nh_deadline(const NfaHarness *h, size_t rule);
 
+/* Compares the results of two harnesses fed the same events. Returns NULL if they are
+ * equal (then *n is their number), else a heap message naming the first difference. */
+char *nh_same_results(NfaHarness *a, NfaHarness *b, size_t *n);
+
 /* Compares results with `expected` (lines separated by ';' or '\n', blanks ignored).
  * Returns NULL if equal as multisets, else a heap message listing differences. */
 char *nh_diff(NfaHarness *h, const char *expected);
