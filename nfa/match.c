@@ -902,6 +902,20 @@ size_t nfa_key_partials(const NfaKey *key)
     return key ? key->n_live : 0;
 }
 
+void nfa_key_prefetch(const NfaKey *key, bool deep)
+{
+    if (!key || !key->n_live)
+        return;
+    const MatchNode *node = nfa_key_live_c(key)[0].last;
+    if (!deep) {
+        __builtin_prefetch(node, 1);   /* its count changes whatever happens */
+        return;
+    }
+    __builtin_prefetch(node->event, 1);
+    if (node->prev)
+        __builtin_prefetch(node->prev, 1);
+}
+
 NfaKey *nfa_key_new_empty(const Nfa *nfa)
 {
     (void)nfa;

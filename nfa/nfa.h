@@ -137,6 +137,12 @@ int64_t nfa_key_deadline(const NfaKey *key);
 void nfa_key_free(NfaKey *key, NfaCounters *counters);
 /* Number of live partial matches of one key. */
 size_t nfa_key_partials(const NfaKey *key);
+/* Starts loading what the matcher touches first of a key (NULL: nothing): the newest
+ * node of its oldest partial match (this reads the key), and with `deep` that node's
+ * event and previous node too (this reads the node, so prefetch it first). A caller
+ * with many keys to run calls it for several of them ahead, so that their cache
+ * misses overlap instead of queueing. */
+void nfa_key_prefetch(const NfaKey *key, bool deep);
 
 /* Step metadata, for alerts: names in pattern order. */
 size_t nfa_step_count(const Nfa *nfa);

@@ -325,6 +325,16 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     return rc;
 }
 
+PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
+{
+    if (!d->top || (d->top->heap_pos & IN_HEAP))
+        return NULL;
+    size_t pos = d->top->heap_pos;
+    const DeadlineRing *r = &d->core->ring[pos >> RING_SHIFT];
+    size_t seq = (pos & (SEQ_LIMIT - 1)) + ahead;
+    return seq < r->tail ? ring_at(r, seq)->entry : NULL;
+}
+
 /* ---- checks for tests ------------------------------------------------------------ */
 
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)

@@ -81,6 +81,10 @@ static inline void deadline_remove(DeadlineHeap *d, PartEntry *e)
 /* The entry with the earliest deadline, or NULL if none is held. */
 static inline PartEntry *deadline_top(const DeadlineHeap *d) { return d->top; }
 static inline int64_t deadline_next(const DeadlineHeap *d) { return d->top_deadline; }
+/* The entry `ahead` places after the top in the top's ring, or NULL (a hole, past
+ * the ring's end, or a top from the heap). Reads the top entry and one ring slot:
+ * it names, cheaply, keys likely to come due soon, for prefetching. */
+PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead);
 /* For tests: true if e is held where its heap_pos says, under its current deadline. */
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);
 /* For tests: checks every internal invariant (the rings' order and ends, the heap's

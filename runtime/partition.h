@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/buf.h"
 #include "nfa/nfa.h"
@@ -79,6 +80,24 @@ static inline void part_prefetch(const PartTable *t, uint64_t hash)
 {
     if (t->n_slots)
         __builtin_prefetch(&t->slots[hash & (t->n_slots - 1)]);
+}
+/* The entry a lookup of `hash` would compare first: the first one in its probe run
+ * whose slot holds the same hash, found from the slots alone (NULL: the key has no
+ * entry). Lets a caller start fetching the entry before comparing its bytes. */
+static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
+{
+    if (!t->n_slots)
+        return NULL;
+    size_t mask = t->n_slots - 1;
+    for (size_t i = hash & mask; t->slots[i].entry; i = (i + 1) & mask)
+        if (t->slots[i].hash == hash)
+            return t->slots[i].entry;
+    return NULL;
+}
+/* Is e the entry of these key bytes? */
+static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t klen)
+{
+    return e->klen == klen && !memcmp(e->kbytes, kbytes, klen);
 }
 /* A new idle entry with a copy of the key bytes; NULL on allocation failure (or a key
  * of 4 GiB or more). */

@@ -330,6 +330,30 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
     settle(s, ri, pe, t, g);
 }
 
+/* Timers fire in order, so the keys about to come due are known: firing one touches
+ * its entry, its NfaKey, the newest node and that node's event, each cold after a
+ * window's worth of other events. Each firing starts one link of the keys a few places
+ * behind it, so by the time a key fires the chain is in cache, each link having been
+ * fetched (from a link already there) while earlier keys ran. The distances are
+ * counted in this rule's firings: other rules' firings in between only add time. */
+#define DUE_AHEAD_ENTRY 8
+#define DUE_AHEAD_KEY 4
+#define DUE_AHEAD_NODE 2
+#define DUE_AHEAD_EVENT 1
+
+static void prefetch_due(const DeadlineHeap *timers)
+{
+    const PartEntry *e = deadline_peek(timers, DUE_AHEAD_ENTRY);
+    if (e)
+        __builtin_prefetch(e, 1);
+    if ((e = deadline_peek(timers, DUE_AHEAD_KEY)) && e->nfa)
+        __builtin_prefetch(e->nfa, 1);
+    if ((e = deadline_peek(timers, DUE_AHEAD_NODE)))
+        nfa_key_prefetch(e->nfa, false);
+    if ((e = deadline_peek(timers, DUE_AHEAD_EVENT)))
+        nfa_key_prefetch(e->nfa, true);
+}
+
 void shard_fire_due(Shard *s, int64_t t)
 {
     /* settle() arms every timer after the time it handles, so nothing new can be due
@@ -339,7 +363,9 @@ void shard_fire_due(Shard *s, int64_t t)
     s->fired_upto = t;
     size_t ri = 0;
     while (next_due(s, t, &ri)) {
-        PartEntry *pe = deadline_top(&s->rules[ri].timers);
+        const DeadlineHeap *timers = &s->rules[ri].timers;
+        prefetch_due(timers);
+        PartEntry *pe = deadline_top(timers);
         run_advance(s, ri, pe, pe->deadline);
     }
     expr_scratch_reset(s->scratch);
@@ -506,18 +532,18 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     feed_found(s, ri, k, ev, find_key(&s->rules[ri], k));
 }
 
-void shard_event(Shard *s, Event *ev)
+/* Finding a routed key's state is a chain of dependent loads: the table's bitmap word,
+ * the slot, the entry, its NfaKey, the newest node of its partial match. With many
+ * rules each link is a cache miss in a different place; taking one link of every rule
+ * before the next link of any makes those misses overlap instead of queueing. Feeding
+ * one rule changes only that rule's table, so every entry found stays valid until its
+ * rule runs. The stages below each take one link for the rules the event reached. */
+static void stage_slots(Shard *s, size_t n)
 {
-    shard_fire_due(s, ev->time_ms);
-    if (s->cond_cache)
-        nfa_cond_cache_next_event(s->cond_cache);
-    /* First route every rule and start fetching each one's partition slot: with many
-     * rules the tables are cold, and their cache misses then overlap. */
-    size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
-                                s->routed_key);
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         RouteResult rr = s->routed[ri];
+        s->found[ri] = NULL;
         if (rr == ROUTE_KEYED && part_may_hold(&s->rules[ri].keys, s->routed_key[ri].hash))
             part_prefetch(&s->rules[ri].keys, s->routed_key[ri].hash);
         else if (rr == ROUTE_NO_KEY)
@@ -525,17 +551,58 @@ void shard_event(Shard *s, Event *ev)
         else if (rr == ROUTE_FAILED)
             s->failed = true;
     }
-    /* Then find every key's entry and start fetching its matcher, before any rule
-     * runs: feeding one rule changes only that rule's table, so the entries stay valid,
-     * and the misses of the entries and of the matchers overlap too. */
+}
+
+static void stage_entries(Shard *s, size_t n)
+{
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
-        if (s->routed[ri] != ROUTE_KEYED)
+        const PartTable *t = &s->rules[ri].keys;
+        if (s->routed[ri] != ROUTE_KEYED || !part_may_hold(t, s->routed_key[ri].hash))
             continue;
-        PartEntry *pe = s->found[ri] = find_key(&s->rules[ri], &s->routed_key[ri]);
+        PartEntry *pe = s->found[ri] = part_candidate(t, s->routed_key[ri].hash);
+        if (pe)
+            __builtin_prefetch(pe);
+    }
+}
+
+/* Confirms each candidate (a different key under the same 64-bit hash takes the full
+ * lookup) and starts fetching its matcher. */
+static void stage_matchers(Shard *s, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t ri = s->routed_order[j];
+        PartEntry *pe = s->found[ri];
+        if (!pe)
+            continue;
+        const RouteKey *k = &s->routed_key[ri];
+        if (!part_entry_is(pe, k->bytes, k->len))
+            pe = s->found[ri] = part_lookup(&s->rules[ri].keys, k->bytes, k->len, k->hash);
         if (pe && pe->nfa)
             __builtin_prefetch(pe->nfa);
     }
+}
+
+static void stage_nodes(Shard *s, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        const PartEntry *pe = s->found[s->routed_order[j]];
+        if (pe)
+            nfa_key_prefetch(pe->nfa, false);
+    }
+}
+
+void shard_event(Shard *s, Event *ev)
+{
+    shard_fire_due(s, ev->time_ms);
+    if (s->cond_cache)
+        nfa_cond_cache_next_event(s->cond_cache);
+    size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
+                                s->routed_key);
+    stage_slots(s, n);
+    stage_entries(s, n);
+    stage_matchers(s, n);
+    stage_nodes(s, n);
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         if (s->routed[ri] == ROUTE_KEYED)

@@ -25,3 +25,4 @@ include tests/reload.mk
 include tests/state.mk
 include tests/limits.mk
 include tests/speed.mk
+include tests/prefetch.mk
