@@ -66,6 +66,9 @@ typedef struct FeedBatch {
     WorkerRoute *routes;       /* the lines' routes, owned, reused */
     size_t n_routes, routes_cap;
     Buf keys;                  /* the routes' key bytes, owned, reused */
+    WorkerSplit *split;        /* owned: the events split by owner worker (fast path) */
+    bool split_ok;             /* the job split every line: the lines' events are then
+                                  borrowed from the split, which holds them */
 } FeedBatch;
 
 /* What a decoding thread needs to route events as well (filters and keys, on event
@@ -230,6 +233,35 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
     l->routed = true;
 }
 
+/* The fast path's half on the decoding thread: a batch of only timed, routed events in
+ * time order is split by owner worker here, so that, if the reorder buffer passes its
+ * times (feed_take), the engine's thread hands on sub-batches without touching an
+ * event. The lines' references go to the split. */
+static bool split_batch(FeedBatch *b, size_t worker)
+{
+    int64_t prev = INT64_MIN;
+    for (size_t i = 0; i < b->n; i++) {
+        const FeedLine *l = &b->lines[i];
+        if (l->reason_off != SIZE_MAX || !l->routed || l->out.time_ms < prev)
+            return false;
+        prev = l->out.time_ms;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const FeedLine *l = &b->lines[i];
+        Event *ev = l->out.ev;
+        ev->origin = l->origin;
+        ev->origin_line = l->line_no;
+        if (workers_split_add(b->e->workers, b->split, worker, ev, &b->routes[l->route_first],
+                              l->n_routes, b->keys.data, i) < 0) {
+            workers_split_clear(b->split);
+            return false;
+        }
+    }
+    for (size_t i = 0; i < b->n; i++)
+        event_release(b->lines[i].out.ev);
+    return true;
+}
+
 /* The job, on worker `worker`. */
 static void decode_batch(void *arg, size_t worker)
 {
@@ -249,6 +281,7 @@ static void decode_batch(void *arg, size_t worker)
         if (l->out.ev && l->out.timed)
             route_line(b, fr, l);
     }
+    b->split_ok = b->split && e->rs->event_time && split_batch(b, worker);
 }
 
 static int feed_init(Engine *e)
@@ -265,8 +298,21 @@ static int feed_init(Engine *e)
         f->ring[i].job.run = decode_batch;
         f->ring[i].job.arg = &f->ring[i];
         atomic_init(&f->ring[i].job.done, false);
+        if (!(f->ring[i].split = workers_split_new(e->workers)))
+            return -1;
     }
     return 0;
+}
+
+/* The lines of a split batch own their events again; the split is empty. */
+static void feed_unsplit(FeedBatch *b)
+{
+    if (!b->split_ok)
+        return;
+    for (size_t i = 0; i < b->n; i++)
+        event_retain(b->lines[i].out.ev);
+    workers_split_clear(b->split);
+    b->split_ok = false;
 }
 
 /* Call with no batch out (the workers joined, or every batch processed). */
@@ -275,6 +321,8 @@ static void feed_free(Engine *e)
     Feed *f = &e->feed;
     for (size_t i = 0; f->ring && i < f->n_ring; i++) {
         FeedBatch *b = &f->ring[i];
+        feed_unsplit(b);
+        workers_split_free(b->split);
         for (size_t j = 0; j < b->n; j++)
             if (b->lines[j].out.ev)
                 event_release(b->lines[j].out.ev);
@@ -530,9 +578,34 @@ static void take_rejected(Engine *e, const char *text, size_t len, const char *o
     dead_letter(e, text, len, origin, line_no, reason);
 }
 
+/* A split batch whose times the reorder buffer passes: every line is an event
+ * released at once, in order, so its ids, counters and clock move for the batch as a
+ * whole and its owners get their sub-batches. */
+static bool feed_take_split(Engine *e, FeedBatch *b)
+{
+    int64_t first = b->lines[0].out.time_ms, last = b->lines[b->n - 1].out.time_ms;
+    if (!b->split_ok || !reorder_pass_sorted(&e->reorder, first, last, b->n))
+        return false;
+    e->stats.lines += b->n;
+    e->stats.events += b->n;
+    workers_split_send(e->workers, b->split, e->next_id + 1, last);
+    e->next_id += b->n;
+    e->released_ms = last;
+    for (size_t i = 0; i < b->n; i++)
+        b->lines[i].out.ev = NULL;
+    b->split_ok = false;
+    return true;
+}
+
 /* The lines of a decoded batch, in order; the batch is then empty for reuse. */
 static void feed_take(Engine *e, FeedBatch *b)
 {
+    if (b->n && feed_take_split(e, b)) {
+        b->n = 0;
+        buf_clear(&b->text);
+        return;
+    }
+    feed_unsplit(b);
     for (size_t i = 0; i < b->n; i++) {
         FeedLine *l = &b->lines[i];
         const char *text = b->text.data + l->off;

@@ -100,6 +100,27 @@ bool reorder_pass(Reorder *r, int64_t time_ms)
     return true;
 }
 
+/* Once the first passed, the watermark is `first`. Equal times then all pass. A later
+ * time passes only if it raises the watermark to itself (lateness 0, above the highest
+ * time seen); with the highest time seen equal to `first`, every time between first and
+ * last does that in turn if `last` does, so only the two ends need the check. */
+bool reorder_pass_sorted(Reorder *r, int64_t first, int64_t last, size_t n)
+{
+    Reorder before = *r;
+    if (!reorder_pass(r, first))
+        return false;
+    if (last == first) {
+        r->next_seq += n - 1;
+        return true;
+    }
+    if (r->max_seen != first || !reorder_pass(r, last)) {
+        *r = before;
+        return false;
+    }
+    r->next_seq += n - 2;
+    return true;
+}
+
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms)
 {
     if (r->n == 0 || r->heap[0].time_ms > r->watermark)

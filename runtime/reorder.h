@@ -40,6 +40,10 @@ ReorderStatus reorder_push(Reorder *r, int64_t time_ms, void *item);
  * push and pop would, and the caller releases the item itself. False (nothing
  * changed): push it. */
 bool reorder_pass(Reorder *r, int64_t time_ms);
+/* reorder_pass for n >= 1 items of nondecreasing times first .. last, all at once:
+ * true if each would pass in turn (the state then moves as n passes would); false,
+ * with nothing changed, otherwise. */
+bool reorder_pass_sorted(Reorder *r, int64_t first, int64_t last, size_t n);
 /* The next item whose time is <= the watermark (removed from the buffer), or NULL. */
 void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
 /* The buffer is full: the oldest item (removed), released before the watermark

@@ -16,7 +16,9 @@
  * reading resumes once every queue is down to the low mark. */
 #define QUEUE_HIGH (QUEUE_BATCHES / 2)
 #define QUEUE_LOW (QUEUE_BATCHES / 4)
-#define SPARE_BATCHES 4
+/* Emptied batches a worker keeps for reuse: as many as can be queued, since a decoding
+ * job's split (WorkerSplit) sends a batch per owner for every batch of lines. */
+#define SPARE_BATCHES (QUEUE_BATCHES + 4)
 /* A thread about to wait for another yields its core this many times first: on two
  * cores three busy threads take turns, and a sleep and wake-up (futex, context
  * switches on both sides) cost more than the wait usually lasts. Measured on scenario
@@ -33,6 +35,7 @@ typedef struct Item {
     size_t rule;
     uint64_t hash;
     size_t key_off, key_len;   /* into Batch.keys */
+    size_t seq;                /* Batch.id_base set: the event's id is id_base + seq */
 } Item;
 
 typedef enum { BATCH_EVENTS, BATCH_PAUSE, BATCH_END } BatchKind;
@@ -43,6 +46,7 @@ typedef struct Batch {
     bool fire_timeouts;        /* BATCH_END: end of input (true) or stop (false) */
     Buf keys;                  /* key bytes of the items */
     int64_t upto;              /* fire deadlines up to this time after the items */
+    uint64_t id_base;          /* 0, or the items' ids are id_base + seq (WorkerSplit) */
     size_t n, cap;
     Item items[];              /* cap >= the number of rules: one event always fits */
 } Batch;
@@ -121,6 +125,7 @@ static Batch *batch_new(BatchKind kind, size_t n_rules)
     Buf empty = BUF_INIT;
     b->keys = empty;
     b->upto = INT64_MIN;
+    b->id_base = 0;
     return b;
 }
 
@@ -235,6 +240,7 @@ static void batch_recycle(Worker *wk, Batch *b)
     b->n = 0;
     buf_clear(&b->keys);
     b->upto = INT64_MIN;
+    b->id_base = 0;
     pthread_mutex_lock(&wk->lock);
     bool keep = wk->n_spare < SPARE_BATCHES;
     if (keep) {
@@ -388,6 +394,8 @@ static void *worker_main(void *arg)
         }
         for (size_t i = 0; i < b->n; i++) {
             const Item *it = &b->items[i];
+            if (b->id_base)
+                it->ev->id = b->id_base + it->seq;
             shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
                        it->hash);
         }
@@ -550,7 +558,7 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
         event_release(mine);
         return -1;
     }
-    b->items[b->n++] = (Item){mine, mine == ev ? ws->home : SIZE_MAX, ri, h, off, klen};
+    b->items[b->n++] = (Item){mine, mine == ev ? ws->home : SIZE_MAX, ri, h, off, klen, 0};
     b->upto = ev->time_ms;
     return 0;
 }
@@ -629,6 +637,166 @@ int workers_dispatch_routed(Workers *ws, Event *ev, const WorkerRoute *routes, s
         dispatch_one(ws, r->rule, r->res, &key, ev, &original_used);
     }
     return dispatch_end(ws, ev);
+}
+
+/* ---- batches split by a decoding job ---------------------------------------- */
+
+struct WorkerSplit {
+    size_t n_workers;
+    size_t home;               /* the worker whose job built it */
+    Batch **sub;               /* per owner worker: its items in input order, or NULL */
+    Event **copies;            /* per owner worker: the current event's object for it */
+    Event **unrouted;          /* events no rule takes: one reference each */
+    size_t n_unrouted, cap_unrouted;
+};
+
+WorkerSplit *workers_split_new(const Workers *ws)
+{
+    WorkerSplit *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->n_workers = ws->n;
+    s->sub = calloc(ws->n, sizeof *s->sub);
+    s->copies = calloc(ws->n, sizeof *s->copies);
+    if (!s->sub || !s->copies) {
+        workers_split_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void workers_split_clear(WorkerSplit *s)
+{
+    for (size_t i = 0; i < s->n_workers; i++) {
+        Batch *b = s->sub[i];
+        for (size_t j = 0; b && j < b->n; j++)
+            event_release(b->items[j].ev);
+        if (b) {
+            b->n = 0;
+            buf_clear(&b->keys);
+        }
+    }
+    for (size_t j = 0; j < s->n_unrouted; j++)
+        event_release(s->unrouted[j]);
+    s->n_unrouted = 0;
+}
+
+void workers_split_free(WorkerSplit *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; s->sub && i < s->n_workers; i++)
+        if (s->sub[i])
+            batch_free(s->sub[i]);
+    for (size_t j = 0; j < s->n_unrouted; j++)
+        event_release(s->unrouted[j]);
+    free(s->sub);
+    free(s->copies);
+    free(s->unrouted);
+    free(s);
+}
+
+/* Owner w's sub-batch with room for one more item. */
+static Batch *split_room(Workers *ws, WorkerSplit *s, size_t w)
+{
+    Batch *b = s->sub[w];
+    if (!b && !(b = s->sub[w] = batch_get(&ws->w[w], ws->rs->n_rules)))
+        return NULL;
+    if (b->n < b->cap)
+        return b;
+    size_t cap = b->cap * 2;
+    Batch *g = realloc(b, sizeof *g + cap * sizeof(Item));
+    if (!g)
+        return NULL;
+    g->cap = cap;
+    s->sub[w] = g;
+    return g;
+}
+
+/* The object owner w gets, with a reference for its item: the original for the first
+ * owner, a copy (made here, on the event's home thread) for each other one. */
+static Event *split_event_for(WorkerSplit *s, size_t w, Event *ev, bool *original_used)
+{
+    Event *mine = s->copies[w];
+    if (mine) {
+        event_retain(mine);
+        return mine;
+    }
+    if (*original_used) {
+        mine = event_clone(ev);
+    } else {
+        mine = ev;
+        event_retain(ev);
+        *original_used = true;
+    }
+    s->copies[w] = mine;
+    return mine;
+}
+
+static bool split_keep_unrouted(WorkerSplit *s, Event *ev)
+{
+    if (s->n_unrouted == s->cap_unrouted) {
+        size_t cap = s->cap_unrouted ? s->cap_unrouted * 2 : UNROUTED_BATCH;
+        Event **g = realloc(s->unrouted, cap * sizeof *g);
+        if (!g)
+            return false;
+        s->unrouted = g;
+        s->cap_unrouted = cap;
+    }
+    event_retain(ev);
+    s->unrouted[s->n_unrouted++] = ev;
+    return true;
+}
+
+int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
+                      const WorkerRoute *routes, size_t n, const char *key_base, size_t seq)
+{
+    s->home = home;
+    if (n == 0)
+        return split_keep_unrouted(s, ev) ? 0 : -1;
+    memset(s->copies, 0, s->n_workers * sizeof *s->copies);
+    bool original_used = false;
+    for (size_t i = 0; i < n; i++) {
+        const WorkerRoute *r = &routes[i];
+        if (r->res != ROUTE_KEYED)
+            return -1;   /* counted by the sending thread: not for a split */
+        size_t w = workers_pick(ws, r->rule, r->hash);
+        Batch *b = split_room(ws, s, w);
+        Event *mine = b ? split_event_for(s, w, ev, &original_used) : NULL;
+        if (!mine)
+            return -1;
+        size_t off = b->keys.len;
+        buf_append(&b->keys, key_base + r->key_off, r->key_len);
+        if (b->keys.failed) {
+            event_release(mine);
+            return -1;
+        }
+        b->items[b->n++] = (Item){mine, home, r->rule, r->hash, off, r->key_len, seq};
+    }
+    return 0;
+}
+
+void workers_split_send(Workers *ws, WorkerSplit *s, uint64_t id_base, int64_t upto)
+{
+    for (size_t i = 0; i < ws->n; i++) {
+        Batch *b = s->sub[i];
+        if (!b || !b->n)
+            continue;
+        Worker *wk = &ws->w[i];
+        if (wk->filling && wk->filling->n)
+            send_filling(wk);   /* its events came first */
+        s->sub[i] = NULL;
+        b->id_base = id_base;
+        b->upto = upto;
+        if (upto > wk->sent_upto)
+            wk->sent_upto = upto;
+        if (queue_push(wk, b) >= QUEUE_HIGH)
+            ws->backlogged = true;
+    }
+    if (s->n_unrouted) {
+        give_back(&ws->w[s->home], s->unrouted, s->n_unrouted);
+        s->n_unrouted = 0;
+    }
 }
 
 void workers_publish(Workers *ws, int64_t upto)

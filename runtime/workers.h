@@ -74,6 +74,28 @@ typedef struct WorkerRoute {
  * in rule order. -1 on allocation failure. */
 int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, size_t n,
                             const char *key_base, size_t home);
+/* A decoded batch split by owner worker on the decoding thread (the engine's fast
+ * path for a batch of timed, routed events in time order): sub-batches of items, each
+ * item holding its own reference (the original event for its first owner, copies for
+ * the others, made on the decoding thread), built by a job and sent whole by the
+ * sending thread, so that thread never touches the events. Owned by the caller. */
+typedef struct WorkerSplit WorkerSplit;
+
+WorkerSplit *workers_split_new(const Workers *w);
+/* On worker `home`'s job: adds ev (its time and origin set) with its routes (all
+ * ROUTE_KEYED, else -1) as the seq-th line of the batch; takes references of its own,
+ * the caller keeps its one. An event without routes is kept too, to be freed by home.
+ * -1 on allocation failure or a route that is not keyed: then workers_split_clear. */
+int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev,
+                      const WorkerRoute *routes, size_t n, const char *key_base, size_t seq);
+/* Drops every reference the split holds (any thread that owns the events). */
+void workers_split_clear(WorkerSplit *s);
+/* The sending thread, when the batch's events are released in order: each owner gets
+ * what the sending thread routed to it before, then its sub-batch, whose events get
+ * the ids id_base + seq and after which deadlines up to `upto` fire; the split is empty
+ * again. Blocks while an owner's queue is full, as a send does. */
+void workers_split_send(Workers *w, WorkerSplit *s, uint64_t id_base, int64_t upto);
+void workers_split_free(WorkerSplit *s);
 /* Backpressure: true once a send left a worker's queue half full, until workers_drain
  * succeeds. The reader should then stop reading (input_pause) rather than let the
  * sends block. */

@@ -140,6 +140,57 @@ START_TEST(reorder_pass_is_push_then_pop)
 }
 END_TEST
 
+/* reorder_pass_sorted on a run of nondecreasing times is exactly reorder_pass on each
+ * in turn: true only if every one would pass, with the same state after; false with
+ * nothing changed. Runs of random length and spread follow random pushes (a buffer
+ * that is not always empty, late items), with lateness 0, 10 and a change to 0. */
+START_TEST(reorder_pass_sorted_is_each_pass_in_turn)
+{
+    static int ids[3000];
+    for (int lateness = 0; lateness <= 10; lateness += 10) {
+        Reorder r;
+        reorder_init(&r, lateness);
+        uint64_t seed = 777;
+        int64_t base = 5000;
+        size_t wholes = 0, refusals = 0;
+        for (int i = 0; i < 3000; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            int x = (int)(seed >> 33) % 100;
+            if (i == 1500)
+                reorder_set_lateness(&r, 0);
+            if (x < 30) {   /* a single item, maybe out of order */
+                ids[i] = i;
+                int64_t t = base + x % 7 - 3;
+                if (!reorder_pass(&r, t) && reorder_push(&r, t, &ids[i]) == REORDER_ACCEPTED)
+                    while (reorder_pop_ready(&r, NULL))
+                        ;
+                continue;
+            }
+            size_t n = 1 + (size_t)x % 5;
+            int64_t first = base - x % 4 + 1, step = x % 3 == 0 ? 0 : x % 2 + 1;
+            int64_t last = first + step * (int64_t)(n - 1);
+            Reorder each = r;
+            bool all = true;
+            for (size_t k = 0; k < n && all; k++)
+                all = reorder_pass(&each, first + step * (int64_t)k);
+            Reorder before = r;
+            bool whole = reorder_pass_sorted(&r, first, last, n);
+            ck_assert_int_eq(whole, all);
+            const Reorder *want = whole ? &each : &before;
+            ck_assert_int_eq(r.watermark, want->watermark);
+            ck_assert_int_eq(r.max_seen, want->max_seen);
+            ck_assert_uint_eq(r.next_seq, want->next_seq);
+            wholes += whole;
+            refusals += !whole;
+            base = last + 1;
+        }
+        ck_assert_uint_gt(wholes, 100);
+        ck_assert_uint_gt(refusals, 100);
+        reorder_free(&r, NULL);
+    }
+}
+END_TEST
+
 START_TEST(reorder_flush_releases_everything_in_time_order)
 {
     Reorder r;
@@ -466,6 +517,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tr, reorder_refuses_late_but_accepts_at_watermark);
     tcase_add_test(tr, reorder_flush_releases_everything_in_time_order);
     tcase_add_test(tr, reorder_pass_is_push_then_pop);
+    tcase_add_test(tr, reorder_pass_sorted_is_each_pass_in_turn);
     tcase_add_test(tr, reorder_many_random_items_come_out_sorted);
     suite_add_tcase(s, tr);
     TCase *tp = tcase_create("partition");

@@ -506,9 +506,14 @@ static void trace_alert(void *user, size_t rule, const Value *key, size_t n_key,
     (void)scratch;
     Trace *t = user;
     pthread_mutex_lock(&t->lock);
-    buf_printf(&t->alerts, "%zu %s %.*s %lld\n", rule, r->kind == NFA_MATCH ? "m" : "t",
+    buf_printf(&t->alerts, "%zu %s %.*s %lld", rule, r->kind == NFA_MATCH ? "m" : "t",
                n_key && key[0].type == V_STR ? (int)key[0].len : 1,
                n_key && key[0].type == V_STR ? key[0].s : "-", (long long)r->time_ms);
+    /* the events' ids and positions: the engine's thread gives them in input order */
+    for (const MatchNode *m = r->last; m; m = m->prev)
+        buf_printf(&t->alerts, " %llu@%s:%llu", (unsigned long long)m->event->id,
+                   m->event->origin, (unsigned long long)m->event->origin_line);
+    buf_putc(&t->alerts, '\n');
     pthread_mutex_unlock(&t->lock);
 }
 
@@ -562,10 +567,10 @@ typedef struct Run {
     EngineRuleStats rule0;
 } Run;
 
-/* Feeds lines (every 97th handed in as refused by the input layer, every 500th
- * followed by a tick), then ends: engine_finish, or engine_stop. */
+/* Feeds lines (every refuse_every-th handed in as refused by the input layer, none if
+ * 0; every 500th followed by a tick), then ends: engine_finish, or engine_stop. */
 static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t workers,
-                      bool stop, Run *run)
+                      size_t refuse_every, bool stop, Run *run)
 {
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
@@ -575,7 +580,7 @@ static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t 
     Engine *e = engine_new(rs, &opts, &sink, &err);
     ck_assert_ptr_nonnull(e);
     for (size_t i = 0; i < n; i++) {
-        if (i % 97 == 96)
+        if (refuse_every && i % refuse_every == refuse_every - 1)
             engine_reject(e, lines[i], strlen(lines[i]), "in", i + 1, "refused");
         else
             ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
@@ -629,8 +634,9 @@ static void assert_same_run(const Run *a, const Run *b)
 }
 
 /* n lines over 23 users with times mostly rising: some bad JSON, some without a
- * time, some too old (late under `lateness`), some without a key. */
-static char **mixed_lines(size_t n)
+ * time, some too old (late under `lateness`), some without a key; only lines in
+ * [bad_from, bad_to) are ever bad. */
+static char **some_bad_lines(size_t n, size_t bad_from, size_t bad_to)
 {
     char **lines = calloc(n, sizeof *lines);
     Buf b = BUF_INIT;
@@ -638,7 +644,10 @@ static char **mixed_lines(size_t n)
     for (size_t i = 0; i < n; i++) {
         buf_clear(&b);
         long long ts = (long long)i * 300;
-        if (i % 41 == 40)
+        if (i < bad_from || i >= bad_to)
+            buf_printf(&b, "{\"ts\":%lld,\"type\":\"%s\",\"user\":\"u%zu\",\"n\":%zu}", ts,
+                       types[i % 7], i % 23, i);
+        else if (i % 41 == 40)
             buf_printf(&b, "{\"ts\":%lld,\"type\":\"start\",\"user\":", ts);
         else if (i % 53 == 52)
             buf_printf(&b, "{\"type\":\"start\",\"user\":\"u%zu\"}", i % 23);
@@ -656,6 +665,11 @@ static char **mixed_lines(size_t n)
     return lines;
 }
 
+static char **mixed_lines(size_t n)
+{
+    return some_bad_lines(n, 0, n);
+}
+
 static void free_lines(char **lines, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -669,11 +683,11 @@ static void check_same_as_one_thread(const char *rules, bool stop)
     size_t n = 5000;   /* many decoding batches, more than are ever out at once */
     char **lines = mixed_lines(n);
     Run one, more;
-    run_lines(rs, lines, n, 1, stop, &one);
+    run_lines(rs, lines, n, 1, 97, stop, &one);
     ck_assert_uint_gt(one.stats.malformed, 200);
     ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
     for (size_t workers = 2; workers <= 3; workers++) {
-        run_lines(rs, lines, n, workers, stop, &more);
+        run_lines(rs, lines, n, workers, 97, stop, &more);
         assert_same_run(&one, &more);
         run_free(&more);
     }
@@ -702,6 +716,37 @@ START_TEST(workers_decode_but_report_as_one_thread_lateness_5s)
         "  followed_by b where type == \"end\" and time() - a.ts < 1500; within 2s;\n"
         "  on match alert \"m\"; on timeout alert \"t\"; }\n",
         true);
+}
+END_TEST
+
+/* Batches of only good, ordered lines take the workers' fast path (split while
+ * decoding); the others do not: a run mixing both, with two rules keyed apart (an
+ * event goes to both workers: copies) and events no rule takes, gives the same ids,
+ * positions, alerts and counters as one thread. */
+START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
+{
+    CompiledRuleSet *rs = load_rules(
+        "time ts epoch_ms;\n"
+        "rule pair { key user; filter type != \"ping\"; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 10s; on match alert \"m\";\n"
+        "  on timeout alert \"t\"; }\n"
+        "rule every { key n % 5; filter type != \"ping\"; begin a where n % 7 == 0;\n"
+        "  followed_by b where n % 7 == 1; within 10s; on match alert \"e\"; }\n");
+    size_t n = 6000;
+    char **lines = some_bad_lines(n, 2500, 3300);
+    Run one, more;
+    run_lines(rs, lines, n, 1, 0, false, &one);
+    ck_assert_uint_gt(one.stats.malformed, 30);
+    ck_assert_uint_gt(one.stats.late, 10);
+    ck_assert_uint_gt(one.rule0.matches, 100);
+    for (size_t workers = 2; workers <= 3; workers++) {
+        run_lines(rs, lines, n, workers, 0, false, &more);
+        assert_same_run(&one, &more);
+        run_free(&more);
+    }
+    run_free(&one);
+    free_lines(lines, n);
+    ruleset_free(rs);
 }
 END_TEST
 
@@ -801,6 +846,7 @@ int main(void)
     tcase_add_test(tc, workers_give_the_same_alerts_with_per_key_order);
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_0);
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
+    tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     suite_add_tcase(s, tc);
