@@ -11,11 +11,14 @@
 
 #define BATCH_ITEMS 256
 #define QUEUE_BATCHES 16
+/* A queue is bounded by the events it holds (a batch with none counts as one), not by
+ * its batches: a decoding job's split sends smaller batches, one per owner. */
+#define QUEUE_ITEMS (QUEUE_BATCHES * BATCH_ITEMS)
 /* Backpressure marks: a send that leaves a queue this full asks the reader to stop
- * reading (workers_backlogged) well before the sender would block at QUEUE_BATCHES;
+ * reading (workers_backlogged) well before the sender would block at QUEUE_ITEMS;
  * reading resumes once every queue is down to the low mark. */
-#define QUEUE_HIGH (QUEUE_BATCHES / 2)
-#define QUEUE_LOW (QUEUE_BATCHES / 4)
+#define QUEUE_HIGH (QUEUE_ITEMS / 2)
+#define QUEUE_LOW (QUEUE_ITEMS / 4)
 /* Emptied batches a worker keeps for reuse: as many as can be queued, since a decoding
  * job's split (WorkerSplit) sends a batch per owner for every batch of lines. */
 #define SPARE_BATCHES (QUEUE_BATCHES + 4)
@@ -73,7 +76,7 @@ typedef struct Worker {
     size_t n_draining, at_draining, cap_draining;
     Event **stash;             /* the worker's: events to give back, by batch */
     size_t cap_stash;
-    size_t queued;
+    size_t queued;             /* under lock: the queue's load (queue_load) */
     Batch *filling;            /* owned by the sending thread */
     Batch *end;                /* the closing batch, allocated up front: ending never fails */
     int64_t sent_upto;
@@ -274,18 +277,23 @@ static Batch *batch_get(Worker *wk, size_t n_rules)
     return batch_new(BATCH_EVENTS, n_rules);
 }
 
-/* Returns the number of batches queued after this one went in. */
+static size_t queue_load(const Batch *b)
+{
+    return b->n ? b->n : 1;
+}
+
+/* Returns the queue's load after this batch went in. */
 static size_t queue_push(Worker *wk, Batch *b)
 {
     pthread_mutex_lock(&wk->lock);
-    while (wk->queued >= QUEUE_BATCHES)
+    while (wk->queued >= QUEUE_ITEMS)
         pthread_cond_wait(&wk->nonfull, &wk->lock);
     if (wk->tail)
         wk->tail->next = b;
     else
         wk->head = b;
     wk->tail = b;
-    size_t queued = ++wk->queued;
+    size_t queued = wk->queued += queue_load(b);
     pthread_cond_signal(&wk->nonempty);
     pthread_mutex_unlock(&wk->lock);
     return queued;
@@ -344,7 +352,7 @@ static Batch *queue_pop(Worker *wk, WorkerJob **job)
     wk->head = b->next;
     if (!wk->head)
         wk->tail = NULL;
-    wk->queued--;
+    wk->queued -= queue_load(b);
     pthread_cond_signal(&wk->nonfull);
     pthread_mutex_unlock(&wk->lock);
     return b;
