@@ -25,7 +25,9 @@
  * letters, lateness, reordering, routing) runs exactly as inline. Every entry point
  * that observes or changes the state first processes the lines handed in so far
  * (feed_flush), so nothing outside sees the delay; a tick only those of earlier
- * turns (feed_tick). */
+ * turns (feed_tick). A batch of only good events in time order is also split by owner
+ * worker while decoding; if the reorder buffer passes it whole, this thread hands the
+ * parts on without touching an event (split_batch, feed_take_split). */
 
 /* A batch closes at this many lines or bytes (256 lines: larger batches measured no
  * faster, and each batch's events are allocated in one burst). */
