@@ -255,12 +255,12 @@ static bool split_batch(FeedBatch *b, size_t worker)
         ev->origin_line = l->line_no;
         if (workers_split_add(b->e->workers, b->split, worker, ev, &b->routes[l->route_first],
                               l->n_routes, b->keys.data, i) < 0) {
+            for (size_t k = 0; k < i; k++)   /* the lines split so far own theirs again */
+                event_retain(b->lines[k].out.ev);
             workers_split_clear(b->split);
             return false;
         }
     }
-    for (size_t i = 0; i < b->n; i++)
-        event_release(b->lines[i].out.ev);
     return true;
 }
 

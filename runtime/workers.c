@@ -722,7 +722,8 @@ static Batch *split_room(Workers *ws, WorkerSplit *s, size_t w)
 }
 
 /* The object owner w gets, with a reference for its item: the original for the first
- * owner, a copy (made here, on the event's home thread) for each other one. */
+ * owner (its first item takes over the caller's reference), a copy (made here, on the
+ * event's home thread) for each other one. */
 static Event *split_event_for(WorkerSplit *s, size_t w, Event *ev, bool *original_used)
 {
     Event *mine = s->copies[w];
@@ -734,13 +735,13 @@ static Event *split_event_for(WorkerSplit *s, size_t w, Event *ev, bool *origina
         mine = event_clone(ev);
     } else {
         mine = ev;
-        event_retain(ev);
         *original_used = true;
     }
     s->copies[w] = mine;
     return mine;
 }
 
+/* Takes over the caller's reference on success. */
 static bool split_keep_unrouted(WorkerSplit *s, Event *ev)
 {
     if (s->n_unrouted == s->cap_unrouted) {
@@ -751,7 +752,6 @@ static bool split_keep_unrouted(WorkerSplit *s, Event *ev)
         s->unrouted = g;
         s->cap_unrouted = cap;
     }
-    event_retain(ev);
     s->unrouted[s->n_unrouted++] = ev;
     return true;
 }
@@ -767,21 +767,23 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
     for (size_t i = 0; i < n; i++) {
         const WorkerRoute *r = &routes[i];
         if (r->res != ROUTE_KEYED)
-            return -1;   /* counted by the sending thread: not for a split */
+            break;   /* counted by the sending thread: not for a split */
         size_t w = workers_pick(ws, r->rule, r->hash);
         Batch *b = split_room(ws, s, w);
-        Event *mine = b ? split_event_for(s, w, ev, &original_used) : NULL;
-        if (!mine)
-            return -1;
+        if (!b)
+            break;
         size_t off = b->keys.len;
         buf_append(&b->keys, key_base + r->key_off, r->key_len);
-        if (b->keys.failed) {
-            event_release(mine);
-            return -1;
-        }
+        Event *mine = b->keys.failed ? NULL : split_event_for(s, w, ev, &original_used);
+        if (!mine)
+            break;
         b->items[b->n++] = (Item){mine, home, r->rule, r->hash, off, r->key_len, seq};
+        if (i + 1 == n)
+            return 0;
     }
-    return 0;
+    if (original_used)
+        event_retain(ev);   /* the caller keeps its reference after all */
+    return -1;
 }
 
 void workers_split_send(Workers *ws, WorkerSplit *s, uint64_t id_base, int64_t upto)

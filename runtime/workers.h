@@ -83,9 +83,10 @@ typedef struct WorkerSplit WorkerSplit;
 
 WorkerSplit *workers_split_new(const Workers *w);
 /* On worker `home`'s job: adds ev (its time and origin set) with its routes (all
- * ROUTE_KEYED, else -1) as the seq-th line of the batch; takes references of its own,
- * the caller keeps its one. An event without routes is kept too, to be freed by home.
- * -1 on allocation failure or a route that is not keyed: then workers_split_clear. */
+ * ROUTE_KEYED, else -1) as the seq-th line of the batch, taking over the caller's
+ * reference. An event without routes is kept too, to be freed by home. -1 on
+ * allocation failure or a route that is not keyed: the caller keeps its reference (the
+ * split may hold more, and must be cleared with workers_split_clear). */
 int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq);
 /* Drops every reference the split holds (any thread that owns the events). */

@@ -727,13 +727,19 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
 {
     CompiledRuleSet *rs = load_rules(
         "time ts epoch_ms;\n"
+        "rule every { key n % 5; filter type != \"ping\"; begin a where n % 7 == 0;\n"
+        "  followed_by b where n % 7 == 1; within 10s; on match alert \"e\"; }\n"
         "rule pair { key user; filter type != \"ping\"; begin a where type == \"start\";\n"
         "  followed_by b where type == \"end\"; within 10s; on match alert \"m\";\n"
-        "  on timeout alert \"t\"; }\n"
-        "rule every { key n % 5; filter type != \"ping\"; begin a where n % 7 == 0;\n"
-        "  followed_by b where n % 7 == 1; within 10s; on match alert \"e\"; }\n");
+        "  on timeout alert \"t\"; }\n");
     size_t n = 6000;
     char **lines = some_bad_lines(n, 2500, 3300);
+    for (size_t i = 4000; i < 4600; i += 37) {   /* a key for the first rule only */
+        free(lines[i]);
+        char text[64];
+        snprintf(text, sizeof text, "{\"ts\":%zu,\"type\":\"start\",\"n\":%zu}", i * 300, i);
+        lines[i] = strdup(text);
+    }
     Run one, more;
     run_lines(rs, lines, n, 1, 0, false, &one);
     ck_assert_uint_gt(one.stats.malformed, 30);
