@@ -250,11 +250,8 @@ static bool split_batch(FeedBatch *b, size_t worker)
     }
     for (size_t i = 0; i < b->n; i++) {
         const FeedLine *l = &b->lines[i];
-        Event *ev = l->out.ev;
-        ev->origin = l->origin;
-        ev->origin_line = l->line_no;
-        if (workers_split_add(b->e->workers, b->split, worker, ev, &b->routes[l->route_first],
-                              l->n_routes, b->keys.data, i) < 0) {
+        if (workers_split_add(b->e->workers, b->split, worker, l->out.ev,
+                              &b->routes[l->route_first], l->n_routes, b->keys.data, i) < 0) {
             for (size_t k = 0; k < i; k++)   /* the lines split so far own theirs again */
                 event_retain(b->lines[k].out.ev);
             workers_split_clear(b->split);
@@ -279,6 +276,10 @@ static void decode_batch(void *arg, size_t worker)
         if (l->reason_off != SIZE_MAX)
             continue;
         decode_line(d, e->rs, b->text.data + l->off, l->len, &l->out);
+        if (l->out.ev) {   /* while its lines are in the cache (the fast path needs them) */
+            l->out.ev->origin = l->origin;
+            l->out.ev->origin_line = l->line_no;
+        }
         workers_free_one(e->workers, worker);
         if (l->out.ev && l->out.timed)
             route_line(b, fr, l);
