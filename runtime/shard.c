@@ -242,7 +242,7 @@ static void on_result(void *user, const NfaResult *r)
 /* --max-memory estimates (nfa/SEMANTICS.md 10): a key's matcher with its first
  * partial match, each further one, and a node holding an event; an entry's table slots,
  * timer slot and allocator header. */
-#define KEY_MATCHER_BYTES 224
+#define KEY_MATCHER_BYTES 112
 #define PARTIAL_BYTES 128
 #define NODE_BYTES 32
 #define ENTRY_OVERHEAD_BYTES 64
