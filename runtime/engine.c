@@ -39,25 +39,34 @@
 #define FEED_PREFETCH 4
 
 /* What decoding made of one line: the event (NULL: err says why) and, on event
- * time, its time (timed false: the time field is missing or unparsable). */
+ * time, its time (timed false: the time field is missing or unparsable). A failed
+ * line needs only err, a good one only its time and routes, so they share room: a
+ * FeedLine is one cache line, and each crosses cores twice per batch. */
 typedef struct Decoded {
     Event *ev;                 /* one reference, owned until handed to take_decoded */
-    DecodeError err;
+    union {
+        DecodeError err;       /* ev NULL */
+        struct {
+            int64_t time_ms;   /* timed */
+            uint32_t route_first, n_routes;   /* routed: its routes in FeedBatch.routes */
+        };
+    };
     bool timed;
-    int64_t time_ms;
+    bool routed;               /* FeedLine: routed by the decoding thread (event time) */
+    bool rejected;             /* FeedLine: from engine_reject; its reason, NUL-terminated,
+                                  follows the line's bytes in FeedBatch.text */
 } Decoded;
 
+/* A batch's text stays below 4 GiB (feed_add refuses a line that would pass it: the
+ * line is then taken on the engine's thread), so 32-bit offsets do. */
 typedef struct FeedLine {
-    size_t off, len;           /* the line's bytes in FeedBatch.text */
-    size_t route_first, n_routes;   /* routed: its routes in FeedBatch.routes */
-    bool routed;               /* routed by the decoding thread (event time only) */
-    size_t reason_off;         /* engine_reject: its reason, NUL-terminated, in text;
-                                  SIZE_MAX: a line to decode */
+    Decoded out;               /* written by the decoding thread */
     const char *origin;
     uint64_t line_no;
     int64_t now_ms;
-    Decoded out;               /* written by the decoding thread */
+    uint32_t off, len;         /* the line's bytes in FeedBatch.text */
 } FeedLine;
+_Static_assert(sizeof(void *) != 8 || sizeof(FeedLine) == 64, "a FeedLine is a cache line");
 
 typedef struct FeedBatch {
     WorkerJob job;
@@ -213,13 +222,14 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
             b->routes_cap = cap;
         }
     }
-    if (b->n_routes + n > b->routes_cap || !buf_reserve(&b->keys, key_bytes)) {
+    if (b->n_routes + n > b->routes_cap || b->n_routes + n > UINT32_MAX
+        || !buf_reserve(&b->keys, key_bytes)) {
         b->keys.failed = false;
         expr_scratch_reset(fr->scratch);
         return;
     }
-    l->route_first = b->n_routes;
-    l->n_routes = n;
+    l->out.route_first = (uint32_t)b->n_routes;
+    l->out.n_routes = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
         size_t ri = fr->order[i];
         WorkerRoute *r = &b->routes[b->n_routes++];
@@ -232,7 +242,7 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
         buf_append(&b->keys, fr->key[ri].bytes, r->key_len);
     }
     expr_scratch_reset(fr->scratch);
-    l->routed = true;
+    l->out.routed = true;
 }
 
 /* The fast path's half on the decoding thread: a batch of only timed, routed events in
@@ -244,14 +254,15 @@ static bool split_batch(FeedBatch *b, size_t worker)
     int64_t prev = INT64_MIN;
     for (size_t i = 0; i < b->n; i++) {
         const FeedLine *l = &b->lines[i];
-        if (l->reason_off != SIZE_MAX || !l->routed || l->out.time_ms < prev)
+        if (l->out.rejected || !l->out.routed || l->out.time_ms < prev)
             return false;
         prev = l->out.time_ms;
     }
     for (size_t i = 0; i < b->n; i++) {
         const FeedLine *l = &b->lines[i];
         if (workers_split_add(b->e->workers, b->split, worker, l->out.ev,
-                              &b->routes[l->route_first], l->n_routes, b->keys.data, i) < 0) {
+                              &b->routes[l->out.route_first], l->out.n_routes, b->keys.data,
+                              i) < 0) {
             for (size_t k = 0; k < i; k++)   /* the lines split so far own theirs again */
                 event_retain(b->lines[k].out.ev);
             workers_split_clear(b->split);
@@ -272,8 +283,8 @@ static void decode_batch(void *arg, size_t worker)
     buf_clear(&b->keys);
     for (size_t i = 0; i < b->n; i++) {
         FeedLine *l = &b->lines[i];
-        l->routed = false;
-        if (l->reason_off != SIZE_MAX)
+        l->out.routed = false;
+        if (l->out.rejected)
             continue;
         decode_line(d, e->rs, b->text.data + l->off, l->len, &l->out);
         if (l->out.ev) {   /* while its lines are in the cache (the fast path needs them) */
@@ -431,9 +442,10 @@ static void match_event(Engine *e, Event *ev)
         size_t home = l ? e->pre_batch->job.worker : SIZE_MAX;
         if (l)
             e->pre_ev = NULL;
-        if (l && l->routed)
-            rc = workers_dispatch_routed(e->workers, ev, &e->pre_batch->routes[l->route_first],
-                                         l->n_routes, e->pre_batch->keys.data, home);
+        if (l && l->out.routed)
+            rc = workers_dispatch_routed(e->workers, ev,
+                                         &e->pre_batch->routes[l->out.route_first],
+                                         l->out.n_routes, e->pre_batch->keys.data, home);
         else
             rc = workers_dispatch(e->workers, ev, home);
         if (rc < 0)
@@ -615,8 +627,8 @@ static void feed_take(Engine *e, FeedBatch *b)
         /* the events were written on another core: start fetching the next ones */
         if (i + FEED_PREFETCH < b->n && b->lines[i + FEED_PREFETCH].out.ev)
             __builtin_prefetch(b->lines[i + FEED_PREFETCH].out.ev, 1);
-        if (l->reason_off != SIZE_MAX) {
-            take_rejected(e, text, l->len, l->origin, l->line_no, b->text.data + l->reason_off);
+        if (l->out.rejected) {
+            take_rejected(e, text, l->len, l->origin, l->line_no, text + l->len);
             continue;
         }
         /* its routes serve if it is released at once (not held by the reorder buffer) */
@@ -708,6 +720,8 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
 {
     FeedBatch *b = feed_filling(e);
     size_t reason_len = reason ? strlen(reason) + 1 : 0;
+    if (len + reason_len > UINT32_MAX - b->text.len)
+        return false;
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : FEED_BATCH_LINES;
         FeedLine *g = realloc(b->lines, cap * sizeof *g);
@@ -720,17 +734,20 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
         b->text.failed = false;   /* nothing was appended: the batch stays whole */
         return false;
     }
+    /* reserved above: copy without buf_append's second check */
     FeedLine *l = &b->lines[b->n++];
-    l->off = b->text.len;
-    l->len = len;
-    buf_append(&b->text, text, len);
-    l->reason_off = reason ? b->text.len : SIZE_MAX;
+    l->off = (uint32_t)b->text.len;
+    l->len = (uint32_t)len;
+    memcpy(b->text.data + b->text.len, text, len);
     if (reason)
-        buf_append(&b->text, reason, reason_len);
+        memcpy(b->text.data + b->text.len + len, reason, reason_len);
+    b->text.len += len + reason_len;
+    b->text.data[b->text.len] = '\0';
     l->origin = origin;
     l->line_no = line_no;
     l->now_ms = now_ms;
     l->out.ev = NULL;
+    l->out.rejected = reason != NULL;
     if (b->n >= FEED_BATCH_LINES || b->text.len >= FEED_BATCH_BYTES)
         feed_submit(e);
     return true;
