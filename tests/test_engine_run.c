@@ -756,6 +756,55 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
 }
 END_TEST
 
+/* With workers a refused line's reason travels right after its text in the decoding
+ * batch, and a bad line's error offset shares room with a good line's time: lines
+ * and reasons of every length, mixed in the same batches, must each come out with
+ * their own text, reason and byte offset, exactly as expected. */
+START_TEST(workers_dead_letters_keep_each_lines_text_reason_and_offset)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    EngineSink sink = {trace_alert, trace_dead, trace_late, &t};
+    EngineOptions opts = {0, 2};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    Buf want = BUF_INIT, line = BUF_INIT, reason = BUF_INIT;
+    for (size_t i = 0; i < 3000; i++) {
+        buf_clear(&line);
+        buf_clear(&reason);
+        if (i % 5 == 1) {
+            buf_printf(&line, "refused line %zu %*s", i, (int)(i % 300), "");
+            buf_printf(&reason, "too long #%zu%*s", i, (int)(i % 17), "!");
+            engine_reject(e, line.data, line.len, "in", i + 1, reason.data);
+        } else if (i % 7 == 3) {
+            /* the bad byte moves with i: the offset must be this line's own */
+            buf_printf(&line, "{\"ts\":%zu,\"user\":\"u\"%*s?}", i * 10, (int)(i % 13), "");
+            buf_printf(&reason, "expected ',' or '}' after object member at byte %zu",
+                       line.len - 1);
+            ck_assert_int_eq(engine_line(e, line.data, line.len, "in", i + 1, 0), 0);
+        } else {
+            buf_printf(&line, "{\"ts\":%zu,\"type\":\"start\",\"user\":\"u%zu\"}", i * 10,
+                       i % 7);
+            ck_assert_int_eq(engine_line(e, line.data, line.len, "in", i + 1, 0), 0);
+        }
+        if (reason.len)
+            buf_printf(&want, "D in:%zu %s [%s]\n", i + 1, reason.data, line.data);
+        if (i % 400 == 399)
+            ck_assert_int_eq(engine_tick(e, 0), 0);
+    }
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    assert_same_text(&t.order, &want);
+    buf_free(&want);
+    buf_free(&line);
+    buf_free(&reason);
+    buf_free(&t.order);
+    buf_free(&t.alerts);
+    ruleset_free(rs);
+}
+END_TEST
+
 START_TEST(workers_stats_count_every_line_handed_in)
 {
     CompiledRuleSet *rs = load_rules(pair_rules);
@@ -854,6 +903,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
     tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
+    tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
