@@ -95,15 +95,19 @@ static void set_live_count(NfaKey *k, size_t n)
     k->n_live = (uint32_t)n;
 }
 
+void nfa_key_init(NfaKey *key)
+{
+    key->deadline = INT64_MAX;
+    key->n_live = 0;
+    key->cap_live = 1;
+    key->done = NULL;
+}
+
 static NfaKey *key_new(NfaWork *w)
 {
     NfaKey *k = w && w->n_spare ? w->spare[--w->n_spare] : malloc(sizeof *k);
-    if (!k)
-        return NULL;
-    k->deadline = INT64_MAX;
-    k->n_live = 0;
-    k->cap_live = 1;
-    k->done = NULL;
+    if (k)
+        nfa_key_init(k);
     return k;
 }
 
@@ -117,14 +121,21 @@ static void free_done(NfaKey *k)
     k->done = NULL;
 }
 
-/* Releases a key's runs and frees it, or keeps it in w for reuse (w may be NULL). */
-static void key_destroy(NfaKey *k, NfaWork *w)
+/* Releases a key's runs and arrays, leaving it idle (its counts are the caller's). */
+static void key_release(NfaKey *k)
 {
     RunList live = live_view(k);
     list_release_from(&live, 0);
     if (k->cap_live > 1)
         free(k->live.v);
     free_done(k);
+    nfa_key_init(k);
+}
+
+/* Releases a key's runs and frees it, or keeps it in w for reuse (w may be NULL). */
+static void key_destroy(NfaKey *k, NfaWork *w)
+{
+    key_release(k);
     if (w && w->n_spare < SPARE_KEYS)
         w->spare[w->n_spare++] = k;
     else
@@ -650,25 +661,39 @@ static void release_matches(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ct
         free_done(k);
 }
 
-/* Frees the key when it holds nothing: an idle key costs no memory. */
-static void settle(const Nfa *nfa, NfaKey **key, NfaWork *w)
+/* Frees what a key holds once it holds nothing, so that an idle key owns no memory
+ * (nfa_key_idle is then exact), or else updates its deadline. */
+static void settle(const Nfa *nfa, NfaKey *k)
 {
-    NfaKey *k = *key;
-    if (k->n_live == 0 && nfa_key_n_done(k) == 0) {
-        key_destroy(k, w);
+    if (k->n_live == 0 && nfa_key_n_done(k) == 0)
+        key_release(k);
+    else
+        update_deadline(nfa, k);
+}
+
+/* A heap key that went idle is freed (kept in w for reuse). */
+static void settle_heap(NfaKey **key, NfaWork *w)
+{
+    if (*key && nfa_key_idle(*key)) {
+        key_destroy(*key, w);
         *key = NULL;
-        return;
     }
-    update_deadline(nfa, k);
 }
 
 /* ---- public API ------------------------------------------------------------------- */
 
 void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *ctx)
 {
-    NfaKey *k = *key;
+    if (!*key)
+        return;
+    nfa_key_advance_in(nfa, *key, time_ms, ctx);
+    settle_heap(key, ctx->work);
+}
+
+void nfa_key_advance_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *ctx)
+{
     bool flush = time_ms == INT64_MAX;
-    if (!k || (time_ms < k->deadline && !flush))
+    if (time_ms < k->deadline && !flush)
         return;
     NfaWork *work = ctx->work;
     work->fresh.n = 0;
@@ -698,7 +723,7 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
     }
     set_live_count(k, live.n);
     release_matches(nfa, k, work, ctx, flush);
-    settle(nfa, key, work);
+    settle(nfa, k);
 }
 
 /* The per-key cap on the next generation: drops the oldest partial matches; true if
@@ -754,16 +779,58 @@ static bool start_reacts(const Nfa *nfa, Decide *d)
     return d->n_edges > 0;
 }
 
+/* The matching of one event after advance, for a key that exists or that the start
+ * state acts for (d's memo is this event's and key's). */
+static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx)
+{
+    NfaWork *w = ctx->work;
+    w->next.n = 0;
+    w->fresh.n = 0;
+    size_t before = k->n_live;
+    Run *live = nfa_key_live(k);
+    for (size_t i = 0; i < before; i++) {
+        advance_run(d, w, &live[i], ev, ctx->counters);
+        match_node_release(live[i].last);
+    }
+    k->n_live = 0;
+    size_t mark = w->next.n;
+    advance_run(d, w, NULL, ev, ctx->counters);
+    bool hit = enforce_rule_cap(&w->next, mark, ctx->counters->partials_live - before + mark,
+                                ctx);
+    hit |= enforce_key_cap(&w->next, ctx);
+    ctx->counters->cap_hits += hit;
+    install_live(k, &w->next, ctx->counters);
+    ctx->counters->partials_live += k->n_live;
+    ctx->counters->partials_live -= before;
+    release_matches(nfa, k, w, ctx, false);
+    settle(nfa, k);
+}
+
+static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+{
+    return (Decide){.nfa = nfa,
+                    .ec = {.event = ev, .time_ms = ev->time_ms},
+                    .scratch = ctx->scratch,
+                    .cache = ctx->cond_ids ? ctx->cond_cache : NULL,
+                    .cache_ids = ctx->cond_ids,
+                    .w = ctx->work};
+}
+
+void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
+{
+    nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
+    Decide d = decide_for(nfa, ev, ctx);
+    next_memo(ctx->work);   /* the start's conditions are then tested once */
+    if (nfa_key_idle(k) && !start_reacts(nfa, &d))
+        return;
+    key_step(nfa, k, &d, ev, ctx);
+}
+
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
 {
     nfa_key_advance(nfa, key, ev->time_ms, ctx);
     NfaWork *w = ctx->work;
-    Decide d = {.nfa = nfa,
-                .ec = {.event = ev, .time_ms = ev->time_ms},
-                .scratch = ctx->scratch,
-                .cache = ctx->cond_ids ? ctx->cond_cache : NULL,
-                .cache_ids = ctx->cond_ids,
-                .w = w};
+    Decide d = decide_for(nfa, ev, ctx);
     next_memo(w);   /* the start's conditions are then tested once */
     if (!*key) {
         if (!start_reacts(nfa, &d))
@@ -774,27 +841,8 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
             return;
         }
     }
-    NfaKey *k = *key;
-    w->next.n = 0;
-    w->fresh.n = 0;
-    size_t before = k->n_live;
-    Run *live = nfa_key_live(k);
-    for (size_t i = 0; i < before; i++) {
-        advance_run(&d, w, &live[i], ev, ctx->counters);
-        match_node_release(live[i].last);
-    }
-    k->n_live = 0;
-    size_t mark = w->next.n;
-    advance_run(&d, w, NULL, ev, ctx->counters);
-    bool hit = enforce_rule_cap(&w->next, mark, ctx->counters->partials_live - before + mark,
-                                ctx);
-    hit |= enforce_key_cap(&w->next, ctx);
-    ctx->counters->cap_hits += hit;
-    install_live(k, &w->next, ctx->counters);
-    ctx->counters->partials_live += k->n_live;
-    ctx->counters->partials_live -= before;
-    release_matches(nfa, k, w, ctx, false);
-    settle(nfa, key, w);
+    key_step(nfa, *key, &d, ev, ctx);
+    settle_heap(key, w);
 }
 
 /* The cache's result for a group this event: 1, 0, or -1 if it has none. */
@@ -892,9 +940,23 @@ void nfa_key_free(NfaKey *key, NfaCounters *counters)
 {
     if (!key)
         return;
+    nfa_key_clear(key, counters);
+    free(key);
+}
+
+void nfa_key_clear(NfaKey *key, NfaCounters *counters)
+{
     if (counters)
         counters->partials_live -= key->n_live;
-    key_destroy(key, NULL);
+    key_release(key);
+}
+
+void nfa_key_move_in(NfaKey *into, NfaKey *from)
+{
+    if (!from)
+        return;
+    *into = *from;   /* the inline run moves with it; arrays change owner */
+    free(from);
 }
 
 size_t nfa_key_partials(const NfaKey *key)

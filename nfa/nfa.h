@@ -12,8 +12,11 @@
  *                                         not_followed_by);
  *     nfa_key_event(nfa, &key, ev, ...)   process one event at ev->time_ms (it calls
  *                                         advance(ev->time_ms) first).
- * Results go to a sink in release order. An NfaKey with no partial matches and no
- * pending result is freed and set to NULL: an idle key holds no memory. */
+ * Results go to a sink in release order. An NfaKey lives either in the caller's
+ * storage (nfa_key_init, the *_in calls, nfa_key_idle, nfa_key_clear: a partition
+ * entry holds its key's matcher inline, one allocation and one cache miss fewer) or
+ * on the heap behind an NfaKey * (the pointer calls), which is freed and set to NULL
+ * when the key holds nothing. Either way an idle key holds no memory beyond itself. */
 #ifndef VIGIL_NFA_NFA_H
 #define VIGIL_NFA_NFA_H
 
@@ -65,6 +68,38 @@ typedef struct NfaCounters {
     uint64_t cap_hits;          /* events at which a cap dropped or refused something; the
                                    runtime warns (rate-limited) when this grows */
 } NfaCounters;
+
+/* ---- one key's state. The layout is public only so that a caller can embed an
+ * NfaKey (sizeof); its fields belong to the matcher. */
+
+/* A partial match, or (in the done/fresh lists) a completed one. */
+typedef struct NfaRun {   /* Run in nfa_internal.h */
+    MatchNode *last;       /* one reference; never NULL */
+    int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
+    uint64_t start_id;
+    int64_t time;          /* partial: newest event's time; completed: the result time */
+    uint32_t state;        /* partial only */
+} NfaRun;
+
+typedef struct NfaRunList {   /* RunList in nfa_internal.h */
+    NfaRun *v;
+    size_t n, cap;
+} NfaRunList;
+
+/* Only what persists between events: per-event scratch lives in the NfaWork. Most
+ * keys hold one partial match, so the first one is inline and the key is one cache
+ * line with no other allocation. */
+struct NfaKey {   /* fields are the matcher's (nfa_internal.h reads them) */
+    int64_t deadline;      /* earliest deadline of the live runs; INT64_MAX if none */
+    uint32_t n_live;       /* partial matches, oldest start first */
+    uint32_t cap_live;     /* 1: the one inline run; more: live.v is on the heap */
+    NfaRunList *done;      /* completed, held back by a skip strategy, in start order;
+                              heap, NULL while there are none */
+    union {
+        NfaRun one;
+        NfaRun *v;
+    } live;
+};
 
 /* Conditions shared across rules. Rule sets repeat step conditions (`where ok ==
  * false` in twenty login rules); a condition that reads only the current event
@@ -122,6 +157,27 @@ typedef struct NfaRunCtx {
     const uint32_t *cond_ids;     /* this rule's table in the share; with cond_cache */
     const NfaWakeGate *gate;      /* optional, with cond_cache: nfa_cond_share_gate */
 } NfaRunCtx;
+
+/* ---- a key in the caller's storage. Such a key never moves by itself; the caller
+ * may move it (a plain struct copy) between calls. */
+
+/* Makes *key an idle key (no partial match, no pending result). */
+void nfa_key_init(NfaKey *key);
+/* Nothing live and nothing held back: the caller may drop the storage without
+ * nfa_key_clear (an idle key owns no memory). */
+static inline bool nfa_key_idle(const NfaKey *key)
+{
+    return key->n_live == 0 && !key->done;
+}
+/* Releases a key's state without emitting anything and leaves it idle. */
+void nfa_key_clear(NfaKey *key, NfaCounters *counters);
+void nfa_key_event_in(const Nfa *nfa, NfaKey *key, Event *ev, NfaRunCtx *ctx);
+void nfa_key_advance_in(const Nfa *nfa, NfaKey *key, int64_t time_ms, NfaRunCtx *ctx);
+/* Moves the state of a heap key (from the pointer calls or nfa_key_restore; may be
+ * NULL) into caller storage `into` (idle before), and frees the heap key. */
+void nfa_key_move_in(NfaKey *into, NfaKey *from);
+
+/* ---- a key on the heap: NULL is idle */
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);
 /* Might an idle key (NULL) start anything on ev? False only when certain: the start

@@ -82,34 +82,9 @@ struct Nfa {
 
 /* ---- matcher state (match.c; read by snapshot.c and white-box tests) ---------- */
 
-/* A partial match, or (in the done/fresh lists) a completed one. */
-typedef struct Run {
-    MatchNode *last;       /* one reference; never NULL */
-    int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
-    uint64_t start_id;
-    int64_t time;          /* partial: newest event's time; completed: the result time */
-    uint32_t state;        /* partial only */
-} Run;
-
-typedef struct RunList {
-    Run *v;
-    size_t n, cap;
-} RunList;
-
-/* Only what persists between events: per-event scratch lives in the NfaWork. Most
- * keys hold one partial match, so the first one is inline and the key is one cache
- * line with no other allocation. */
-struct NfaKey {
-    int64_t deadline;      /* earliest deadline of the live runs; INT64_MAX if none */
-    uint32_t n_live;       /* partial matches, oldest start first */
-    uint32_t cap_live;     /* 1: the one inline run; more: live.v is on the heap */
-    RunList *done;         /* completed, held back by a skip strategy, in start order;
-                              heap, NULL while there are none */
-    union {
-        Run one;
-        Run *v;
-    } live;
-};
+/* NfaKey and its runs are in nfa.h (callers embed NfaKey in their own storage). */
+typedef NfaRun Run;
+typedef NfaRunList RunList;
 
 /* The live runs of a key (n_live of them). */
 static inline Run *nfa_key_live(NfaKey *k)

@@ -139,7 +139,7 @@ PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash
     if (!e)
         return NULL;
     e->hash = hash;
-    e->nfa = NULL;
+    nfa_key_init(&e->nfa);
     e->suppress_until = INT64_MIN;
     e->deadline = INT64_MAX;
     e->heap_pos = SIZE_MAX;

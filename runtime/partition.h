@@ -4,9 +4,9 @@
  * and the key bytes (the canonical text of the key values, the hash-table key); the
  * key values themselves are not kept, since part_key_values derives them from the
  * bytes where they are needed (alerts, checkpoints), which is rare next to the keys
- * that start and die between two alerts. The entry's NfaKey is owned by the entry but
- * freed by the caller (the table does not know the NFA): free it with nfa_key_free
- * before part_remove. Entries are removed when a key goes idle, and the slot array
+ * that start and die between two alerts. The entry holds its key's NfaKey inline (one
+ * allocation and one cache miss per key, not two); the table does not know the NFA,
+ * so the caller clears a key that is not idle (nfa_key_clear) before part_remove. Entries are removed when a key goes idle, and the slot array
  * shrinks with them, so memory follows the number of live keys. Not thread-safe: one
  * table per rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
@@ -21,18 +21,20 @@
 #include "nfa/nfa.h"
 #include "nfa/value.h"
 
+/* Fields in the order a lookup reads them: the hash, the key bytes' length and place,
+ * then the matcher, then the key bytes themselves. */
 typedef struct PartEntry {
     uint64_t hash;
-    NfaKey *nfa;              /* this key's partial matches; NULL while idle */
+    uint32_t klen;
+    /* --max-memory accounting (runtime/budget.h), kept by the shard; 32 bits (they
+     * saturate) to keep the entry small: */
+    uint32_t held;            /* estimated bytes of the events and nodes its matches hold */
+    uint32_t charged;         /* what this key counts for in the budget now */
+    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` */
     int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
     int64_t deadline;         /* time registered in the timers (runtime/deadline.h) */
     size_t heap_pos;          /* where the timers hold it, or SIZE_MAX when they do not */
-    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` */
-    uint32_t klen;
-    /* --max-memory accounting (runtime/budget.h), kept by the shard; 32 bits (they
-     * saturate) so that an entry with a short key fits malloc's 80-byte chunk: */
-    uint32_t held;            /* estimated bytes of the events and nodes its matches hold */
-    uint32_t charged;         /* what this key counts for in the budget now */
+    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none) */
     char tail[];              /* the key bytes (part_add allocates them here) */
 } PartEntry;
 
@@ -111,7 +113,16 @@ static inline PartEntry *part_insert(PartTable *t, const char *kbytes, size_t kl
     (void)n_key;
     return part_add(t, kbytes, klen, hash);
 }
-/* Unlinks and frees an entry (its NfaKey must already be freed or NULL). */
+/* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
+ * short key's bytes: two or three cache lines), from its address alone. */
+static inline void part_entry_prefetch(const PartEntry *e)
+{
+    const char *p = (const char *)e;
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 64);
+    __builtin_prefetch(p + sizeof *e + 7);
+}
+/* Unlinks and frees an entry (its NfaKey must be idle: nfa_key_clear). */
 void part_remove(PartTable *t, PartEntry *e);
 /* Iteration: start with *pos = 0 and e = NULL; returns the entry after e, or NULL at
  * the end. The table must not change during an iteration (collect, then remove). */

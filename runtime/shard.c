@@ -151,9 +151,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
 static void drop_entry(PartEntry *pe, void *user)
 {
     RuleState *st = user;
-    if (pe->nfa)
-        nfa_key_free(pe->nfa, &st->counters);
-    pe->nfa = NULL;
+    nfa_key_clear(&pe->nfa, &st->counters);
     budget_add(st->mem, -(int64_t)pe->charged);
 }
 
@@ -239,19 +237,26 @@ static void on_result(void *user, const NfaResult *r)
                          s->scratch);
 }
 
-/* --max-memory estimates (nfa/SEMANTICS.md 10): a key's matcher with its first
- * partial match, each further one, and a node holding an event; an entry's table slots,
- * timer slot and allocator header. */
-#define KEY_MATCHER_BYTES 112
+/* --max-memory estimates (nfa/SEMANTICS.md 10): a key's first partial match beyond
+ * its entry (the node: the NfaKey and its first run are inside the entry), each further
+ * one, and a node holding an event; an entry's table slots and timer slot. */
+#define KEY_MATCHER_BYTES 32
 #define PARTIAL_BYTES 128
 #define NODE_BYTES 32
 #define ENTRY_OVERHEAD_BYTES 64
 
+/* The entry's allocation as glibc's malloc makes it: an 8-byte header, 16-byte steps
+ * (the entry holds the NfaKey, so it is most of a key's memory). */
+static size_t entry_chunk(const PartEntry *pe)
+{
+    return (offsetof(PartEntry, tail) + pe->klen + 1 + 8 + 15) & ~(size_t)15;
+}
+
 static size_t key_bytes(const PartEntry *pe)
 {
-    size_t p = nfa_key_partials(pe->nfa);
+    size_t p = nfa_key_partials(&pe->nfa);
     size_t matcher = p ? KEY_MATCHER_BYTES + (p - 1) * PARTIAL_BYTES : 0;
-    return sizeof *pe + pe->klen + ENTRY_OVERHEAD_BYTES + matcher + pe->held;
+    return entry_chunk(pe) + ENTRY_OVERHEAD_BYTES + matcher + pe->held;
 }
 
 static uint32_t saturate32(size_t n)
@@ -279,7 +284,7 @@ static KeyGrowth growth_of(size_t before, const Event *ev, uint32_t refs0)
 
 static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
 {
-    size_t after = nfa_key_partials(pe->nfa);
+    size_t after = nfa_key_partials(&pe->nfa);
     if (!after)
         pe->held = 0;
     else if (after < g.before)
@@ -297,14 +302,15 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
     recharge(s, pe, g);
-    if (!pe->nfa && pe->suppress_until <= now) {
+    bool idle = nfa_key_idle(&pe->nfa);
+    if (idle && pe->suppress_until <= now) {
         budget_add(&s->mem, -(int64_t)pe->charged);
         deadline_remove(&st->timers, pe);
         rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
         part_remove(&st->keys, pe);
         return;
     }
-    int64_t due = pe->nfa ? nfa_key_deadline(pe->nfa) : pe->suppress_until;
+    int64_t due = idle ? pe->suppress_until : nfa_key_deadline(&pe->nfa);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&st->timers, pe, due) < 0)
@@ -321,23 +327,22 @@ static bool next_due(const Shard *s, int64_t t, size_t *rule)
 
 static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
 {
-    KeyGrowth g = growth_of(nfa_key_partials(pe->nfa), NULL, 0);
-    if (pe->nfa) {
+    KeyGrowth g = growth_of(nfa_key_partials(&pe->nfa), NULL, 0);
+    if (!nfa_key_idle(&pe->nfa)) {
         s->cur_rule = ri;
         s->cur_entry = pe;
-        nfa_key_advance(s->rs->rules[ri].nfa, &pe->nfa, t, &s->rules[ri].ctx);
+        nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->rules[ri].ctx);
     }
     settle(s, ri, pe, t, g);
 }
 
 /* Timers fire in order, so the keys about to come due are known: firing one touches
- * its entry, its NfaKey, the newest node and that node's event, each cold after a
- * window's worth of other events. Each firing starts one link of the keys a few places
+ * its entry (with its NfaKey inside), the newest node and that node's event, each
+ * cold after a window's worth of other events. Each firing starts one link of the keys a few places
  * behind it, so by the time a key fires the chain is in cache, each link having been
  * fetched (from a link already there) while earlier keys ran. The distances are
  * counted in this rule's firings: other rules' firings in between only add time. */
 #define DUE_AHEAD_ENTRY 8
-#define DUE_AHEAD_KEY 4
 #define DUE_AHEAD_NODE 2
 #define DUE_AHEAD_EVENT 1
 
@@ -345,13 +350,11 @@ static void prefetch_due(const DeadlineHeap *timers)
 {
     const PartEntry *e = deadline_peek(timers, DUE_AHEAD_ENTRY);
     if (e)
-        __builtin_prefetch(e, 1);
-    if ((e = deadline_peek(timers, DUE_AHEAD_KEY)) && e->nfa)
-        __builtin_prefetch(e->nfa, 1);
+        part_entry_prefetch(e);
     if ((e = deadline_peek(timers, DUE_AHEAD_NODE)))
-        nfa_key_prefetch(e->nfa, false);
+        nfa_key_prefetch(&e->nfa, false);
     if ((e = deadline_peek(timers, DUE_AHEAD_EVENT)))
-        nfa_key_prefetch(e->nfa, true);
+        nfa_key_prefetch(&e->nfa, true);
 }
 
 void shard_fire_due(Shard *s, int64_t t)
@@ -453,9 +456,9 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
     s->cur_entry = pe;
-    KeyGrowth g = {nfa_key_partials(pe->nfa), 0};
+    KeyGrowth g = {nfa_key_partials(&pe->nfa), 0};
     uint32_t refs0 = ev->refs;
-    nfa_key_event(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
+    nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
     settle(s, ri, pe, ev->time_ms, growth_of(g.before, ev, refs0));
     warn_if_needed(s, ri);
 }
@@ -497,22 +500,23 @@ static PartEntry *find_key(const RuleState *st, const RouteKey *k)
 static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     RuleState *st = &s->rules[ri];
-    NfaKey *fresh = NULL;
+    NfaKey fresh;
+    nfa_key_init(&fresh);
     s->cur_rule = ri;
     s->cur_entry = NULL;
     s->pending = k;
     s->refused = false;
     uint32_t refs0 = ev->refs;
-    nfa_key_event(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
+    nfa_key_event_in(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
     PartEntry *pe = s->cur_entry;   /* made by on_result if the event alerted */
-    if (fresh && !pe)
+    bool idle = nfa_key_idle(&fresh);
+    if (!idle && !pe)
         pe = materialize(s, ri);
     s->pending = NULL;
     if (!pe) {
-        if (fresh)
-            nfa_key_free(fresh, &st->counters);
+        nfa_key_clear(&fresh, &st->counters);
     } else {
-        pe->nfa = fresh;
+        pe->nfa = fresh;   /* the key moves into its entry (made idle) */
         settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
     }
     warn_if_needed(s, ri);
@@ -533,7 +537,7 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 }
 
 /* Finding a routed key's state is a chain of dependent loads: the table's bitmap word,
- * the slot, the entry, its NfaKey, the newest node of its partial match. With many
+ * the slot, the entry (its NfaKey inside), the newest node of its partial match. With many
  * rules each link is a cache miss in a different place; taking one link of every rule
  * before the next link of any makes those misses overlap instead of queueing. Feeding
  * one rule changes only that rule's table, so every entry found stays valid until its
@@ -562,13 +566,13 @@ static void stage_entries(Shard *s, size_t n)
             continue;
         PartEntry *pe = s->found[ri] = part_candidate(t, s->routed_key[ri].hash);
         if (pe)
-            __builtin_prefetch(pe);
+            part_entry_prefetch(pe);
     }
 }
 
-/* Confirms each candidate (a different key under the same 64-bit hash takes the full
- * lookup) and starts fetching its matcher. */
-static void stage_matchers(Shard *s, size_t n)
+/* Confirms each candidate: a different key under the same 64-bit hash takes the full
+ * lookup. */
+static void stage_confirm(Shard *s, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
@@ -578,8 +582,6 @@ static void stage_matchers(Shard *s, size_t n)
         const RouteKey *k = &s->routed_key[ri];
         if (!part_entry_is(pe, k->bytes, k->len))
             pe = s->found[ri] = part_lookup(&s->rules[ri].keys, k->bytes, k->len, k->hash);
-        if (pe && pe->nfa)
-            __builtin_prefetch(pe->nfa);
     }
 }
 
@@ -588,7 +590,7 @@ static void stage_nodes(Shard *s, size_t n)
     for (size_t j = 0; j < n; j++) {
         const PartEntry *pe = s->found[s->routed_order[j]];
         if (pe)
-            nfa_key_prefetch(pe->nfa, false);
+            nfa_key_prefetch(&pe->nfa, false);
     }
 }
 
@@ -601,7 +603,7 @@ void shard_event(Shard *s, Event *ev)
                                 s->routed_key);
     stage_slots(s, n);
     stage_entries(s, n);
-    stage_matchers(s, n);
+    stage_confirm(s, n);
     stage_nodes(s, n);
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
@@ -759,7 +761,8 @@ int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex inde
         for (size_t k = 0; k < rule->n_keys; k++)
             put_value(out, &vals[k]);
         snap_put_i64(out, pe->suppress_until);
-        rc = nfa_key_snapshot(rule->nfa, pe->nfa, out, index, user);
+        rc = nfa_key_snapshot(rule->nfa, nfa_key_idle(&pe->nfa) ? NULL : &pe->nfa, out,
+                              index, user);
     }
     free(vals);
     buf_free(&text);
@@ -799,10 +802,11 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         *err = "out of memory, or a key twice";
         return -1;
     }
-    pe->nfa = nk;
+    nfa_key_move_in(&pe->nfa, nk);
     pe->suppress_until = suppress_until;
     recharge(s, pe, (KeyGrowth){0, 0});   /* the events it holds are not known here */
-    int rc = deadline_set(&st->timers, pe, nk ? nfa_key_deadline(nk) : suppress_until);
+    int rc = deadline_set(&st->timers, pe,
+                          nk ? nfa_key_deadline(&pe->nfa) : suppress_until);
     rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
     if (rc < 0) {
         *err = "out of memory";

@@ -391,6 +391,29 @@ START_TEST(partition_entry_owns_copies_of_the_key)
 }
 END_TEST
 
+/* An entry is one allocation with its key's matcher inline: a new entry's NfaKey is
+ * idle (part_add initializes it, also in memory a previous entry left dirty), and its
+ * key bytes follow it. */
+START_TEST(partition_entry_holds_an_idle_matcher_inline)
+{
+    PartTable t;
+    part_table_init(&t);
+    for (int round = 0; round < 2; round++) {
+        PartEntry *e = part_add(&t, "\"k1\"", 4, part_hash("\"k1\"", 4));
+        ck_assert_ptr_nonnull(e);
+        ck_assert(nfa_key_idle(&e->nfa));
+        ck_assert_uint_eq(nfa_key_partials(&e->nfa), 0);
+        ck_assert_int_eq(nfa_key_deadline(&e->nfa), INT64_MAX);
+        ck_assert_ptr_eq(e->kbytes, e->tail);
+        ck_assert((const char *)(&e->nfa + 1) <= e->kbytes);
+        /* dirty the memory the next add probably gets (the table never reads it) */
+        memset(&e->nfa, 0x5a, sizeof e->nfa);
+        part_remove(&t, e);
+    }
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
 START_TEST(partition_removal_keeps_other_keys_reachable)
 {
     PartTable t;
@@ -525,6 +548,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tp, partition_null_or_missing_key_has_no_bytes);
     tcase_add_test(tp, partition_grows_and_finds_every_key);
     tcase_add_test(tp, partition_entry_owns_copies_of_the_key);
+    tcase_add_test(tp, partition_entry_holds_an_idle_matcher_inline);
     tcase_add_test(tp, partition_key_values_read_back_from_the_bytes);
     tcase_add_test(tp, partition_removal_keeps_other_keys_reachable);
     tcase_add_test(tp, partition_shrinks_to_zero_when_keys_go_idle);

@@ -294,6 +294,73 @@ END_TEST
 #define HEAP_PROBE 1
 #endif
 
+/* A key in the caller's storage (as a partition entry holds it) goes through the same
+ * lifecycle without any allocation of its own: idle when made, holding its first
+ * partial match inline, arrays while it branches, idle and owning nothing after its
+ * match; nfa_key_clear drops what it holds; nfa_key_move_in takes a heap key's
+ * state (as a restore makes it). */
+START_TEST(test_key_in_caller_storage)
+{
+    World w;
+    world_init(&w, "rule r { begin a where n == \"a\"; followed_by_any b where n == \"b\"; "
+                   "followed_by c where n == \"c\"; on match alert \"m\"; }");
+    NfaKey key;
+    nfa_key_init(&key);
+    ck_assert(nfa_key_idle(&key));
+    ck_assert_int_eq(nfa_key_deadline(&key), INT64_MAX);
+    Event *x = make_event(&w, "x", 0);
+    nfa_key_event_in(w.nfa, &key, x, &w.ctx);   /* starts nothing */
+    ck_assert(nfa_key_idle(&key));
+    const char *names[] = {"a", "b", "b", "c"};
+    size_t partials[] = {1, 2, 3, 0}, caps[] = {1, 2, 4, 1};
+    Event *evs[4];
+    for (int i = 0; i < 4; i++) {
+        evs[i] = make_event(&w, names[i], i + 1);
+        nfa_key_event_in(w.nfa, &key, evs[i], &w.ctx);
+        ck_assert_uint_eq(nfa_key_partials(&key), partials[i]);
+        ck_assert_uint_eq(key.cap_live, caps[i]);
+        ck_assert(nfa_key_idle(&key) == (partials[i] == 0));
+    }
+    ck_assert_uint_eq(w.matches, 1);
+    ck_assert_ptr_null(key.done);
+    ck_assert_int_eq(nfa_key_deadline(&key), INT64_MAX);
+    ck_assert_uint_eq(w.work->n_spare, 0);          /* no heap key was ever made */
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(evs[i]->refs, 1);
+
+    /* a branching key cleared: its array and nodes go, the counters follow */
+    for (int i = 0; i < 3; i++)
+        nfa_key_event_in(w.nfa, &key, evs[i], &w.ctx);
+    ck_assert_uint_eq(nfa_key_partials(&key), 3);
+    ck_assert_uint_eq(w.counters.partials_live, 3);
+    nfa_key_clear(&key, &w.counters);
+    ck_assert(nfa_key_idle(&key));
+    ck_assert_uint_eq(key.cap_live, 1);
+    ck_assert_uint_eq(w.counters.partials_live, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_uint_eq(evs[i]->refs, 1);
+
+    /* a heap key's state moved in, then completed in place */
+    NfaKey *heap = NULL;
+    nfa_key_event(w.nfa, &heap, evs[0], &w.ctx);
+    nfa_key_event(w.nfa, &heap, evs[1], &w.ctx);
+    ck_assert_uint_eq(nfa_key_partials(heap), 2);
+    nfa_key_move_in(&key, heap);
+    nfa_key_move_in(&key, NULL);                     /* an idle heap key: nothing */
+    ck_assert_uint_eq(nfa_key_partials(&key), 2);
+    nfa_key_event_in(w.nfa, &key, evs[3], &w.ctx);
+    ck_assert_uint_eq(w.matches, 2);
+    ck_assert(nfa_key_idle(&key));
+    ck_assert_uint_eq(w.counters.partials_live, 0);
+    event_release(x);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(evs[i]->refs, 1);
+        event_release(evs[i]);
+    }
+    world_free(&w);
+}
+END_TEST
+
 #define PROBE_N 20000
 
 static size_t heap_in_use(void)
@@ -338,6 +405,18 @@ START_TEST(test_heap_per_partial_and_event)
         expr_scratch_reset(w.scratch);
     }
     size_t h4 = heap_in_use();
+    /* the same keys in caller storage: only the node is on the heap */
+    NfaKey *inplace = calloc(PROBE_N, sizeof *inplace);
+    ck_assert_ptr_nonnull(inplace);
+    for (size_t i = 0; i < PROBE_N; i++)
+        nfa_key_init(&inplace[i]);
+    size_t h5 = heap_in_use();
+    for (size_t i = 0; i < PROBE_N; i++) {
+        nfa_key_event_in(w.nfa, &inplace[i], evs[PROBE_N + i], &w.ctx);
+        expr_scratch_reset(w.scratch);
+    }
+    size_t h6 = heap_in_use();
+    double per_inplace = ((double)h6 - (double)h5) / PROBE_N;
     double per_event = (double)(h1 - h0) / (2 * PROBE_N);
     double per_key1 = ((double)h4 - (double)h3) / PROBE_N;
     double per_more = ((double)(h2 - h1) - ((double)h4 - (double)h3)) / PROBE_N;
@@ -346,13 +425,19 @@ START_TEST(test_heap_per_partial_and_event)
            "(MatchNode %zu B)\n",
            per_event, evs[0]->line_len, evs[0]->n_slots, sizeof(Value), sizeof(Event),
            per_key1, per_more, sizeof(MatchNode));
+    printf("heap: %.1f B per key with one partial match in caller storage (NfaKey %zu B "
+           "there)\n", per_inplace, sizeof(NfaKey));
+    ck_assert_msg(per_inplace <= 32, "%.1f B per key in caller storage", per_inplace);
     /* the key (one cache line) and its node, with malloc's headers */
     ck_assert_msg(per_key1 <= 128, "%.1f B per key with one partial match", per_key1);
     ck_assert_msg(per_more <= 160, "%.1f B per further partial match", per_more);
     ck_assert_msg(per_event <= 96 + 2 * evs[0]->line_len + evs[0]->n_slots * sizeof(Value),
                   "%.1f B per event", per_event);
-    for (size_t i = 0; i < PROBE_N; i++)
+    for (size_t i = 0; i < PROBE_N; i++) {
         nfa_key_free(keys[i], &w.counters);
+        nfa_key_clear(&inplace[i], &w.counters);
+    }
+    free(inplace);
     for (size_t i = 0; i < 2 * PROBE_N; i++)
         event_release(evs[i]);
     free(keys);
@@ -370,6 +455,7 @@ int main(void)
     tcase_add_test(tc, test_free_releases_shared_chains);
     tcase_add_test(tc, test_key_is_one_line_and_inline_until_it_branches);
     tcase_add_test(tc, test_memo_stamp_wraps_cleanly);
+    tcase_add_test(tc, test_key_in_caller_storage);
     tcase_add_test(tc, test_threshold_ladders_match_plain_evaluation);
     tcase_add_test(tc, test_heap_per_partial_and_event);
     suite_add_tcase(s, tc);
