@@ -19,7 +19,9 @@ typedef struct NhRule {
     const Rule *ast;
     Nfa *nfa;
     CExpr *filter;
-    NfaKey *keys[NH_MAX_KEYS];   /* one per partition; events go to keys[cur_key] */
+    NfaKey keys[NH_MAX_KEYS];    /* one per partition, in place as the runtime's
+                                    partition entries hold them; events go to
+                                    keys[cur_key] */
     bool on_match, on_timeout;
 } NhRule;
 
@@ -204,6 +206,8 @@ static bool compile_rules(NfaHarness *h, char **err)
         ExprEnv env = {.fields = &h->ft, .rule = r};
         char *e = NULL;
         nr->ast = r;
+        for (size_t k = 0; k < NH_MAX_KEYS; k++)
+            nfa_key_init(&nr->keys[k]);
         nr->on_match = rule_has(r, ON_MATCH);
         nr->on_timeout = rule_has(r, ON_TIMEOUT);
         nr->nfa = nfa_compile(r, &env, &e);
@@ -278,7 +282,7 @@ void nh_free(NfaHarness *h)
         return;
     for (size_t i = 0; h->rules && i < h->n_rules; i++) {
         for (size_t k = 0; k < NH_MAX_KEYS; k++)
-            nfa_key_free(h->rules[i].keys[k], &h->counters);
+            nfa_key_clear(&h->rules[i].keys[k], &h->counters);
         nfa_free(h->rules[i].nfa);
         expr_free(h->rules[i].filter);
     }
@@ -345,15 +349,16 @@ bool nh_feed_line(NfaHarness *h, const char *line, char **err)
         EvalCtx ec = {.event = ev, .time_ms = ev->time_ms};
         if (r->filter && !expr_test(r->filter, &ec, h->scratch))
             continue;
-        NfaKey **key = &r->keys[h->cur_key];
-        bool idle = *key == NULL;
+        NfaKey *key = &r->keys[h->cur_key];
+        bool idle = nfa_key_idle(key);
         bool wakes = idle && nfa_key_wakes(r->nfa, ev, &ctx);
         size_t before = h->results.n;
-        nfa_key_event(r->nfa, key, ev, &ctx);
+        nfa_key_event_in(r->nfa, key, ev, &ctx);
         /* the shard skips idle keys that do not wake: that must change nothing */
-        if (idle && !wakes && (*key || h->results.n != before)) {
+        bool started = !nfa_key_idle(key);
+        if (idle && !wakes && (started || h->results.n != before)) {
             *err = heap_printf("rule %s: nfa_key_wakes said no, but %s", r->ast->name,
-                               *key ? "a partial match started" : "a result came");
+                               started ? "a partial match started" : "a result came");
             expr_scratch_reset(h->scratch);
             event_release(ev);
             return false;
@@ -428,7 +433,7 @@ void nh_advance(NfaHarness *h, long long ms)
     for (size_t i = 0; i < h->n_rules; i++) {
         h->cur_rule = i;
         for (size_t k = 0; k < NH_MAX_KEYS; k++)
-            nfa_key_advance(h->rules[i].nfa, &h->rules[i].keys[k], (int64_t)ms, &ctx);
+            nfa_key_advance_in(h->rules[i].nfa, &h->rules[i].keys[k], (int64_t)ms, &ctx);
     }
 }
 
@@ -466,7 +471,7 @@ bool nh_idle(const NfaHarness *h)
 {
     for (size_t i = 0; i < h->n_rules; i++)
         for (size_t k = 0; k < NH_MAX_KEYS; k++)
-            if (h->rules[i].keys[k])
+            if (!nfa_key_idle(&h->rules[i].keys[k]))
                 return false;
     return true;
 }
@@ -485,7 +490,7 @@ const Nfa *nh_nfa(const NfaHarness *h, size_t rule) { return h->rules[rule].nfa;
 
 long long nh_deadline(const NfaHarness *h, size_t rule)
 {
-    return (long long)nfa_key_deadline(h->rules[rule].keys[h->cur_key]);
+    return (long long)nfa_key_deadline(&h->rules[rule].keys[h->cur_key]);
 }
 
 /* ---- comparing ------------------------------------------------------------------ */
