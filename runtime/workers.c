@@ -540,10 +540,20 @@ static Event *event_for(Workers *ws, size_t i, Event *ev, bool *original_used)
 /* By the rule's fingerprint, not its index: a hot reload that keeps a rule's state
  * may move the rule to another index (a file added before it), and its keys must
  * stay on the worker that holds their partial matches. */
+/* Multiplicative (Fibonacci) hashing: the product's high bits depend on every bit of
+ * the key's hash (FNV-1a's own high bits mix its last bytes poorly), and scaling them
+ * to n takes a multiply, not a division (the 64-bit division was most of a split's
+ * cost per item); the partitions then index by the hash's low bits, which this leaves
+ * independent of the worker. */
 size_t workers_pick(const Workers *ws, size_t rule, uint64_t hash)
 {
     uint64_t fp = ws->rs->rules[rule].fingerprint;
-    return (size_t)((hash ^ (fp * UINT64_C(0x9E3779B97F4A7C15))) % ws->n);
+    uint64_t mixed = (hash ^ fp) * UINT64_C(0x9E3779B97F4A7C15);
+#ifdef __SIZEOF_INT128__
+    return (size_t)(((unsigned __int128)mixed * ws->n) >> 64);
+#else
+    return (size_t)((mixed >> 32) * ws->n >> 32);   /* n < 2^32 */
+#endif
 }
 
 static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,

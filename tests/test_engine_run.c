@@ -12,6 +12,8 @@
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
+#include "runtime/partition.h"
+#include "runtime/workers.h"
 
 /* ---- fixtures --------------------------------------------------------------- */
 
@@ -805,6 +807,37 @@ START_TEST(workers_dead_letters_keep_each_lines_text_reason_and_offset)
 }
 END_TEST
 
+/* The owner of a (rule, key) comes from every bit of the key's hash: keys that differ
+ * only in their last characters (FNV-1a mixes those into its high bits poorly) still
+ * spread evenly over 2 and 3 workers, for each rule. */
+START_TEST(workers_spread_keys_that_differ_only_at_the_end)
+{
+    CompiledRuleSet *rs = load_rules(pair_rules);
+    NfaLimits limits = {0};
+    EngineHooks hooks = {0};
+    for (size_t n = 2; n <= 3; n++) {
+        Workers *ws = workers_new(rs, n, &limits, &hooks, false);
+        ck_assert_ptr_nonnull(ws);
+        for (size_t rule = 0; rule < rs->n_rules; rule++) {
+            size_t count[3] = {0};
+            for (size_t k = 0; k < 3000; k++) {
+                char key[16];
+                int len = snprintf(key, sizeof key, "u%zu", k);
+                size_t w = workers_pick(ws, rule, part_hash(key, (size_t)len));
+                ck_assert_uint_lt(w, n);
+                count[w]++;
+            }
+            for (size_t w = 0; w < n; w++)   /* within 10 % of an even share */
+                ck_assert_msg(count[w] * n * 10 > 3000 * 9 && count[w] * n * 10 < 3000 * 11,
+                              "rule %zu, %zu workers: worker %zu got %zu of 3000 keys", rule,
+                              n, w, count[w]);
+        }
+        workers_free(ws);
+    }
+    ruleset_free(rs);
+}
+END_TEST
+
 START_TEST(workers_stats_count_every_line_handed_in)
 {
     CompiledRuleSet *rs = load_rules(pair_rules);
@@ -903,6 +936,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
     tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
+    tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     suite_add_tcase(s, tc);
