@@ -666,7 +666,8 @@ static void feed_retire(Engine *e, size_t left)
 static FeedBatch *feed_filling(Engine *e)
 {
     Feed *f = &e->feed;
-    return &f->ring[(f->oldest + f->in_flight) % f->n_ring];
+    size_t i = f->oldest + f->in_flight;   /* both below n_ring: no division per line */
+    return &f->ring[i < f->n_ring ? i : i - f->n_ring];
 }
 
 /* Sends the batch being filled for decoding and keeps one batch free to fill. */
