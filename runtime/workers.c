@@ -31,6 +31,8 @@
 /* Events no worker takes (every filter refused them) go back to the worker that
  * decoded them this many at a time. */
 #define UNROUTED_BATCH 64
+/* A worker fetches the events of a batch this many items ahead of the one it matches. */
+#define WORKER_PREFETCH 4
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
@@ -402,6 +404,9 @@ static void *worker_main(void *arg)
         }
         for (size_t i = 0; i < b->n; i++) {
             const Item *it = &b->items[i];
+            /* the events were written on another core: start fetching the next ones */
+            if (i + WORKER_PREFETCH < b->n)
+                __builtin_prefetch(b->items[i + WORKER_PREFETCH].ev, 1);
             if (b->id_base)
                 it->ev->id = b->id_base + it->seq;
             shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
