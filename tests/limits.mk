@@ -7,5 +7,6 @@ tests_limits_test_limits_SOURCES = tests/limits/test_limits.c
 tests_limits_test_limits_CFLAGS = $(TEST_CFLAGS)
 tests_limits_test_limits_LDADD = $(TEST_LIBS)
 tests_limits_flood_SOURCES = tests/limits/flood.c tests/sockutil.c tests/sockutil.h
+tests_limits_flood_LDADD = $(LDADD_VIGIL)
 EXTRA_DIST += tests/limits/memory.sh tests/limits/backpressure.sh \
 	tests/limits/data/slow.cep tests/limits/data/keys.cep

@@ -1,7 +1,6 @@
 /* tests/sockutil.c — see sockutil.h. */
 #include "tests/sockutil.h"
 
-#include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -27,18 +26,4 @@ int sock_connect_retrying(const char *path, int tries)
         nanosleep(&ten_ms, NULL);
     }
     return -1;
-}
-
-int sock_send_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t put = send(fd, p, len, MSG_NOSIGNAL);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return -1;
-        p += put;
-        len -= (size_t)put;
-    }
-    return 0;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
 #include "tests/sockutil.h"
 
 #define FLOOD_CONNECT_TRIES 400   /* 10 ms apart */
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
     size_t n;
     int rc = 0;
     while ((n = fread(chunk, 1, sizeof chunk, in)) > 0) {
-        if (sock_send_all(fd, chunk, n) < 0) {
+        if (fd_send_all(fd, chunk, n) < 0) {
             fprintf(stderr, "flood: send: %s\n", strerror(errno));
             rc = 1;
             break;

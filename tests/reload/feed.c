@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fdio.h"
 #include "tests/sockutil.h"
 
 #define FEED_CONNECT_TRIES 400   /* 10 ms apart: vigil has 4 s to start listening */
@@ -39,13 +40,13 @@ static int send_range(int fd, unsigned long from, unsigned long to)
     size_t used = 0;
     for (unsigned long i = from; i < to; i++) {
         if (used + max_event > sizeof batch) {
-            if (sock_send_all(fd, batch, used) < 0)
+            if (fd_send_all(fd, batch, used) < 0)
                 return -1;
             used = 0;
         }
         used += (size_t)format_event(batch + used, max_event, i);
     }
-    return sock_send_all(fd, batch, used);
+    return fd_send_all(fd, batch, used);
 }
 
 int main(int argc, char **argv)
