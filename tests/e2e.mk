@@ -11,7 +11,7 @@ tests_test_engine_json_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_json_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_engine_run
 TESTS += tests/test_engine_run
-tests_test_engine_run_SOURCES = tests/test_engine_run.c
+tests_test_engine_run_SOURCES = tests/test_engine_run.c tests/rulesutil.c tests/rulesutil.h
 tests_test_engine_run_CFLAGS = $(TEST_CFLAGS)
 tests_test_engine_run_LDADD = $(TEST_LIBS)
 # End-to-end shell tests; they run $(top_builddir)/vigil.

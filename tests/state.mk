@@ -1,7 +1,7 @@
 # tests: state (see tests/local.mk) — checkpoints and crash recovery (vigil run --state)
 check_PROGRAMS += tests/test_checkpoint
 TESTS += tests/test_checkpoint
-tests_test_checkpoint_SOURCES = tests/test_checkpoint.c
+tests_test_checkpoint_SOURCES = tests/test_checkpoint.c tests/rulesutil.c tests/rulesutil.h
 tests_test_checkpoint_CFLAGS = $(TEST_CFLAGS)
 tests_test_checkpoint_LDADD = $(TEST_LIBS)
 # End-to-end recovery tests; they run $(top_builddir)/vigil.

@@ -20,6 +20,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/engine.h"
 #include "runtime/input.h"
+#include "tests/rulesutil.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -449,25 +450,6 @@ typedef struct Seen {
     size_t n;
 } Seen;
 
-static CompiledRuleSet *load_rules(const char *text)
-{
-    char path[] = "/tmp/vigil-test-ckpt-XXXXXX.cep";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    Diags d;
-    diags_init(&d);
-    const char *p = path;
-    CompiledRuleSet *rs = ruleset_load(&p, 1, &d);
-    if (!rs)
-        diags_print(&d, stderr);
-    diags_free(&d);
-    unlink(path);
-    ck_assert_ptr_nonnull(rs);
-    return rs;
-}
-
 static void on_alert(void *user, size_t rule, const Value *key, size_t n_key,
                      const NfaResult *r, EvalScratch *scratch)
 {
@@ -616,7 +598,7 @@ static void seen_free(Seen *s)
 
 START_TEST(engine_restored_at_any_cut_gives_the_same_alerts)
 {
-    CompiledRuleSet *rs = load_rules(rules_text);
+    CompiledRuleSet *rs = test_rules_compile(rules_text, NULL);
     Seen whole;
     seen_init(&whole);
     run_whole(rs, 1, &whole);
@@ -649,12 +631,12 @@ END_TEST
  * key than the snapshot's inline tables hold). */
 START_TEST(long_shared_chains_round_trip)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "time ts epoch_ms lateness 2s;\n"
         "rule loop { key user; begin a where type == \"login\";\n"
         "  followed_by b where type == \"tx\" one_or_more;\n"
         "  followed_by c where type == \"logout\" and count(b) > 3; within 120s;\n"
-        "  on match alert \"loop\"; on timeout alert \"t\"; }\n");
+        "  on match alert \"loop\"; on timeout alert \"t\"; }\n", NULL);
     Seen whole;
     seen_init(&whole);
     run_whole(rs, 1, &whole);
@@ -679,7 +661,7 @@ END_TEST
 
 START_TEST(engine_restores_across_worker_counts)
 {
-    CompiledRuleSet *rs = load_rules(rules_text);
+    CompiledRuleSet *rs = test_rules_compile(rules_text, NULL);
     Seen whole;
     seen_init(&whole);
     run_whole(rs, 1, &whole);
@@ -706,7 +688,7 @@ END_TEST
 
 START_TEST(changed_rule_starts_empty_and_others_keep_state)
 {
-    CompiledRuleSet *rs = load_rules(rules_text);
+    CompiledRuleSet *rs = test_rules_compile(rules_text, NULL);
     Seen seen;
     seen_init(&seen);
     Engine *e = start_engine(rs, &seen, 1);
@@ -726,7 +708,7 @@ START_TEST(changed_rule_starts_empty_and_others_keep_state)
     snprintf(text, n + 200, "%srule fresh { key user; begin a where type == \"ping\"; }\n",
              changed);
     memcpy(strstr(text, "rule big"), "rule bog", 8);
-    CompiledRuleSet *rs2 = load_rules(text);
+    CompiledRuleSet *rs2 = test_rules_compile(text, NULL);
     e = start_engine(rs2, &seen, 1);
     EngineRestoreSummary sum;
     char *err = NULL;
@@ -752,7 +734,7 @@ END_TEST
 
 START_TEST(malformed_engine_state_is_refused)
 {
-    CompiledRuleSet *rs = load_rules(rules_text);
+    CompiledRuleSet *rs = test_rules_compile(rules_text, NULL);
     Seen seen;
     seen_init(&seen);
     Engine *e = start_engine(rs, &seen, 1);

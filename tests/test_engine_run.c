@@ -14,6 +14,7 @@
 #include "runtime/engine.h"
 #include "runtime/partition.h"
 #include "runtime/workers.h"
+#include "tests/rulesutil.h"
 
 /* ---- fixtures --------------------------------------------------------------- */
 
@@ -26,31 +27,6 @@ typedef struct Seen {
     size_t n_late;
     uint64_t late_line;
 } Seen;
-
-/* Compiles rule text; with prev, as a hot reload of prev (fields keep their slots). */
-static CompiledRuleSet *load_rules_after(const char *text, const CompiledRuleSet *prev)
-{
-    char path[] = "/tmp/vigil-test-engine-XXXXXX.cep";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    Diags d;
-    diags_init(&d);
-    const char *p = path;
-    CompiledRuleSet *rs = prev ? ruleset_reload(&p, 1, prev, &d) : ruleset_load(&p, 1, &d);
-    if (!rs)
-        diags_print(&d, stderr);
-    diags_free(&d);
-    unlink(path);
-    ck_assert_ptr_nonnull(rs);
-    return rs;
-}
-
-static CompiledRuleSet *load_rules(const char *text)
-{
-    return load_rules_after(text, NULL);
-}
 
 static void on_alert(void *user, size_t rule, const Value *key, size_t n_key,
                      const NfaResult *r, EvalScratch *scratch)
@@ -123,7 +99,7 @@ static const char pair_rules[] =
 
 START_TEST(deadlines_fire_before_later_events_of_other_keys)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     Seen s;
     Engine *e = start(rs, &s, 1);
     const char *ev[] = {
@@ -147,7 +123,7 @@ END_TEST
 
 START_TEST(end_of_input_fires_timeouts_but_stop_does_not)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     const char *ev[] = {
         "{\"ts\":0,\"type\":\"start\",\"user\":\"u1\"}",
         "{\"ts\":1000,\"type\":\"start\",\"user\":\"u2\"}",
@@ -177,9 +153,9 @@ END_TEST
 
 START_TEST(suppress_drops_alerts_within_the_window_per_key)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "time ts epoch_ms;\n"
-        "rule hit { key user; begin a where type == \"x\"; suppress 1m; on match alert \"h\"; }\n");
+        "rule hit { key user; begin a where type == \"x\"; suppress 1m; on match alert \"h\"; }\n", NULL);
     Seen s;
     Engine *e = start(rs, &s, 1);
     const char *ev[] = {
@@ -210,7 +186,7 @@ END_TEST
 
 START_TEST(missing_or_null_key_is_counted_and_skipped)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     Seen s;
     Engine *e = start(rs, &s, 1);
     const char *ev[] = {
@@ -231,9 +207,9 @@ END_TEST
 
 START_TEST(malformed_and_late_lines_go_to_the_sink_with_positions)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "time ts epoch_ms lateness 5s;\n"
-        "rule ping { key user; begin p where type == \"ping\"; on match alert \"p\"; }\n");
+        "rule ping { key user; begin p where type == \"ping\"; on match alert \"p\"; }\n", NULL);
     Seen s;
     Engine *e = start(rs, &s, 1);
     const char *ev[] = {
@@ -270,9 +246,9 @@ END_TEST
 
 START_TEST(processing_time_timeouts_fire_on_tick)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "rule pair { key user; begin a where type == \"start\";\n"
-        "  followed_by b where type == \"end\"; within 1s; on timeout alert \"t\"; }\n");
+        "  followed_by b where type == \"end\"; within 1s; on timeout alert \"t\"; }\n", NULL);
     Seen s;
     Engine *e = start(rs, &s, 1);
     const char *start_ev = "{\"type\":\"start\",\"user\":\"u\"}";
@@ -300,10 +276,10 @@ static void on_warn(void *user, const char *msg)
 
 START_TEST(max_partials_caps_each_key)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "time ts epoch_ms;\n"
         "rule any { key user; begin a where t == \"a\"; followed_by b where t == \"b\";\n"
-        "  within 1h; on match alert \"m\"; }\n");
+        "  within 1h; on match alert \"m\"; }\n", NULL);
     Seen s;
     Engine *e = start_capped(rs, &s, 1, 3);
     warnings_seen = 0;
@@ -345,12 +321,12 @@ static void count_swap(void *user)
 
 static void check_reload(size_t workers)
 {
-    CompiledRuleSet *v1 = load_rules(pair_rules);
+    CompiledRuleSet *v1 = test_rules_compile(pair_rules, NULL);
     Seen s;
     Engine *e = start(v1, &s, workers);
     const char *before[] = {"{\"ts\":0,\"type\":\"start\",\"user\":\"u1\"}"};
     feed(e, before, 1);
-    CompiledRuleSet *v2 = load_rules_after(reload_v2, v1);
+    CompiledRuleSet *v2 = test_rules_compile(reload_v2, v1);
     EngineReloadSummary sum;
     swaps_seen = 0;
     ck_assert_int_eq(engine_reload(e, v2, count_swap, NULL, &sum), 0);
@@ -376,7 +352,7 @@ static void check_reload(size_t workers)
     engine_free(e);
 
     /* a removed rule's state is freed; a changed rule starts empty */
-    CompiledRuleSet *v3 = load_rules_after(pair_rules, v2);
+    CompiledRuleSet *v3 = test_rules_compile(pair_rules, v2);
     e = start(v2, &s, workers);
     const char *open_all[] = {
         "{\"ts\":0,\"type\":\"start\",\"user\":\"u2\"}",
@@ -408,14 +384,14 @@ END_TEST
 
 START_TEST(reload_redecodes_buffered_events_for_new_fields)
 {
-    CompiledRuleSet *v1 = load_rules(
+    CompiledRuleSet *v1 = test_rules_compile(
         "time ts epoch_ms lateness 1m;\n"
-        "rule a { key user; begin x where type == \"go\"; on match alert \"a\"; }\n");
+        "rule a { key user; begin x where type == \"go\"; on match alert \"a\"; }\n", NULL);
     Seen s;
     Engine *e = start(v1, &s, 1);
     const char *ev[] = {"{\"ts\":5,\"type\":\"go\",\"user\":\"u\",\"level\":7}"};
     feed(e, ev, 1);   /* waits in the reorder buffer (lateness 1m) */
-    CompiledRuleSet *v2 = load_rules_after(
+    CompiledRuleSet *v2 = test_rules_compile(
         "time ts epoch_ms lateness 1m;\n"
         "rule a { key user; begin x where type == \"go\" and level == 7; on match alert \"a\"; }\n",
         v1);
@@ -437,7 +413,7 @@ static int cmp_lines(const void *a, const void *b)
 
 START_TEST(workers_give_the_same_alerts_with_per_key_order)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     Buf text = BUF_INIT;
     char **lines = calloc(400, sizeof *lines);
     for (int i = 0; i < 400; i++) {
@@ -681,7 +657,7 @@ static void free_lines(char **lines, size_t n)
 
 static void check_same_as_one_thread(const char *rules, bool stop)
 {
-    CompiledRuleSet *rs = load_rules(rules);
+    CompiledRuleSet *rs = test_rules_compile(rules, NULL);
     size_t n = 5000;   /* many decoding batches, more than are ever out at once */
     char **lines = mixed_lines(n);
     Run one, more;
@@ -727,13 +703,13 @@ END_TEST
  * positions, alerts and counters as one thread. */
 START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
 {
-    CompiledRuleSet *rs = load_rules(
+    CompiledRuleSet *rs = test_rules_compile(
         "time ts epoch_ms;\n"
         "rule every { key n % 5; filter type != \"ping\"; begin a where n % 7 == 0;\n"
         "  followed_by b where n % 7 == 1; within 10s; on match alert \"e\"; }\n"
         "rule pair { key user; filter type != \"ping\"; begin a where type == \"start\";\n"
         "  followed_by b where type == \"end\"; within 10s; on match alert \"m\";\n"
-        "  on timeout alert \"t\"; }\n");
+        "  on timeout alert \"t\"; }\n", NULL);
     size_t n = 6000;
     char **lines = some_bad_lines(n, 2500, 3300);
     for (size_t i = 4000; i < 4600; i += 37) {   /* a key for the first rule only */
@@ -764,7 +740,7 @@ END_TEST
  * their own text, reason and byte offset, exactly as expected. */
 START_TEST(workers_dead_letters_keep_each_lines_text_reason_and_offset)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
     EngineSink sink = {trace_alert, trace_dead, trace_late, &t};
     EngineOptions opts = {0, 2};
@@ -812,7 +788,7 @@ END_TEST
  * spread evenly over 2 and 3 workers, for each rule. */
 START_TEST(workers_spread_keys_that_differ_only_at_the_end)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     NfaLimits limits = {0};
     EngineHooks hooks = {0};
     for (size_t n = 2; n <= 3; n++) {
@@ -840,7 +816,7 @@ END_TEST
 
 START_TEST(workers_stats_count_every_line_handed_in)
 {
-    CompiledRuleSet *rs = load_rules(pair_rules);
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     size_t n = 700;
     char **lines = mixed_lines(n);
     Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -869,10 +845,10 @@ END_TEST
  * new ones, whether decoded on the workers or not. */
 static void run_reload(size_t workers, Run *run)
 {
-    CompiledRuleSet *v1 = load_rules(
+    CompiledRuleSet *v1 = test_rules_compile(
         "time ts epoch_ms;\n"
-        "rule r { key user; begin a where n % 2 == 0; on match alert \"a\"; }\n");
-    CompiledRuleSet *v2 = load_rules_after(
+        "rule r { key user; begin a where n % 2 == 0; on match alert \"a\"; }\n", NULL);
+    CompiledRuleSet *v2 = test_rules_compile(
         "time ts epoch_ms;\n"
         "rule r { key user; begin a where n % 3 == 0 and type == \"end\";\n"
         "  on match alert \"b\"; }\n", v1);

@@ -17,6 +17,7 @@
 #include "runtime/engine.h"
 #include "runtime/input.h"
 #include "runtime/reorder.h"
+#include "tests/rulesutil.h"
 
 /* ---- fixtures --------------------------------------------------------------- */
 
@@ -26,25 +27,6 @@ static void write_file(const char *path, const char *text)
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fputs(text, f) >= 0, 1);
     ck_assert_int_eq(fclose(f), 0);
-}
-
-static CompiledRuleSet *load_rules(const char *text)
-{
-    char path[] = "/tmp/vigil-test-limits-XXXXXX.cep";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    write_file(path, text);
-    Diags d;
-    diags_init(&d);
-    const char *p = path;
-    CompiledRuleSet *rs = ruleset_load(&p, 1, &d);
-    if (!rs)
-        diags_print(&d, stderr);
-    diags_free(&d);
-    unlink(path);
-    ck_assert_ptr_nonnull(rs);
-    return rs;
 }
 
 typedef struct Alerts {
@@ -150,7 +132,7 @@ static const char *PAIRS =
  * in time order, and nothing is late or dropped. */
 static void check_buffer_cap(size_t workers)
 {
-    CompiledRuleSet *rs = load_rules(PAIRS);
+    CompiledRuleSet *rs = test_rules_compile(PAIRS, NULL);
     Alerts a;
     EngineLimits lim = {.max_buffered = 10};
     Engine *e = start(rs, &a, workers, &lim);
@@ -192,7 +174,7 @@ END_TEST
 
 START_TEST(buffer_default_cap)
 {
-    CompiledRuleSet *rs = load_rules(PAIRS);
+    CompiledRuleSet *rs = test_rules_compile(PAIRS, NULL);
     Alerts a;
     Engine *e = start(rs, &a, 1, NULL);
     char line[128];
@@ -222,7 +204,7 @@ static const char *KEYS =
 /* 20,000 users each keep a partial match: a 1 MiB budget holds a few thousand. */
 static void check_budget(size_t workers)
 {
-    CompiledRuleSet *rs = load_rules(KEYS);
+    CompiledRuleSet *rs = test_rules_compile(KEYS, NULL);
     Alerts a;
     EngineLimits lim = {.max_memory = 1 << 20};
     Engine *e = start(rs, &a, workers, &lim);
@@ -265,7 +247,7 @@ END_TEST
  * while they hold partial matches, back down once they are gone. */
 START_TEST(estimate_follows_the_state)
 {
-    CompiledRuleSet *rs = load_rules(KEYS);
+    CompiledRuleSet *rs = test_rules_compile(KEYS, NULL);
     Alerts a;
     Engine *e = start(rs, &a, 1, NULL);
     char line[96];
