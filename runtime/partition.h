@@ -104,15 +104,6 @@ static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t 
 /* A new idle entry with a copy of the key bytes; NULL on allocation failure (or a key
  * of 4 GiB or more). */
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
-/* The former form of part_add, for callers that still pass the key values: they are
- * not kept (part_key_values reads them back from the bytes). */
-static inline PartEntry *part_insert(PartTable *t, const char *kbytes, size_t klen,
-                                     uint64_t hash, const Value *key, size_t n_key)
-{
-    (void)key;
-    (void)n_key;
-    return part_add(t, kbytes, klen, hash);
-}
 /* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
  * short key's bytes: two or three cache lines), from its address alone. */
 static inline void part_entry_prefetch(const PartEntry *e)
