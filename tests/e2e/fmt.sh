@@ -26,4 +26,9 @@ cmp -s "$TMP/rules/notes.txt" "$TMP/notes.orig" || fail "-w touched a file that 
 grep -q 'no .cep files' "$TMP/err" || fail "no message for an empty folder: $(cat "$TMP/err")"
 [ "$(code "$VIGIL" fmt --check "$TMP/missing" "$TMP/rules")" -eq 1 ] || fail "a missing path"
 grep -q "$TMP/missing: error: cannot read" "$TMP/err" || fail "missing path message: $(cat "$TMP/err")"
+
+# The rule files we ship are the first ones users copy: they stay canonical.
+for d in "$top_srcdir"/examples/*/ "$top_srcdir"/bench/; do
+    [ "$(code "$VIGIL" fmt --check "$d")" -eq 0 ] || fail "not canonical: $(cat "$TMP/out")"
+done
 exit 0
