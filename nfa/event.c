@@ -3,6 +3,7 @@
 #include "nfa/event.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,6 +188,7 @@ MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint
     n->prev = prev;
     n->event = event;
     n->refs = 1;
+    n->pooled = 0;
     n->step = step;
     n->n_acc = n_acc;
     if (n_acc && prev && prev->n_acc == n_acc)
@@ -200,13 +202,143 @@ MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint
     return n;
 }
 
+static void pool_put(MatchNode *n);
+
 void match_node_release(MatchNode *n)
 {
     /* A loop, not recursion: one release can free a chain of any length. */
     while (n && --n->refs == 0) {
         MatchNode *prev = n->prev;
         event_release(n->event);
-        free(n);
+        if (n->pooled)
+            pool_put(n);
+        else
+            free(n);
         n = prev;
     }
+}
+
+/* ---- node pools ------------------------------------------------------------- */
+
+/* A slab's header sits at its start: the address of any of its nodes, rounded down
+ * to SLAB_BYTES, is the header. 16 KiB: an aligned request of twice that stays below
+ * malloc's mmap threshold, so the unused alignment slack goes back to the heap (an
+ * mmapped chunk would keep it). */
+#define SLAB_BYTES ((size_t)1 << 14)
+
+typedef struct NodeSlab {
+    NodePool *pool;
+    struct NodeSlab *next;
+} NodeSlab;
+
+struct NodePool {
+    NodeSlab *slabs;        /* every slab, newest first; owned */
+    MatchNode *free;        /* released nodes, linked through prev */
+    char *bump, *bump_end;  /* the newest slab's never-used part */
+    size_t live;            /* nodes taken and not yet released */
+    bool orphaned;          /* node_pool_free was called: go with the last node */
+};
+
+/* Freed nodes are poisoned under AddressSanitizer, so that a use after release is
+ * still caught although the memory stays with the pool. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+_Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
+
+static NodeSlab *slab_of(const MatchNode *n)
+{
+    return (NodeSlab *)((uintptr_t)n & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+NodePool *node_pool_new(void)
+{
+    return calloc(1, sizeof(NodePool));
+}
+
+static void pool_destroy(NodePool *p)
+{
+    while (p->slabs) {
+        NodeSlab *next = p->slabs->next;
+        UNPOISON(p->slabs, SLAB_BYTES);
+        free(p->slabs);
+        p->slabs = next;
+    }
+    free(p);
+}
+
+void node_pool_free(NodePool *pool)
+{
+    if (!pool)
+        return;
+    if (pool->live == 0)
+        pool_destroy(pool);
+    else
+        pool->orphaned = true;
+}
+
+size_t node_pool_live(const NodePool *pool)
+{
+    return pool->live;
+}
+
+/* Room for one node: a released one, else the newest slab's next, else a new slab. */
+static MatchNode *pool_alloc(NodePool *p)
+{
+    MatchNode *n = p->free;
+    if (n) {
+        UNPOISON(n, sizeof *n);
+        p->free = n->prev;
+        return n;
+    }
+    if ((size_t)(p->bump_end - p->bump) < sizeof *n) {
+        NodeSlab *s = aligned_alloc(SLAB_BYTES, SLAB_BYTES);
+        if (!s)
+            return NULL;
+        s->pool = p;
+        s->next = p->slabs;
+        p->slabs = s;
+        p->bump = (char *)(s + 1);
+        p->bump_end = (char *)s + SLAB_BYTES;
+        POISON(p->bump, (size_t)(p->bump_end - p->bump));
+    }
+    n = (MatchNode *)(void *)p->bump;
+    p->bump += sizeof *n;
+    UNPOISON(n, sizeof *n);
+    return n;
+}
+
+MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step)
+{
+    MatchNode *n = pool_alloc(pool);
+    if (!n)
+        return NULL;
+    pool->live++;
+    n->prev = prev;
+    n->event = event;
+    n->refs = 1;
+    n->pooled = 1;
+    n->step = step;
+    n->n_acc = 0;
+    if (prev)
+        match_node_retain(prev);
+    if (event)
+        event_retain(event);
+    return n;
+}
+
+static void pool_put(MatchNode *n)
+{
+    NodePool *p = slab_of(n)->pool;
+    n->prev = p->free;
+    p->free = n;
+    POISON(n, sizeof *n);
+    if (--p->live == 0 && p->orphaned)
+        pool_destroy(p);
 }

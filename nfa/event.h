@@ -102,7 +102,8 @@ typedef struct AggAcc {
 typedef struct MatchNode {
     struct MatchNode *prev;   /* earlier element of the partial match, or NULL; one reference */
     Event *event;             /* one reference */
-    uint32_t refs;
+    uint32_t refs : 31;
+    uint32_t pooled : 1;      /* from a NodePool (goes back there), else from malloc */
     uint16_t step;            /* pattern step index (Rule.steps) this event was taken for */
     uint16_t n_acc;           /* entries in acc (0 for rules without aggregates) */
     AggAcc acc[];             /* running aggregates up to this node, by the Nfa's AggKey index */
@@ -117,5 +118,26 @@ MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint
 static inline void match_node_retain(MatchNode *n) { n->refs++; }
 /* Drops one reference; frees the node (and releases its event and prev) at zero. */
 void match_node_release(MatchNode *n);
+
+/* ---- node pools ------------------------------------------------------------- */
+
+/* Plain nodes (no accumulators) without a malloc header each: 24 bytes instead of
+ * malloc's 32-byte chunk, and no allocator call on the matcher's common path. Nodes
+ * are carved from 16 KiB slabs aligned to their size, so a node finds its pool from
+ * its own address and match_node_release needs no pool argument. A pool belongs to
+ * one thread (like the events its nodes hold): create, take and release on it.
+ * Slabs are kept while the pool lives (freed nodes are reused, memory is not given
+ * back); node_pool_free lets go of the pool, which then goes away with its last
+ * node, so nodes may outlive the owner that made them (a rule-set swap). */
+typedef struct NodePool NodePool;
+/* NULL on allocation failure. */
+NodePool *node_pool_new(void);
+/* The owner lets go; the pool is freed now if no node of it is held, else when the
+ * last one is released. NULL is ignored. */
+void node_pool_free(NodePool *pool);
+/* match_node_new from the pool: refs = 1, n_acc = 0. NULL on allocation failure. */
+MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step);
+/* Nodes of the pool held now. */
+size_t node_pool_live(const NodePool *pool);
 
 #endif

@@ -14,7 +14,7 @@
 #include "nfa/nfa_internal.h"
 
 /* Idle keys a work keeps for reuse: enough to absorb a burst of keys that start and
- * die together (a timer firing for many keys), little memory (64 bytes each). */
+ * die together (a timer firing for many keys), little memory (48 bytes each). */
 #define SPARE_KEYS 256
 
 /* ---- small helpers -------------------------------------------------------------- */
@@ -100,7 +100,6 @@ void nfa_key_init(NfaKey *key)
     key->deadline = INT64_MAX;
     key->n_live = 0;
     key->cap_live = 1;
-    key->done = NULL;
 }
 
 static NfaKey *key_new(NfaWork *w)
@@ -111,24 +110,18 @@ static NfaKey *key_new(NfaWork *w)
     return k;
 }
 
-static void free_done(NfaKey *k)
-{
-    if (!k->done)
-        return;
-    list_release_from(k->done, 0);
-    free(k->done->v);
-    free(k->done);
-    k->done = NULL;
-}
-
-/* Releases a key's runs and arrays, leaving it idle (its counts are the caller's). */
+/* Releases a key's runs and its heap part, leaving it idle (its counts are the
+ * caller's). */
 static void key_release(NfaKey *k)
 {
     RunList live = live_view(k);
     list_release_from(&live, 0);
-    if (k->cap_live > 1)
-        free(k->live.v);
-    free_done(k);
+    if (k->cap_live > 1) {
+        NfaKeyMore *more = k->live.more;
+        list_release_from(&more->done, 0);
+        free(more->done.v);
+        free(more);
+    }
     nfa_key_init(k);
 }
 
@@ -142,6 +135,39 @@ static void key_destroy(NfaKey *k, NfaWork *w)
         free(k);
 }
 
+/* Gives the key a heap part with room for cap (>= 2) live runs, moving its inline
+ * run there and keeping what it holds back; false on allocation failure (the key is
+ * then unchanged). */
+static bool key_grow(NfaKey *k, size_t cap)
+{
+    bool had = k->cap_live > 1;
+    NfaKeyMore *more = realloc(had ? k->live.more : NULL, sizeof *more + cap * sizeof(Run));
+    if (!more)
+        return false;
+    if (!had) {
+        more->done = (RunList){0};
+        if (k->n_live)
+            more->v[0] = k->live.one;   /* before live.more overwrites it */
+    }
+    k->live.more = more;
+    k->cap_live = (uint32_t)cap;
+    return true;
+}
+
+/* Back to the inline run once the heap part is not needed: a key shrinks with its
+ * matches. */
+static void key_compact(NfaKey *k)
+{
+    if (k->cap_live == 1 || k->n_live > 1 || k->live.more->done.n)
+        return;
+    NfaKeyMore *more = k->live.more;
+    if (k->n_live)
+        k->live.one = more->v[0];
+    free(more->done.v);
+    free(more);
+    k->cap_live = 1;
+}
+
 /* Makes `from` the key's live runs (their references move to the key; from is left
  * empty). Runs beyond what the key can hold after an allocation failure are dropped. */
 static void install_live(NfaKey *k, RunList *from, NfaCounters *c)
@@ -151,21 +177,12 @@ static void install_live(NfaKey *k, RunList *from, NfaCounters *c)
         size_t cap = k->cap_live > 1 ? k->cap_live : 2;
         while (cap < n)
             cap *= 2;
-        Run *v = malloc(cap * sizeof *v);
-        if (v) {
-            if (k->cap_live > 1)
-                free(k->live.v);
-            k->live.v = v;
-            k->cap_live = (uint32_t)cap;
-        } else {
+        if (!key_grow(k, cap)) {
             size_t keep = k->cap_live;
             c->partials_dropped += n - keep;
             list_release_from(from, keep);
             n = keep;
         }
-    } else if (n <= 1 && k->cap_live > 1) {
-        free(k->live.v);   /* back to the inline run: a key shrinks with its matches */
-        k->cap_live = 1;
     }
     if (n)
         memcpy(nfa_key_live(k), from->v, n * sizeof *from->v);
@@ -201,7 +218,8 @@ NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n)
     w->memo_seen = calloc(w->memo_len ? w->memo_len : 1, sizeof *w->memo_seen);
     w->memo_now = 1;   /* 0 in memo_seen: never */
     w->spare = malloc(SPARE_KEYS * sizeof *w->spare);
-    if (!w->edges || !w->memo || !w->memo_seen || !w->spare) {
+    w->nodes = node_pool_new();
+    if (!w->edges || !w->memo || !w->memo_seen || !w->spare || !w->nodes) {
         nfa_work_free(w);
         return NULL;
     }
@@ -214,14 +232,17 @@ void nfa_work_free(NfaWork *w)
         return;
     list_release_from(&w->next, 0);
     list_release_from(&w->fresh, 0);
+    list_release_from(&w->held, 0);
     free(w->next.v);
     free(w->fresh.v);
+    free(w->held.v);
     free(w->edges);
     free(w->memo);
     free(w->memo_seen);
     for (size_t i = 0; i < w->n_spare; i++)
         free(w->spare[i]);
     free(w->spare);
+    node_pool_free(w->nodes);   /* after the lists: their nodes went back to it */
     free(w);
 }
 
@@ -465,30 +486,40 @@ MatchNode *nfa_node_new(const Nfa *nfa, MatchNode *prev, Event *ev, uint32_t ste
     return node;
 }
 
+/* The work's pool makes plain nodes; nodes with accumulators come from malloc. */
+static MatchNode *work_node_new(const Nfa *nfa, NfaWork *w, MatchNode *prev, Event *ev,
+                                uint32_t step)
+{
+    if (nfa->n_aggs == 0)
+        return node_pool_take(w->nodes, prev, ev, (uint16_t)step);
+    return nfa_node_new(nfa, prev, ev, step);
+}
+
 /* A take edge: a new node (source state's step, event) extends the partial match. */
 static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e, Event *ev,
                         NfaCounters *c)
 {
     const Nfa *nfa = d->nfa;
     uint32_t step = nfa->states[e->source].step;
-    MatchNode *node = nfa_node_new(nfa, from ? from->last : NULL, ev, step);
+    MatchNode *node = work_node_new(nfa, w, from ? from->last : NULL, ev, step);
     if (!node) {
         c->partials_dropped++;
         return;
     }
     Run r = {.last = node,
              .start_time = from ? from->start_time : ev->time_ms,
-             .start_id = from ? from->start_id : ev->id,
-             .time = ev->time_ms,
-             .state = e->target};
-    if (nfa->states[e->target].kind == NFA_ST_FINAL) {
-        list_push(&w->fresh, r, c);
-        return;
+             .start_id = from ? from->start_id : ev->id};
+    bool final = nfa->states[e->target].kind == NFA_ST_FINAL;
+    if (final || final_after_proceed(d, e->target)) {
+        Run m = r;
+        m.time = ev->time_ms;
+        if (!final)
+            match_node_retain(node);
+        list_push(&w->fresh, m, c);
+        if (final)
+            return;
     }
-    if (final_after_proceed(d, e->target)) {
-        match_node_retain(node);
-        list_push(&w->fresh, r, c);
-    }
+    r.state = e->target;
     list_push(&w->next, r, c);
 }
 
@@ -520,7 +551,7 @@ static int64_t run_deadline(const Nfa *nfa, const Run *r, int64_t now, int64_t *
 {
     int64_t d_first = nfa->within_ms > 0 ? add_sat(r->start_time, nfa->within_ms) : INT64_MAX;
     int64_t w = nfa->states[r->state].within_ms;
-    int64_t d_step = w > 0 ? add_sat(r->time, w) : INT64_MAX;
+    int64_t d_step = w > 0 ? add_sat(nfa_run_time(r), w) : INT64_MAX;
     /* Flink reports the step-within expiry when both have passed */
     *expiry = w > 0 && now >= d_step ? d_step : d_first;
     return d_first < d_step ? d_first : d_step;
@@ -619,6 +650,18 @@ static void insert_sorted(RunList *l, Run r, NfaCounters *c)
     l->n++;
 }
 
+/* The key keeps the matches left in w->held (its heap part adopts the array). */
+static void hold_back(NfaKey *k, NfaWork *w, NfaCounters *c)
+{
+    if (!key_grow(k, 2)) {
+        c->partials_dropped += w->held.n;
+        list_release_from(&w->held, 0);
+        return;
+    }
+    k->live.more->done = w->held;
+    w->held = (RunList){0};
+}
+
 /* Emits completed matches (w->fresh). With no_skip at once; otherwise a match waits
  * while a partial match that started earlier is pending (all are released when
  * flushing), and each released match prunes partial and waiting matches. */
@@ -632,15 +675,13 @@ static void release_matches(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ct
         w->fresh.n = 0;
         return;
     }
-    if (w->fresh.n && !k->done && !(k->done = calloc(1, sizeof *k->done))) {
-        ctx->counters->partials_dropped += w->fresh.n;
-        list_release_from(&w->fresh, 0);
-    }
+    RunList *done = k->cap_live > 1 ? &k->live.more->done : &w->held;
+    if (w->fresh.n == 0 && done->n == 0)
+        return;
     for (size_t i = 0; i < w->fresh.n; i++)
-        insert_sorted(k->done, w->fresh.v[i], ctx->counters);
+        insert_sorted(done, w->fresh.v[i], ctx->counters);
     w->fresh.n = 0;
-    RunList *done = k->done;
-    while (done && done->n > 0) {
+    while (done->n > 0) {
         if (!flush && k->n_live > 0 &&
             cmp_start(&done->v[0], &nfa_key_live(k)[earliest(nfa_key_live(k), k->n_live)]) > 0)
             break;
@@ -657,18 +698,20 @@ static void release_matches(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ct
         emit(ctx, NFA_MATCH, m.time, m.last);
         match_node_release(m.last);
     }
-    if (done && done->n == 0)
-        free_done(k);
+    if (done == &w->held && done->n > 0)
+        hold_back(k, w, ctx->counters);
 }
 
 /* Frees what a key holds once it holds nothing, so that an idle key owns no memory
  * (nfa_key_idle is then exact), or else updates its deadline. */
 static void settle(const Nfa *nfa, NfaKey *k)
 {
-    if (k->n_live == 0 && nfa_key_n_done(k) == 0)
+    if (k->n_live == 0 && nfa_key_n_done(k) == 0) {
         key_release(k);
-    else
-        update_deadline(nfa, k);
+        return;
+    }
+    key_compact(k);
+    update_deadline(nfa, k);
 }
 
 /* A heap key that went idle is freed (kept in w for reuse). */
@@ -984,21 +1027,21 @@ NfaKey *nfa_key_new_empty(const Nfa *nfa)
     return key_new(NULL);
 }
 
-void nfa_key_adopt(NfaKey *key, RunList *live, RunList *done)
+bool nfa_key_adopt(NfaKey *key, RunList *live, RunList *done)
 {
-    if (live->n > 1) {
-        if (key->cap_live > 1)
-            free(key->live.v);
-        key->live.v = live->v;
-        key->cap_live = (uint32_t)(live->cap > 1 ? live->cap : 2);
-    } else {
-        if (live->n == 1)
-            key->live.one = live->v[0];
-        free(live->v);
+    if (live->n > 1 || done->n) {
+        if (!key_grow(key, live->n > 2 ? live->n : 2))
+            return false;
+        memcpy(key->live.more->v, live->v, live->n * sizeof *live->v);
+        key->live.more->done = *done;
+        *done = (RunList){0};
+    } else if (live->n == 1) {
+        key->live.one = live->v[0];
     }
     key->n_live = (uint32_t)live->n;
+    free(live->v);
     *live = (RunList){0};
-    key->done = done;
+    return true;
 }
 
 void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)

@@ -77,8 +77,11 @@ typedef struct NfaRun {   /* Run in nfa_internal.h */
     MatchNode *last;       /* one reference; never NULL */
     int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
     uint64_t start_id;
-    int64_t time;          /* partial: newest event's time; completed: the result time */
-    uint32_t state;        /* partial only */
+    union {
+        uint32_t state;    /* partial: where it waits (its newest event's time is
+                              last->event->time_ms, so it is not stored) */
+        int64_t time;      /* completed: the result time */
+    };
 } NfaRun;
 
 typedef struct NfaRunList {   /* RunList in nfa_internal.h */
@@ -86,18 +89,21 @@ typedef struct NfaRunList {   /* RunList in nfa_internal.h */
     size_t n, cap;
 } NfaRunList;
 
+/* A key's runs when it has more than one partial match or completed matches held
+ * back (NfaKeyMore in nfa_internal.h). */
+struct NfaKeyMore;
+
 /* Only what persists between events: per-event scratch lives in the NfaWork. Most
- * keys hold one partial match, so the first one is inline and the key is one cache
- * line with no other allocation. */
+ * keys hold one partial match and nothing held back, so that one is inline and the
+ * key is 48 bytes with no other allocation. */
 struct NfaKey {   /* fields are the matcher's (nfa_internal.h reads them) */
     int64_t deadline;      /* earliest deadline of the live runs; INT64_MAX if none */
     uint32_t n_live;       /* partial matches, oldest start first */
-    uint32_t cap_live;     /* 1: the one inline run; more: live.v is on the heap */
-    NfaRunList *done;      /* completed, held back by a skip strategy, in start order;
-                              heap, NULL while there are none */
+    uint32_t cap_live;     /* 1: at most the one inline run and nothing held back;
+                              more: live.more (heap) holds the runs, room for cap_live */
     union {
         NfaRun one;
-        NfaRun *v;
+        struct NfaKeyMore *more;
     } live;
 };
 
@@ -167,7 +173,7 @@ void nfa_key_init(NfaKey *key);
  * nfa_key_clear (an idle key owns no memory). */
 static inline bool nfa_key_idle(const NfaKey *key)
 {
-    return key->n_live == 0 && !key->done;
+    return key->n_live == 0 && key->cap_live == 1;
 }
 /* Releases a key's state without emitting anything and leaves it idle. */
 void nfa_key_clear(NfaKey *key, NfaCounters *counters);

@@ -86,27 +86,46 @@ struct Nfa {
 typedef NfaRun Run;
 typedef NfaRunList RunList;
 
+/* The heap part of a key that branched or holds completed matches back: one block,
+ * reallocated as the live runs grow (cap_live of room). */
+typedef struct NfaKeyMore {
+    RunList done;          /* completed, held back by a skip strategy, in start order */
+    Run v[];               /* the live runs */
+} NfaKeyMore;
+
 /* The live runs of a key (n_live of them). */
 static inline Run *nfa_key_live(NfaKey *k)
 {
-    return k->cap_live > 1 ? k->live.v : &k->live.one;
+    return k->cap_live > 1 ? k->live.more->v : &k->live.one;
 }
 static inline const Run *nfa_key_live_c(const NfaKey *k)
 {
-    return k->cap_live > 1 ? k->live.v : &k->live.one;
+    return k->cap_live > 1 ? k->live.more->v : &k->live.one;
+}
+/* Completed matches held back, or NULL when there are none. */
+static inline const Run *nfa_key_done_c(const NfaKey *k)
+{
+    return k->cap_live > 1 ? k->live.more->done.v : NULL;
 }
 static inline size_t nfa_key_n_done(const NfaKey *k)
 {
-    return k->done ? k->done->n : 0;
+    return k->cap_live > 1 ? k->live.more->done.n : 0;
+}
+/* A partial match's newest event time (step within counts from it). */
+static inline int64_t nfa_run_time(const Run *r)
+{
+    return r->last->event->time_ms;
 }
 
 /* Per-event scratch of the matcher, sized for the Nfas it was made for: the next
  * generation of partial matches, the completed ones, the decision edges and the
  * condition memo; plus idle NfaKeys kept for reuse, so that keys which live for a
- * few events cost no allocator calls. */
+ * few events cost no allocator calls, and the pool their MatchNodes come from. */
 struct NfaWork {
     RunList next;
     RunList fresh;
+    RunList held;          /* completed matches being released for a key that holds none
+                              back yet; a key adopts its array if some stay held */
     uint32_t *edges;       /* max_collect edge indices; heap, owned */
     bool *memo;            /* 2 per step: where/until results of non-iterative conditions,
                               valid where memo_seen[i] == memo_now; heap, owned */
@@ -115,13 +134,16 @@ struct NfaWork {
     size_t max_collect, memo_len;
     NfaKey **spare;        /* idle keys, ready for reuse; heap, owned, as are they */
     size_t n_spare;
+    NodePool *nodes;       /* plain MatchNodes of this thread's keys; owned (let go of
+                              with the work: nodes still held keep it alive) */
 };
 
 /* An empty key (no runs); NULL on allocation failure. Free with nfa_key_free. */
 NfaKey *nfa_key_new_empty(const Nfa *nfa);
-/* Gives runs to an empty key: those of *live (its array adopted or freed; *live is
- * left empty) and the list done (a heap RunList with at least one run, or NULL). */
-void nfa_key_adopt(NfaKey *key, RunList *live, RunList *done);
+/* Gives runs to an empty key: those of *live and *done (their arrays adopted or
+ * freed; both are left empty). False on allocation failure (the lists are then
+ * unchanged). */
+bool nfa_key_adopt(NfaKey *key, RunList *live, RunList *done);
 /* Recomputes key->deadline from its live runs (after filling them directly). */
 void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key);
 /* The MatchNode for (step, ev) after prev, with the running aggregates the Nfa's

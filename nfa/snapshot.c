@@ -2,8 +2,10 @@
  * see snapshot.h. The layout of a key:
  *   nodes: count, then per node (prev number + 1 or 0, event number, step), every
  *          node after its predecessor;
- *   live:  count, then per run (node, start_time, start_id, time, state);
- *   done:  the same for completed matches held back by a skip strategy. */
+ *   live:  count, then per run (node, start_time, start_id, time, state); the time
+ *          is that of the run's newest node (written for older readers, not read);
+ *   done:  the same for completed matches held back by a skip strategy (state 0:
+ *          a completed match has none). */
 #include "nfa/snapshot.h"
 
 #include <stdlib.h>
@@ -249,7 +251,9 @@ static bool number_chain(NodeMap *m, const MatchNode *last)
 
 /* ---- one key ------------------------------------------------------------------------ */
 
-static void put_runs(Buf *out, const NodeMap *m, const Run *runs, size_t n)
+/* A partial match stores its state and derives its time; a completed one stores its
+ * time and has no state (0 is written, any valid state is accepted). */
+static void put_runs(Buf *out, const NodeMap *m, const Run *runs, size_t n, bool live)
 {
     snap_put_u64(out, n);
     for (size_t i = 0; i < n; i++) {
@@ -257,8 +261,8 @@ static void put_runs(Buf *out, const NodeMap *m, const Run *runs, size_t n)
         snap_put_u64(out, node_number(m, r->last));
         snap_put_i64(out, r->start_time);
         snap_put_u64(out, r->start_id);
-        snap_put_i64(out, r->time);
-        snap_put_u64(out, r->state);
+        snap_put_i64(out, live ? nfa_run_time(r) : r->time);
+        snap_put_u64(out, live ? r->state : 0);
     }
 }
 
@@ -276,7 +280,7 @@ int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex
     node_map_init(&m);
     int rc = -1;
     const Run *live = nfa_key_live_c(key);
-    const Run *done = key->done ? key->done->v : NULL;
+    const Run *done = nfa_key_done_c(key);
     size_t n_done = nfa_key_n_done(key);
     for (size_t i = 0; i < key->n_live; i++)
         if (!number_chain(&m, live[i].last))
@@ -294,8 +298,8 @@ int nfa_key_snapshot(const Nfa *nfa, const NfaKey *key, Buf *out, SnapEventIndex
         snap_put_u64(out, ev);
         snap_put_u64(out, n->step);
     }
-    put_runs(out, &m, live, key->n_live);
-    put_runs(out, &m, done, n_done);
+    put_runs(out, &m, live, key->n_live, true);
+    put_runs(out, &m, done, n_done, false);
     rc = out->failed ? -1 : 0;
 out:
     node_map_free(&m);
@@ -334,15 +338,18 @@ static const char *get_runs(const Nfa *nfa, SnapReader *r, MatchNode **nodes, si
     l->cap = n;
     for (size_t i = 0; i < n; i++) {
         uint64_t node = snap_get_u64(r);
-        Run run = {.start_time = snap_get_i64(r), .start_id = snap_get_u64(r),
-                   .time = snap_get_i64(r)};
+        Run run = {0};
+        run.start_time = snap_get_i64(r);   /* one statement each: reads in order */
+        run.start_id = snap_get_u64(r);
+        run.time = snap_get_i64(r);         /* a partial match's is its node's */
         uint64_t state = snap_get_u64(r);
         if (r->bad || node >= n_nodes || state >= nfa->n_states)
             return "malformed run";
         uint8_t kind = nfa->states[state].kind;
         if (live && kind != NFA_ST_NORMAL && kind != NFA_ST_PENDING)
             return "a partial match waits in a state where none can wait";
-        run.state = (uint32_t)state;
+        if (live)
+            run.state = (uint32_t)state;
         run.last = nodes[node];
         match_node_retain(run.last);
         l->v[l->n++] = run;
@@ -365,17 +372,10 @@ static bool make_key(const Nfa *nfa, RunList *live, RunList *done, NfaKey **key)
     if (!live->n && !done->n)
         return true;
     NfaKey *k = nfa_key_new_empty(nfa);
-    RunList *held = done->n ? malloc(sizeof *held) : NULL;
-    if (!k || (done->n && !held)) {
-        free(held);
+    if (!k || !nfa_key_adopt(k, live, done)) {
         nfa_key_free(k, NULL);
         return false;
     }
-    if (held) {
-        *held = *done;
-        *done = (RunList){0};
-    }
-    nfa_key_adopt(k, live, held);
     nfa_key_refresh_deadline(nfa, k);
     *key = k;
     return true;
