@@ -97,6 +97,14 @@ struct CExpr {
     Arena consts;            /* constant strings and set buckets */
     uint32_t root;
     bool iterative;
+    /* Set when the whole program is `field OP constant` (either order), the commonest
+     * filter and step condition: expr_test then reads the slot and compares without
+     * walking the nodes. */
+    bool field_vs_const;
+    bool const_first;          /* written `constant OP field` */
+    int cmp_op;                /* BinaryOp */
+    int32_t cmp_slot;
+    Value cmp_const;           /* its strings live in consts */
 };
 
 struct EvalScratch {
@@ -238,7 +246,7 @@ static Value eval_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalSc
 
 /* Numbers compared as doubles straight away (NaN: only != holds, as through
  * value_equal/value_compare); the common case of conditions. */
-static bool compare_numbers(int op, double a, double b)
+static inline bool compare_numbers(int op, double a, double b)
 {
     switch (op) {
     case BIN_EQ: return a == b;
@@ -934,20 +942,64 @@ static int truth_of(const Value *v)
 
 static const Value k_missing;   /* all zero: V_MISSING */
 
-/* The operand's value: a pointer into the event or the program when it is a field
- * or a constant, else evaluated into *tmp. */
-static const Value *operand(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, Value *tmp,
-                            EvalScratch *s)
+static const Value *slot_ref(const Event *ev, int32_t slot)
+{
+    return ev && slot >= 0 && (uint32_t)slot < ev->n_slots ? &ev->slots[slot] : &k_missing;
+}
+
+/* The operand's value: a pointer into an event or the program when it is a field, a
+ * step's field or a constant (no Value copied), else evaluated into *tmp. */
+static inline const Value *operand(const CExpr *ce, uint32_t idx, const EvalCtx *ctx,
+                                   Value *tmp, EvalScratch *s)
 {
     const Node *n = &ce->nodes[idx];
-    if (n->op == OP_CONST)
+    switch (n->op) {
+    case OP_CONST:
         return &n->k;
-    if (n->op == OP_FIELD && ctx->event) {
-        const Event *ev = ctx->event;
-        return n->slot >= 0 && (uint32_t)n->slot < ev->n_slots ? &ev->slots[n->slot] : &k_missing;
+    case OP_FIELD:
+        return slot_ref(ctx->event ? ctx->event : ctx->match ? ctx->match->event : NULL,
+                        n->slot);
+    case OP_STEP_FIELD: {
+        const MatchNode *m = last_of_step(ctx->match, n->step);
+        return m ? slot_ref(m->event, n->slot) : &k_missing;
     }
-    *tmp = eval_node(ce, idx, ctx, s);
-    return tmp;
+    default:
+        *tmp = eval_node(ce, idx, ctx, s);
+        return tmp;
+    }
+}
+
+/* compare_holds with the usual cases (numbers, string and boolean equality) decided
+ * inline: both sides of a condition are nearly always of one of those kinds. */
+static inline bool compare_fast(int op, const Value *l, const Value *r)
+{
+    if (l->type != r->type || value_is_null(l))
+        return false;
+    switch (l->type) {
+    case V_NUM:
+        return compare_numbers(op, l->num, r->num);
+    case V_STR:
+        if (op == BIN_EQ || op == BIN_NE)
+            return (l->len == r->len && (!l->len || !memcmp(l->s, r->s, l->len))) ==
+                   (op == BIN_EQ);
+        break;
+    case V_BOOL:
+        if (op == BIN_EQ || op == BIN_NE)
+            return (l->b == r->b) == (op == BIN_EQ);
+        break;
+    default:
+        break;
+    }
+    return compare_holds(op, l, r);
+}
+
+/* The condition of a field_vs_const program on the current event. */
+static inline int test_field_vs_const(const CExpr *ce, const Event *ev)
+{
+    const Value *f = slot_ref(ev, ce->cmp_slot);
+    bool holds = ce->const_first ? compare_fast(ce->cmp_op, &ce->cmp_const, f)
+                                 : compare_fast(ce->cmp_op, f, &ce->cmp_const);
+    return holds ? T_TRUE : T_FALSE;
 }
 
 static int test_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScratch *s)
@@ -974,7 +1026,7 @@ static int test_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScra
         Value tl, tr;
         const Value *lv = operand(ce, n->a, ctx, &tl, s);
         const Value *rv = operand(ce, n->b, ctx, &tr, s);
-        return compare_holds(n->sub, lv, rv) ? T_TRUE : T_FALSE;
+        return compare_fast(n->sub, lv, rv) ? T_TRUE : T_FALSE;
     }
     default: {
         Value v = eval_node(ce, idx, ctx, s);
@@ -983,9 +1035,16 @@ static int test_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScra
     }
 }
 
+int expr_truth(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s)
+{
+    if (ce->field_vs_const && ctx->event)
+        return test_field_vs_const(ce, ctx->event);
+    return test_node(ce, ce->root, ctx, s);
+}
+
 bool expr_test(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s)
 {
-    return test_node(ce, ce->root, ctx, s) == T_TRUE;
+    return expr_truth(ce, ctx, s) == T_TRUE;
 }
 
 bool expr_is_iterative(const CExpr *ce)
@@ -1501,6 +1560,27 @@ static bool compile_expr(Compiler *c, const Expr *e, uint32_t *out)
     return ok;
 }
 
+/* Recognises a program that is one comparison of an event field with a constant. */
+static void note_shape(CExpr *ce)
+{
+    const Node *root = &ce->nodes[ce->root];
+    if (root->op != OP_CMP)
+        return;
+    const Node *a = &ce->nodes[root->a], *b = &ce->nodes[root->b];
+    if (a->op == OP_FIELD && b->op == OP_CONST) {
+        ce->cmp_slot = a->slot;
+        ce->cmp_const = b->k;
+    } else if (a->op == OP_CONST && b->op == OP_FIELD) {
+        ce->cmp_slot = b->slot;
+        ce->cmp_const = a->k;
+        ce->const_first = true;
+    } else {
+        return;
+    }
+    ce->cmp_op = root->sub;
+    ce->field_vs_const = true;
+}
+
 CExpr *expr_compile(const Expr *e, const ExprEnv *env, char **err)
 {
     if (err)
@@ -1516,6 +1596,8 @@ CExpr *expr_compile(const Expr *e, const ExprEnv *env, char **err)
     static const ExprEnv no_env = {NULL, NULL};
     Compiler c = {ce, env ? env : &no_env, err ? err : &local_err, NULL, 0};
     bool ok = compile_expr(&c, e, &ce->root);
+    if (ok)
+        note_shape(ce);
     expr_scratch_free(c.fold);
     free(local_err);
     if (!ok) {

@@ -51,6 +51,10 @@ void expr_free(CExpr *ce);
 Value expr_eval(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
 /* A condition holds only if it evaluates to boolean true. */
 bool expr_test(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
+/* The condition's truth in three-valued logic: 1 true, 0 false, -1 unknown (null or
+ * not a boolean); expr_test is expr_truth == 1. For callers that combine conditions
+ * themselves with the same logic as `and`/`or`/`not`. */
+int expr_truth(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
 /* True if the expression reads the partial match (STEP.x, aggregates, time(STEP)). */
 bool expr_is_iterative(const CExpr *ce);
 

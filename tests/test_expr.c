@@ -477,6 +477,73 @@ START_TEST(three_valued_logic)
 }
 END_TEST
 
+/* expr_test and expr_truth decide comparisons of fields, step fields and constants
+ * on fast paths (no Value copies, a whole-program `field OP constant` form); each
+ * must agree with expr_eval, which goes through the generic comparison, for every
+ * pairing of value types, in both operand orders, in conditions and in actions. */
+static int truth_of_value(Value v)
+{
+    return v.type == V_BOOL ? v.b : -1;
+}
+
+START_TEST(fast_conditions_agree_with_eval)
+{
+    const Value samples[] = {
+        value_num(5), value_num(7), value_num(NAN), S("tx"), S("tx2"), S(""), S("t"),
+        value_bool(true), value_bool(false), value_null(), value_missing(),
+        value_time(5), value_dur(5), raw_json(V_OBJ, "{\"a\":1}"),
+    };
+    const size_t n_samples = sizeof samples / sizeof samples[0];
+    Expr *consts[] = {num(5), num(6), str("tx"), str(""), boolean(false), boolean(true)};
+    const BinaryOp ops[] = {BIN_EQ, BIN_NE, BIN_LT, BIN_LE, BIN_GT, BIN_GE};
+    take(0, event(1, "x", S("tx"), NULL));
+    size_t checked = 0;
+    for (size_t i = 0; i < n_samples; i++) {
+        Event *ev = event(2, "x", samples[i], "y", samples[(i + 3) % n_samples], NULL);
+        /* the match's step `a` reads x = "tx" from the first event */
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            Expr *conds[2 * (sizeof consts / sizeof consts[0]) + 3];
+            size_t n = 0;
+            for (size_t k = 0; k < sizeof consts / sizeof consts[0]; k++) {
+                conds[n++] = bin(ops[o], field("x"), consts[k]);
+                conds[n++] = bin(ops[o], consts[k], field("x"));
+            }
+            conds[n++] = bin(ops[o], field("x"), stepf("a.x"));
+            conds[n++] = bin(ops[o], stepf("a.x"), field("x"));
+            conds[n++] = bin(ops[o], field("x"), field("y"));
+            for (size_t c = 0; c < n; c++) {
+                CExpr *ce = compile(conds[c]);
+                EvalCtx in_cond = {ev, fx.match, NULL, 0, 2};
+                int want = truth_of_value(expr_eval(ce, &in_cond, fx.scratch));
+                ck_assert_int_eq(expr_truth(ce, &in_cond, fx.scratch), want);
+                ck_assert_int_eq(expr_test(ce, &in_cond, fx.scratch), want == 1);
+                /* actions: bare fields read the match's last event */
+                EvalCtx in_action = {NULL, fx.match, NULL, 0, 2};
+                want = truth_of_value(expr_eval(ce, &in_action, fx.scratch));
+                ck_assert_int_eq(expr_truth(ce, &in_action, fx.scratch), want);
+                checked++;
+                fx.n_compiled--;
+                expr_free(ce);
+            }
+        }
+    }
+    ck_assert_uint_eq(checked, n_samples * 6 * 15);
+    /* A few by hand, so that agreement is not agreement in error. */
+    Event *ev = event(3, "x", S("tx"), "n", value_num(250), NULL);
+    EvalCtx ctx = {ev, fx.match, NULL, 0, 3};
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_EQ, field("x"), str("tx"))), &ctx, fx.scratch), 1);
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_NE, str("tx"), field("x"))), &ctx, fx.scratch), 0);
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_LT, num(200), field("n"))), &ctx, fx.scratch), 1);
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_GT, num(200), field("n"))), &ctx, fx.scratch), 0);
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_NE, field("missing"), str("tx"))), &ctx,
+                                fx.scratch), 0);
+    ck_assert_int_eq(expr_truth(compile(un(UN_NOT, field("n"))), &ctx, fx.scratch), -1);
+    ck_assert_int_eq(expr_truth(compile(bin(BIN_OR, field("missing"),
+                                            bin(BIN_EQ, field("x"), str("no")))), &ctx,
+                                fx.scratch), -1);
+}
+END_TEST
+
 START_TEST(short_circuit_skips_rhs)
 {
     /* The right side hits the regex limit whenever it runs, which the scratch counts. */
@@ -1307,7 +1374,8 @@ static Suite *expr_suite(void)
         {"basics", {literals, arithmetic, arithmetic_with_null, folded_constants_outlive_scratch,
                     folding_keeps_runtime_parts}},
         {"compare", {comparisons, mismatched_types_are_false, null_comparisons,
-                     three_valued_logic, short_circuit_skips_rhs}},
+                     three_valued_logic, short_circuit_skips_rhs,
+                     fast_conditions_agree_with_eval}},
         {"in", {in_constant_list, in_large_list, in_runtime_list}},
         {"regex", {regex_match, regex_catastrophic_backtracking, regex_extract_groups,
                    regex_errors}},
