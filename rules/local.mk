@@ -1,2 +1,2 @@
 libvigil_a_SOURCES += \
-	rules/ruleset.c rules/ruleset.h
+	rules/ruleset.c rules/ruleset.h rules/filters.c rules/filters.h

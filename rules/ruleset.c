@@ -9,6 +9,7 @@
 
 #include "dsl/fmt.h"
 #include "dsl/load.h"
+#include "rules/filters.h"
 
 static CExpr *compile_expr(const Expr *e, const ExprEnv *env, Diags *diags)
 {
@@ -210,6 +211,12 @@ CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev
             return NULL;
         }
     }
+    if (filters_plan(rs, diags) < 0) {
+        if (diags->errors == 0)
+            goto oom;
+        ruleset_free(rs);
+        return NULL;
+    }
     return rs;
 oom:
     diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while compiling rules");
@@ -244,6 +251,7 @@ void ruleset_free(CompiledRuleSet *rs)
     for (size_t i = 0; i < rs->n_rules; i++)
         rule_free(&rs->rules[i]);
     free(rs->rules);
+    filters_free(&rs->filters);
     field_table_free(&rs->fields);
     ast_ruleset_free(rs->ast);
     free(rs);

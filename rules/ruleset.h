@@ -40,11 +40,34 @@ typedef struct CompiledAction {
     int *to;                   /* output indices (-1: stdout); heap, owned; n_to == 0 means stdout */
 } CompiledAction;
 
+/* Filters as shared atoms. Every rule's filter is split at its `and`, `or` and `not`
+ * into atoms (comparisons and any other expression); atoms written alike in any rule
+ * (same dsl_fmt_expr text) are compiled once, so that a router can test each at most
+ * once per event however many filters contain it (runtime/route.h). The nodes
+ * combine atom truths with the three-valued logic of expr.h's `and`/`or`/`not`. */
+typedef enum { FILTER_ATOM, FILTER_AND, FILTER_OR, FILTER_NOT } FilterOp;
+
+typedef struct FilterNode {
+    FilterOp op;
+    uint32_t a;                /* FILTER_ATOM: the atom's index; else the (first) child node */
+    uint32_t b;                /* FILTER_AND, FILTER_OR: the second child node */
+} FilterNode;
+
+#define FILTER_NONE UINT32_MAX  /* CompiledRule.filter_root of a rule without a filter */
+
+typedef struct FilterPlan {
+    CExpr **atoms;             /* heap array, each owned */
+    size_t n_atoms;
+    FilterNode *nodes;         /* heap, owned */
+    size_t n_nodes;
+} FilterPlan;
+
 typedef struct CompiledRule {
     const Rule *ast;
     const char *name;
     uint64_t fingerprint;
     CExpr *filter;             /* owned; NULL: every event */
+    uint32_t filter_root;      /* the same filter in the rule set's FilterPlan, or FILTER_NONE */
     size_t n_keys;
     const char **key_names;    /* heap array of names borrowed from the AST */
     CExpr **keys;              /* heap array, each owned */
@@ -65,6 +88,7 @@ typedef struct CompiledRuleSet {
     int time_slot;             /* slot of the time field, or -1 on processing time */
     TimeFormat time_format;
     int64_t lateness_ms;
+    FilterPlan filters;        /* every rule's filter over shared atoms */
 } CompiledRuleSet;
 
 /* Loads, checks and compiles FILE|DIR arguments. Returns NULL if any error was

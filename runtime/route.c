@@ -9,6 +9,22 @@
 #include "dsl/fmt.h"
 #include "runtime/partition.h"
 
+/* How a filter is tested: most are one atom, or two joined by `and` or `or`, which
+ * are tested without walking the FilterPlan's nodes. */
+typedef enum {
+    SHAPE_NONE,                /* no filter: every event */
+    SHAPE_ATOM,                /* atom a */
+    SHAPE_AND,                 /* atom a and atom b */
+    SHAPE_OR,                  /* atom a or atom b */
+    SHAPE_TREE,                /* FilterPlan node a */
+    SHAPE_EXPR,                /* the rule's own compiled filter (no plan) */
+} ShapeKind;
+
+typedef struct FilterShape {
+    ShapeKind kind;
+    uint32_t a, b;
+} FilterShape;
+
 struct Router {
     const CompiledRuleSet *rs;
     size_t n, widest;
@@ -22,12 +38,17 @@ struct Router {
     uint64_t *filter_rules;    /* n_filters * words */
     uint64_t *passed;          /* words: this event's admitted rules */
     uint64_t gen;              /* the current event */
+    /* this event's truth of each atom of the rule set's FilterPlan, valid where
+     * atom_gen is gen: an atom shared by several filters is tested once */
+    uint64_t *atom_gen;
+    int8_t *atom_truth;
+    FilterShape *shape;        /* per rule */
     /* cache, indexed by a group's first rule */
     uint64_t *filter_gen;
     bool *filter_pass;
     uint64_t *key_gen;
     RouteResult *key_res;
-    uint64_t *key_hash;
+    RouteKey *key_of;          /* on ROUTE_KEYED: bytes, hash and values */
     Buf *key_bytes;
     Value *key_vals;           /* n * widest */
 };
@@ -119,6 +140,24 @@ static bool index_filters(Router *r)
     return true;
 }
 
+static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
+{
+    const FilterPlan *plan = &rs->filters;
+    if (!cr->filter)
+        return (FilterShape){SHAPE_NONE, 0, 0};
+    if (cr->filter_root >= plan->n_nodes)
+        return (FilterShape){SHAPE_EXPR, 0, 0};
+    const FilterNode *root = &plan->nodes[cr->filter_root];
+    if (root->op == FILTER_ATOM)
+        return (FilterShape){SHAPE_ATOM, root->a, 0};
+    if (root->op == FILTER_AND || root->op == FILTER_OR) {
+        const FilterNode *a = &plan->nodes[root->a], *b = &plan->nodes[root->b];
+        if (a->op == FILTER_ATOM && b->op == FILTER_ATOM)
+            return (FilterShape){root->op == FILTER_AND ? SHAPE_AND : SHAPE_OR, a->a, b->a};
+    }
+    return (FilterShape){SHAPE_TREE, cr->filter_root, 0};
+}
+
 Router *router_new(const CompiledRuleSet *rs)
 {
     Router *r = calloc(1, sizeof *r);
@@ -138,16 +177,23 @@ Router *router_new(const CompiledRuleSet *rs)
     r->filter_pass = calloc(n, sizeof *r->filter_pass);
     r->key_gen = calloc(n, sizeof *r->key_gen);
     r->key_res = calloc(n, sizeof *r->key_res);
-    r->key_hash = calloc(n, sizeof *r->key_hash);
+    r->key_of = calloc(n, sizeof *r->key_of);
     r->key_bytes = calloc(n, sizeof *r->key_bytes);
     r->key_vals = calloc(n * r->widest, sizeof *r->key_vals);
-    if (!r->filter_group || !r->key_group || !r->filter_gen || !r->filter_pass ||
-        !r->key_gen || !r->key_res || !r->key_hash || !r->key_bytes || !r->key_vals ||
+    size_t n_atoms = rs->filters.n_atoms ? rs->filters.n_atoms : 1;
+    r->atom_gen = calloc(n_atoms, sizeof *r->atom_gen);
+    r->atom_truth = calloc(n_atoms, sizeof *r->atom_truth);
+    r->shape = calloc(n, sizeof *r->shape);
+    if (!r->atom_gen || !r->atom_truth || !r->shape ||
+        !r->filter_group || !r->key_group || !r->filter_gen || !r->filter_pass ||
+        !r->key_gen || !r->key_res || !r->key_of || !r->key_bytes || !r->key_vals ||
         !build_groups(rs, filter_text, r->filter_group) ||
         !build_groups(rs, key_text, r->key_group) || !index_filters(r)) {
         router_free(r);
         return NULL;
     }
+    for (size_t i = 0; i < rs->n_rules; i++)
+        r->shape[i] = shape_of(rs, &rs->rules[i]);
     return r;
 }
 
@@ -163,12 +209,15 @@ void router_free(Router *r)
     free(r->filter_pass);
     free(r->key_gen);
     free(r->key_res);
-    free(r->key_hash);
+    free(r->key_of);
     free(r->key_bytes);
     free(r->key_vals);
     free(r->filter_rule);
     free(r->filter_rules);
     free(r->passed);
+    free(r->atom_gen);
+    free(r->atom_truth);
+    free(r->shape);
     free(r);
 }
 
@@ -177,14 +226,73 @@ void router_begin(Router *r)
     r->gen++;
 }
 
+static inline int atom_truth(Router *r, uint32_t atom, const EvalCtx *ctx,
+                             EvalScratch *scratch)
+{
+    if (r->atom_gen[atom] != r->gen) {
+        r->atom_truth[atom] = (int8_t)expr_truth(r->rs->filters.atoms[atom], ctx, scratch);
+        r->atom_gen[atom] = r->gen;
+    }
+    return r->atom_truth[atom];
+}
+
+/* Truth of a FilterPlan node: the three-valued logic of expr_truth, with each atom
+ * tested at most once per event. */
+static int node_truth(Router *r, uint32_t node, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    const FilterNode *fn = &r->rs->filters.nodes[node];
+    int a, b;
+    switch (fn->op) {
+    case FILTER_ATOM:
+        return atom_truth(r, fn->a, ctx, scratch);
+    case FILTER_AND:
+        if ((a = node_truth(r, fn->a, ctx, scratch)) == 0 ||
+            (b = node_truth(r, fn->b, ctx, scratch)) == 0)
+            return 0;
+        return a == 1 && b == 1 ? 1 : -1;
+    case FILTER_OR:
+        if ((a = node_truth(r, fn->a, ctx, scratch)) == 1 ||
+            (b = node_truth(r, fn->b, ctx, scratch)) == 1)
+            return 1;
+        return a == 0 && b == 0 ? 0 : -1;
+    case FILTER_NOT:
+        a = node_truth(r, fn->a, ctx, scratch);
+        return a < 0 ? -1 : !a;
+    }
+    return -1;
+}
+
+/* The filter of rule `rule` (a group's first rule): through the shared atoms when
+ * the rule set has them, else the rule's own compiled filter. `and`/`or` of two
+ * atoms hold exactly when the three-valued result is true, so their unknowns need
+ * no tracking here. */
+static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    const FilterShape *sh = &r->shape[rule];
+    switch (sh->kind) {
+    case SHAPE_NONE:
+        return true;
+    case SHAPE_ATOM:
+        return atom_truth(r, sh->a, ctx, scratch) == 1;
+    case SHAPE_AND:
+        return atom_truth(r, sh->a, ctx, scratch) == 1 && atom_truth(r, sh->b, ctx, scratch) == 1;
+    case SHAPE_OR:
+        return atom_truth(r, sh->a, ctx, scratch) == 1 || atom_truth(r, sh->b, ctx, scratch) == 1;
+    case SHAPE_TREE:
+        return node_truth(r, sh->a, ctx, scratch) == 1;
+    case SHAPE_EXPR:
+        break;
+    }
+    return expr_test(r->rs->rules[rule].filter, ctx, scratch);
+}
+
 static bool filter_passes(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
 {
     size_t g = r->filter_group[rule];
-    const CExpr *filter = r->rs->rules[g].filter;
-    if (!filter)
+    if (!r->rs->rules[g].filter)
         return true;
     if (r->filter_gen[g] != r->gen) {
-        r->filter_pass[g] = expr_test(filter, ctx, scratch);
+        r->filter_pass[g] = filter_holds(r, g, ctx, scratch);
         r->filter_gen[g] = r->gen;
     }
     return r->filter_pass[g];
@@ -208,7 +316,7 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
         r->key_res[g] = ROUTE_FAILED;
         return;
     }
-    r->key_hash[g] = part_hash(kb->data, kb->len);
+    r->key_of[g] = (RouteKey){kb->data, kb->len, part_hash(kb->data, kb->len), vals};
     r->key_res[g] = ROUTE_KEYED;
 }
 
@@ -223,12 +331,8 @@ RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *s
         compute_key(r, g, &ctx, scratch);
         r->key_gen[g] = r->gen;
     }
-    if (r->key_res[g] == ROUTE_KEYED) {
-        key->bytes = r->key_bytes[g].data;
-        key->len = r->key_bytes[g].len;
-        key->hash = r->key_hash[g];
-        key->vals = &r->key_vals[g * r->widest];
-    }
+    if (r->key_res[g] == ROUTE_KEYED)
+        *key = r->key_of[g];
     return r->key_res[g];
 }
 
@@ -239,8 +343,7 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     memset(r->passed, 0, r->words * sizeof *r->passed);
     for (size_t f = 0; f < r->n_filters; f++) {
-        const CExpr *filter = r->rs->rules[r->filter_rule[f]].filter;
-        if (filter && !expr_test(filter, &ctx, scratch))
+        if (!filter_holds(r, r->filter_rule[f], &ctx, scratch))
             continue;
         const uint64_t *rules = &r->filter_rules[f * r->words];
         for (size_t w = 0; w < r->words; w++)
@@ -257,9 +360,7 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
             }
             order[n++] = rule;
             res[rule] = r->key_res[g];
-            if (res[rule] == ROUTE_KEYED)
-                key[rule] = (RouteKey){r->key_bytes[g].data, r->key_bytes[g].len,
-                                       r->key_hash[g], &r->key_vals[g * r->widest]};
+            key[rule] = r->key_of[g];   /* read only on ROUTE_KEYED */
         }
     return n;
 }

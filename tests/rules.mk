@@ -4,3 +4,9 @@ TESTS += tests/test_ruleset
 tests_test_ruleset_SOURCES = tests/test_ruleset.c
 tests_test_ruleset_CFLAGS = $(TEST_CFLAGS)
 tests_test_ruleset_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_route
+TESTS += tests/test_route
+tests_test_route_SOURCES = tests/test_route.c tests/rulesutil.c tests/rulesutil.h
+tests_test_route_CFLAGS = $(TEST_CFLAGS)
+tests_test_route_LDADD = $(TEST_LIBS)

@@ -1,0 +1,157 @@
+/* rules/filters.c — a rule set's filters as trees over shared atoms (see filters.h).
+ *
+ * Rule sets repeat conditions inside different filters: `type == "tx"` alone in
+ * sixty rules and next to `amount > N` in ten more. Whole-filter grouping shares
+ * only the first kind; splitting at the logic operators shares the atom itself. */
+#include "rules/filters.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+#include "dsl/fmt.h"
+
+/* Deeper and/or/not nests stay whole atoms: bounds the recursion of the split and
+ * of the router's evaluation. */
+#define MAX_SPLIT_DEPTH 64
+
+typedef struct Splitter {
+    CompiledRuleSet *rs;
+    ExprEnv env;
+    Diags *diags;
+    char **texts;              /* per atom: its canonical text (heap) */
+    uint64_t *hashes;          /* per atom: hash of its text */
+    size_t cap_atoms, cap_nodes;
+} Splitter;
+
+static bool room_for_node(Splitter *sp)
+{
+    FilterPlan *plan = &sp->rs->filters;
+    if (plan->n_nodes < sp->cap_nodes)
+        return true;
+    size_t cap = sp->cap_nodes ? sp->cap_nodes * 2 : 16;
+    FilterNode *nodes = realloc(plan->nodes, cap * sizeof *nodes);
+    if (!nodes)
+        return false;
+    plan->nodes = nodes;
+    sp->cap_nodes = cap;
+    return true;
+}
+
+/* Room for one more atom in the three parallel arrays. A failed realloc leaves the
+ * arrays already grown bigger than cap_atoms says, which is harmless. */
+static bool room_for_atom(Splitter *sp)
+{
+    FilterPlan *plan = &sp->rs->filters;
+    if (plan->n_atoms < sp->cap_atoms)
+        return true;
+    size_t cap = sp->cap_atoms ? sp->cap_atoms * 2 : 16;
+    CExpr **atoms = realloc(plan->atoms, cap * sizeof *atoms);
+    if (atoms)
+        plan->atoms = atoms;
+    char **texts = realloc(sp->texts, cap * sizeof *texts);
+    if (texts)
+        sp->texts = texts;
+    uint64_t *hashes = realloc(sp->hashes, cap * sizeof *hashes);
+    if (hashes)
+        sp->hashes = hashes;
+    if (!atoms || !texts || !hashes)
+        return false;
+    sp->cap_atoms = cap;
+    return true;
+}
+
+/* Index of the atom written as `e`, compiling it the first time; -1 on failure. */
+static int64_t atom_of(Splitter *sp, const Expr *e)
+{
+    FilterPlan *plan = &sp->rs->filters;
+    char *text = dsl_fmt_expr(e);
+    if (!text)
+        return -1;
+    uint64_t h = hash_bytes(HASH_SEED, text, strlen(text));
+    for (size_t i = 0; i < plan->n_atoms; i++)
+        if (sp->hashes[i] == h && !strcmp(sp->texts[i], text)) {
+            free(text);
+            return (int64_t)i;
+        }
+    if (!room_for_atom(sp)) {
+        free(text);
+        return -1;
+    }
+    char *err = NULL;
+    CExpr *ce = expr_compile(e, &sp->env, &err);
+    if (!ce) {
+        diag_report(sp->diags, DIAG_ERROR, e->span, "%s", err ? err : "out of memory");
+        free(err);
+        free(text);
+        return -1;
+    }
+    plan->atoms[plan->n_atoms] = ce;
+    sp->texts[plan->n_atoms] = text;
+    sp->hashes[plan->n_atoms] = h;
+    return (int64_t)plan->n_atoms++;
+}
+
+static int64_t add_node(Splitter *sp, FilterNode node)
+{
+    FilterPlan *plan = &sp->rs->filters;
+    if (!room_for_node(sp))
+        return -1;
+    plan->nodes[plan->n_nodes] = node;
+    return (int64_t)plan->n_nodes++;
+}
+
+/* The node testing `e`; -1 on failure. */
+static int64_t split(Splitter *sp, const Expr *e, int depth)
+{
+    FilterNode node = {FILTER_ATOM, 0, 0};
+    int64_t a, b;
+    if (depth < MAX_SPLIT_DEPTH && e->kind == EX_BINARY &&
+        (e->u.binary.op == BIN_AND || e->u.binary.op == BIN_OR)) {
+        if ((a = split(sp, e->u.binary.lhs, depth + 1)) < 0 ||
+            (b = split(sp, e->u.binary.rhs, depth + 1)) < 0)
+            return -1;
+        node.op = e->u.binary.op == BIN_AND ? FILTER_AND : FILTER_OR;
+        node.b = (uint32_t)b;
+    } else if (depth < MAX_SPLIT_DEPTH && e->kind == EX_UNARY && e->u.unary.op == UN_NOT) {
+        if ((a = split(sp, e->u.unary.operand, depth + 1)) < 0)
+            return -1;
+        node.op = FILTER_NOT;
+    } else if ((a = atom_of(sp, e)) < 0) {
+        return -1;
+    }
+    node.a = (uint32_t)a;
+    return add_node(sp, node);
+}
+
+int filters_plan(CompiledRuleSet *rs, Diags *diags)
+{
+    Splitter sp = {.rs = rs, .env = {&rs->fields, NULL}, .diags = diags};
+    int rc = 0;
+    for (size_t i = 0; i < rs->n_rules && rc == 0; i++) {
+        CompiledRule *cr = &rs->rules[i];
+        cr->filter_root = FILTER_NONE;
+        if (!cr->ast->filter)
+            continue;
+        sp.env.rule = cr->ast;
+        int64_t root = split(&sp, cr->ast->filter, 0);
+        if (root < 0 || (uint64_t)root >= FILTER_NONE)
+            rc = -1;
+        else
+            cr->filter_root = (uint32_t)root;
+    }
+    for (size_t i = 0; i < rs->filters.n_atoms; i++)
+        free(sp.texts[i]);
+    free(sp.texts);
+    free(sp.hashes);
+    return rc;
+}
+
+void filters_free(FilterPlan *plan)
+{
+    for (size_t i = 0; i < plan->n_atoms; i++)
+        expr_free(plan->atoms[i]);
+    free(plan->atoms);
+    free(plan->nodes);
+    memset(plan, 0, sizeof *plan);
+}

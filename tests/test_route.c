@@ -1,0 +1,161 @@
+/* tests/test_route.c — filters split into shared atoms (rules/filters.c) and the
+ * router that tests them (runtime/route.c): the plan shares what is written alike,
+ * and the router's answer for every rule and event is the rule's own filter's. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/route.h"
+#include "tests/rulesutil.h"
+
+static const char *const RULES =
+    "rule tx1 { filter type == \"tx\"; key user; begin a; }\n"
+    "rule tx2 { filter type == \"tx\"; key user; begin a; }\n"
+    "rule big { filter type == \"tx\" and amount > 5; key user; begin a; }\n"
+    "rule either { filter type == \"order\" or type == \"shipped\"; key id; begin a; }\n"
+    "rule tree { filter not (type == \"tx\") or (amount > 5 and flag); key user; begin a; }\n"
+    "rule unknown { filter not flag; key user; begin a; }\n"
+    "rule all { key user; begin a; }\n";
+
+static int slot_named(const CompiledRuleSet *rs, const char *text)
+{
+    for (size_t i = 0; i < rs->fields.n; i++)
+        if (!strcmp(rs->fields.paths[i].text, text))
+            return (int)i;
+    ck_abort_msg("no field %s", text);
+    return -1;
+}
+
+static const FilterNode *root_of(const CompiledRuleSet *rs, const char *rule)
+{
+    int i = ruleset_find(rs, rule);
+    ck_assert_int_ge(i, 0);
+    ck_assert_uint_lt(rs->rules[i].filter_root, rs->filters.n_nodes);
+    return &rs->filters.nodes[rs->rules[i].filter_root];
+}
+
+START_TEST(plan_shares_atoms_written_alike)
+{
+    CompiledRuleSet *rs = test_rules_compile(RULES, NULL);
+    /* type == "tx", amount > 5, type == "order", type == "shipped", flag */
+    ck_assert_uint_eq(rs->filters.n_atoms, 5);
+    const FilterNode *tx1 = root_of(rs, "tx1"), *tx2 = root_of(rs, "tx2");
+    ck_assert_int_eq(tx1->op, FILTER_ATOM);
+    ck_assert_int_eq(tx2->op, FILTER_ATOM);
+    ck_assert_uint_eq(tx1->a, tx2->a);
+    const FilterNode *big = root_of(rs, "big");
+    ck_assert_int_eq(big->op, FILTER_AND);
+    ck_assert_int_eq(rs->filters.nodes[big->a].op, FILTER_ATOM);
+    ck_assert_uint_eq(rs->filters.nodes[big->a].a, tx1->a);
+    const FilterNode *tree = root_of(rs, "tree");
+    ck_assert_int_eq(tree->op, FILTER_OR);
+    const FilterNode *neg = &rs->filters.nodes[tree->a];
+    ck_assert_int_eq(neg->op, FILTER_NOT);
+    ck_assert_uint_eq(rs->filters.nodes[neg->a].a, tx1->a);
+    ck_assert_uint_eq(rs->rules[ruleset_find(rs, "all")].filter_root, FILTER_NONE);
+    ruleset_free(rs);
+}
+END_TEST
+
+typedef struct Sample {
+    const char *type;          /* NULL: missing */
+    double amount;             /* < 0: missing */
+    int flag;                  /* 0 false, 1 true, 2 a number (unknown), 3 missing */
+} Sample;
+
+static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t)
+{
+    Event *ev = event_new("{}", 2, rs->fields.n);
+    ck_assert_ptr_nonnull(ev);
+    ev->time_ms = t;
+    ev->slots[slot_named(rs, "user")] = value_str("u1", 2);
+    ev->slots[slot_named(rs, "id")] = value_str("o1", 2);
+    if (s->type)
+        ev->slots[slot_named(rs, "type")] = value_str(s->type, strlen(s->type));
+    if (s->amount >= 0)
+        ev->slots[slot_named(rs, "amount")] = value_num(s->amount);
+    if (s->flag < 2)
+        ev->slots[slot_named(rs, "flag")] = value_bool(s->flag);
+    else if (s->flag == 2)
+        ev->slots[slot_named(rs, "flag")] = value_num(1);
+    return ev;
+}
+
+START_TEST(router_agrees_with_each_filter)
+{
+    static const Sample samples[] = {
+        {"tx", 10, 1}, {"tx", 1, 1}, {"tx", 10, 0}, {"tx", 10, 2}, {"tx", -1, 3},
+        {"order", 10, 0}, {"shipped", -1, 2}, {"login", 3, 3}, {NULL, 10, 1}, {"", 0, 0},
+    };
+    CompiledRuleSet *rs = test_rules_compile(RULES, NULL);
+    Router *all = router_new(rs), *one = router_new(rs);
+    EvalScratch *scratch = expr_scratch_new();
+    ck_assert_ptr_nonnull(all);
+    ck_assert_ptr_nonnull(one);
+    ck_assert_ptr_nonnull(scratch);
+    size_t n = rs->n_rules, admitted_total = 0;
+    size_t order[16];
+    RouteResult res[16];
+    RouteKey keys[16];
+    ck_assert_uint_le(n, 16);
+    for (size_t e = 0; e < sizeof samples / sizeof samples[0]; e++) {
+        Event *ev = sample_event(rs, &samples[e], (int64_t)e);
+        EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
+        size_t admitted = router_route_all(all, ev, scratch, order, res, keys);
+        router_begin(one);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            const CompiledRule *cr = &rs->rules[i];
+            bool want = !cr->filter || expr_test(cr->filter, &ctx, scratch);
+            RouteKey key;
+            RouteResult r = router_route(one, i, ev, scratch, &key);
+            ck_assert_msg((r != ROUTE_FILTERED) == want, "rule %s, event %zu", cr->name, e);
+            if (!want)
+                continue;
+            ck_assert_uint_lt(k, admitted);
+            ck_assert_uint_eq(order[k], i);
+            ck_assert_int_eq(res[i], ROUTE_KEYED);
+            ck_assert_int_eq(r, ROUTE_KEYED);
+            ck_assert_uint_eq(keys[i].hash, key.hash);
+            ck_assert_uint_eq(keys[i].len, key.len);
+            k++;
+        }
+        ck_assert_uint_eq(k, admitted);
+        admitted_total += admitted;
+        event_release(ev);
+        expr_scratch_reset(scratch);
+    }
+    /* by hand: the first sample passes tx1, tx2, big, tree and all; not `either`, nor
+     * `unknown` (not true is false) */
+    ck_assert_uint_gt(admitted_total, 0);
+    Event *ev = sample_event(rs, &samples[0], 0);
+    ck_assert_uint_eq(router_route_all(all, ev, scratch, order, res, keys), 5);
+    ck_assert_uint_eq(order[4], (size_t)ruleset_find(rs, "all"));
+    event_release(ev);
+    /* a non-boolean flag leaves `not flag` unknown: the filter does not pass */
+    ev = sample_event(rs, &samples[3], 0);
+    int unknown = ruleset_find(rs, "unknown");
+    router_begin(one);
+    RouteKey key;
+    ck_assert_int_eq(router_route(one, (size_t)unknown, ev, scratch, &key), ROUTE_FILTERED);
+    event_release(ev);
+    expr_scratch_free(scratch);
+    router_free(all);
+    router_free(one);
+    ruleset_free(rs);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("route");
+    TCase *tc = tcase_create("filters");
+    tcase_add_test(tc, plan_shares_atoms_written_alike);
+    tcase_add_test(tc, router_agrees_with_each_filter);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
