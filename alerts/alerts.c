@@ -16,6 +16,7 @@ struct AlertRouter {
     OutConfig cfg;           /* outputs keep a pointer to it */
     Output **outs;           /* n_outs; heap, each owned */
     size_t n_outs;
+    RecordNames *names;      /* per rule of rs, escaped once; heap, owned */
 };
 
 static void config_from_options(OutConfig *c, const AlertOptions *o)
@@ -53,6 +54,29 @@ static Output *output_open(const OutputDecl *d, const OutConfig *cfg, char **err
     return NULL;
 }
 
+static int names_build(AlertRouter *ar)
+{
+    size_t n = ar->rs->n_rules;
+    ar->names = calloc(n ? n : 1, sizeof *ar->names);
+    if (!ar->names)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (record_names_build(&ar->names[i], &ar->rs->rules[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* The escaped names of `rule` if it is one of the router's rule set (it always is
+ * from the engine), else NULL: the renderer then escapes them itself. */
+static const RecordNames *names_of(const AlertRouter *ar, const CompiledRule *rule)
+{
+    uintptr_t at = (uintptr_t)rule, first = (uintptr_t)ar->rs->rules;
+    if (at < first || (at - first) / sizeof *rule >= ar->rs->n_rules ||
+        (at - first) % sizeof *rule)
+        return NULL;
+    return &ar->names[(at - first) / sizeof *rule];
+}
+
 AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err)
 {
     *err = NULL;
@@ -64,6 +88,11 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
         return NULL;
     }
     ar->rs = rs;
+    if (names_build(ar) < 0) {
+        alerts_free(ar);
+        *err = buf_format("out of memory");
+        return NULL;
+    }
     config_from_options(&ar->cfg, opts);
     ar->outs[0] = out_stdout_new(opts ? opts->stdout_path : NULL, &ar->cfg, err);
     if (ar->outs[0])
@@ -82,30 +111,20 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
     return ar;
 }
 
-/* The key values as text for path and argv templates, in one buffer. */
-typedef struct KeyTexts {
-    Buf text;                /* the values, each followed by NUL */
-    const char **ptrs;       /* heap, n of them, into text */
-} KeyTexts;
+/* Keys beyond this many take their offsets and text pointers from the heap. */
+#define KEYS_ON_STACK 8
+/* Bytes reserved for an alert's key texts and record before rendering. */
+#define ALERT_ROOM 1024
 
-static int key_texts_build(KeyTexts *kt, const Value *key, size_t n)
+/* The key values as text for path and argv templates, each followed by NUL, at the
+ * start of buf; offs[i] is where value i starts. */
+static void key_texts_append(Buf *buf, const Value *key, size_t n, size_t *offs)
 {
-    size_t *offs = malloc((n ? n : 1) * sizeof *offs);
-    kt->ptrs = malloc((n ? n : 1) * sizeof *kt->ptrs);
-    if (!offs || !kt->ptrs) {
-        free(offs);
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
-        offs[i] = kt->text.len;
-        value_to_text(&key[i], &kt->text);   /* numbers keep their digits */
-        buf_append(&kt->text, "", 1);
+        offs[i] = buf->len;
+        value_to_text(&key[i], buf);   /* numbers keep their digits */
+        buf_append(buf, "", 1);
     }
-    if (!kt->text.failed)
-        for (size_t i = 0; i < n; i++)
-            kt->ptrs[i] = kt->text.data + offs[i];
-    free(offs);
-    return kt->text.failed ? -1 : 0;
 }
 
 static Output *router_target(const AlertRouter *ar, int to)
@@ -114,13 +133,28 @@ static Output *router_target(const AlertRouter *ar, int to)
     return slot < ar->n_outs ? ar->outs[slot] : NULL;
 }
 
+/* One alert's work space: the key texts, then the record being delivered. */
+typedef struct AlertWork {
+    Buf buf;
+    size_t records_at;         /* where a record starts: after the key texts */
+    const size_t *offs;        /* the key texts' offsets */
+    const char **ptrs;         /* n_key pointers to them, set after each render */
+    size_t n_key;
+} AlertWork;
+
 static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
                            const CompiledAction *action, const Value *key, size_t n_key,
-                           const NfaResult *r, EvalScratch *scratch, AlertMeta *meta)
+                           const NfaResult *r, EvalScratch *scratch, AlertMeta *meta,
+                           AlertWork *w)
 {
-    Buf line = BUF_INIT;
+    buf_truncate(&w->buf, w->records_at);
     meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
-    int rc = alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_DECODED, &line);
+    int rc = alert_render_named(rule, names_of(ar, rule), action, key, n_key, r, scratch,
+                                ECHO_DECODED, &w->buf);
+    for (size_t i = 0; rc == 0 && i < w->n_key; i++)   /* the buffer may have moved */
+        w->ptrs[i] = w->buf.data + w->offs[i];
+    const char *line = w->buf.data + w->records_at;
+    size_t len = w->buf.len - w->records_at;
     size_t n_to = action ? action->n_to : 0;
     for (size_t i = 0; i < (n_to ? n_to : 1); i++) {
         Output *o = router_target(ar, n_to ? action->to[i] : -1);
@@ -130,9 +164,8 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
             out_log(&ar->cfg, "output %s: alert of rule %s lost: out of memory", o->name,
                     rule->name);
         else
-            o->ops->write(o, meta, line.data, line.len);
+            o->ops->write(o, meta, line, len);
     }
-    buf_free(&line);
 }
 
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
@@ -145,24 +178,34 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
         return;
 
     size_t n_meta_keys = n_key < rule->n_keys ? n_key : rule->n_keys;
-    KeyTexts kt = {BUF_INIT, NULL};
-    if (key_texts_build(&kt, key, n_meta_keys) < 0) {
+    size_t offs_room[KEYS_ON_STACK];
+    const char *ptrs_room[KEYS_ON_STACK];
+    bool on_stack = n_meta_keys <= KEYS_ON_STACK;
+    size_t *offs = on_stack ? offs_room : malloc(n_meta_keys * sizeof *offs);
+    const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
+    AlertWork w = {BUF_INIT, 0, offs, ptrs, n_meta_keys};
+    /* room for the key texts and a usual record at once: one allocation per alert */
+    if (offs && ptrs && buf_reserve(&w.buf, ALERT_ROOM))
+        key_texts_append(&w.buf, key, n_meta_keys, offs);
+    if (!offs || !ptrs || w.buf.failed) {
         out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
-        buf_free(&kt.text);
-        free(kt.ptrs);
-        return;
+    } else {
+        w.records_at = w.buf.len;
+        AlertMeta meta = {
+            .rule = rule->name, .kind = alert_kind_name(r->kind),
+            .key_names = rule->key_names, .key_texts = ptrs, .n_key = n_meta_keys,
+            .time_ms = r->time_ms,
+        };
+        if (use_default)
+            deliver_action(ar, rule, NULL, key, n_key, r, scratch, &meta, &w);
+        for (size_t i = 0; i < n_actions; i++)
+            deliver_action(ar, rule, &actions[i], key, n_key, r, scratch, &meta, &w);
     }
-    AlertMeta meta = {
-        .rule = rule->name, .kind = alert_kind_name(r->kind),
-        .key_names = rule->key_names, .key_texts = kt.ptrs, .n_key = n_meta_keys,
-        .time_ms = r->time_ms,
-    };
-    if (use_default)
-        deliver_action(ar, rule, NULL, key, n_key, r, scratch, &meta);
-    for (size_t i = 0; i < n_actions; i++)
-        deliver_action(ar, rule, &actions[i], key, n_key, r, scratch, &meta);
-    buf_free(&kt.text);
-    free(kt.ptrs);
+    buf_free(&w.buf);
+    if (!on_stack) {
+        free(offs);
+        free(ptrs);
+    }
 }
 
 int alerts_flush(AlertRouter *ar)
@@ -220,5 +263,8 @@ void alerts_free(AlertRouter *ar)
     for (size_t i = 0; i < ar->n_outs; i++)
         ar->outs[i]->ops->destroy(ar->outs[i]);
     free(ar->outs);
+    for (size_t i = 0; ar->names && i < ar->rs->n_rules; i++)
+        record_names_free(&ar->names[i]);
+    free(ar->names);
     free(ar);
 }

@@ -120,21 +120,90 @@ static void put_value_json(Buf *out, const Value *v, Buf *tmp)
     keep_if_json(out, at, tmp);
 }
 
+/* ---- names escaped once (RecordNames) ---------------------------------------- */
+
+static void put_key_piece(Buf *b, const char *name, bool first)
+{
+    if (!first)
+        buf_putc(b, ',');
+    put_name(b, name);
+    buf_putc(b, ':');
+}
+
+static void put_step_piece(Buf *b, const char *name)
+{
+    put_name(b, name);
+    PUT_PIECE(b, ":[");
+}
+
+int record_names_build(RecordNames *names, const CompiledRule *rule)
+{
+    const Rule *ast = rule->ast;
+    memset(names, 0, sizeof *names);
+    names->key_ends = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *names->key_ends);
+    names->step_ends = malloc((ast->n_steps ? ast->n_steps : 1) * sizeof *names->step_ends);
+    if (!names->key_ends || !names->step_ends)
+        return -1;
+    put_name(&names->text, rule->name);
+    names->name_len = names->text.len;
+    for (size_t i = 0; i < rule->n_keys; i++) {
+        put_key_piece(&names->text, rule->key_names[i], i == 0);
+        names->key_ends[i] = names->text.len;
+    }
+    for (size_t s = 0; s < ast->n_steps; s++) {
+        put_step_piece(&names->text, ast->steps[s].name);
+        names->step_ends[s] = names->text.len;
+    }
+    return names->text.failed ? -1 : 0;
+}
+
+void record_names_free(RecordNames *names)
+{
+    buf_free(&names->text);
+    free(names->key_ends);
+    free(names->step_ends);
+    memset(names, 0, sizeof *names);
+}
+
+static void put_key_name(Buf *out, const RecordNames *names, const CompiledRule *rule,
+                         size_t i)
+{
+    if (!names) {
+        put_key_piece(out, rule->key_names[i], i == 0);
+        return;
+    }
+    size_t from = i ? names->key_ends[i - 1] : names->name_len;
+    buf_append_inline(out, names->text.data + from, names->key_ends[i] - from);
+}
+
+static void put_step_name(Buf *out, const RecordNames *names, const CompiledRule *rule,
+                          size_t s)
+{
+    if (!names) {
+        put_step_piece(out, rule->ast->steps[s].name);
+        return;
+    }
+    size_t from = s ? names->step_ends[s - 1]
+                    : rule->n_keys ? names->key_ends[rule->n_keys - 1] : names->name_len;
+    buf_append_inline(out, names->text.data + from, names->step_ends[s] - from);
+}
+
 /* {"rule":NAME,"kind":...,"severity":...,"key":{...} */
-static void put_head(Buf *out, const CompiledRule *rule, const CompiledAction *action,
-                     NfaResultKind kind, const Value *key, size_t n_key, Buf *tmp)
+static void put_head(Buf *out, const CompiledRule *rule, const RecordNames *names,
+                     const CompiledAction *action, NfaResultKind kind, const Value *key,
+                     size_t n_key, Buf *tmp)
 {
     PUT_PIECE(out, "{\"rule\":");
-    put_name(out, rule->name);
+    if (names)
+        buf_append_inline(out, names->text.data, names->name_len);
+    else
+        put_name(out, rule->name);
     const Piece *head = &record_heads[kind == NFA_TIMEOUT]
                                      [severity_index(action ? action->severity : SEV_MEDIUM)];
     buf_append_inline(out, head->text, head->len);
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
     for (size_t i = 0; i < n; i++) {
-        if (i)
-            buf_putc_inline(out, ',');
-        put_name(out, rule->key_names[i]);
-        buf_putc_inline(out, ':');
+        put_key_name(out, names, rule, i);
         put_value_json(out, &key[i], tmp);
     }
     buf_putc_inline(out, '}');
@@ -217,9 +286,10 @@ static void put_event(Buf *out, const Event *ev, EchoLines echo)
 
 /* Steps in pattern order, each with its events oldest first. `nodes` is the match
  * chain copied oldest first. */
-static void put_events(Buf *out, const Rule *ast, const MatchNode *const *nodes, size_t n,
-                       EchoLines echo)
+static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *names,
+                       const MatchNode *const *nodes, size_t n, EchoLines echo)
 {
+    const Rule *ast = rule->ast;
     PUT_PIECE(out, ",\"events\":{");
     bool any_step = false;
     for (size_t s = 0; s < ast->n_steps; s++) {
@@ -230,8 +300,7 @@ static void put_events(Buf *out, const Rule *ast, const MatchNode *const *nodes,
             if (!any_event) {
                 if (any_step)
                     buf_putc_inline(out, ',');
-                put_name(out, ast->steps[s].name);
-                PUT_PIECE(out, ":[");
+                put_step_name(out, names, rule, s);
                 any_step = any_event = true;
             } else {
                 buf_putc_inline(out, ',');
@@ -281,9 +350,9 @@ static size_t record_size_guess(const CompiledRule *rule, const CompiledAction *
     return size;
 }
 
-int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
-                      const Value *key, size_t n_key, const NfaResult *r,
-                      EvalScratch *scratch, EchoLines echo, Buf *out)
+int alert_render_named(const CompiledRule *rule, const RecordNames *names,
+                       const CompiledAction *action, const Value *key, size_t n_key,
+                       const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out)
 {
     const MatchNode *room[CHAIN_ON_STACK];
     size_t n_nodes;
@@ -297,10 +366,10 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
     Buf tmp = BUF_INIT;   /* only for text that must be escaped after all */
     EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
                    .time_ms = r->time_ms};
-    put_head(out, rule, action, r->kind, key, n_key, &tmp);
+    put_head(out, rule, names, action, r->kind, key, n_key, &tmp);
     put_time_and_message(out, rule, action, r->time_ms, &ctx, scratch, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
-    put_events(out, rule->ast, nodes, n_nodes, echo);
+    put_events(out, rule, names, nodes, n_nodes, echo);
     buf_putc_inline(out, '}');
     if (nodes != room)
         free(nodes);
@@ -309,9 +378,16 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
     return failed ? -1 : 0;
 }
 
+int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
+                      const Value *key, size_t n_key, const NfaResult *r,
+                      EvalScratch *scratch, EchoLines echo, Buf *out)
+{
+    return alert_render_named(rule, NULL, action, key, n_key, r, scratch, echo, out);
+}
+
 int alert_render(const CompiledRule *rule, const CompiledAction *action,
                  const Value *key, size_t n_key, const NfaResult *r,
                  EvalScratch *scratch, Buf *out)
 {
-    return alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_CHECKED, out);
+    return alert_render_named(rule, NULL, action, key, n_key, r, scratch, ECHO_CHECKED, out);
 }

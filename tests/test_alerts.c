@@ -853,6 +853,74 @@ START_TEST(deliver_to_declared_outputs)
 }
 END_TEST
 
+/* alerts_deliver renders with the rule's names escaped once (RecordNames) and the
+ * key texts in the record's buffer: each delivered line must be byte for byte what
+ * alert_render gives for the same action, with more keys than fit on the stack, two
+ * actions per result and a step without events between steps with events. */
+START_TEST(delivered_records_equal_rendered_ones)
+{
+    load_rules(
+        "rule wide { key k1, k2, k3, k4, k5, k6, k7, k8, k9, k10;\n"
+        "  begin a where n > 0; followed_by gap; followed_by b; within 1m;\n"
+        "  on timeout alert \"t {k10} {a.n}\" alert high \"again {k1}\"; }\n"
+        "rule plain { key k1; begin a where n > 0; }\n");
+    char out_path[128];
+    snprintf(out_path, sizeof out_path, "%s/stdout.jsonl", fx.dir);
+    AlertOptions opts = {.stdout_path = out_path};
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
+    ck_assert_msg(ar != NULL, "%s", err);
+
+    const CompiledRule *wide = rule("wide");
+    Event *e = decode("{\"k1\":\"u\\\"1\",\"k2\":2,\"k3\":null,\"k4\":true,\"k5\":\"\",\"k6\":[1],"
+                      "\"k7\":{\"x\":1},\"k8\":12345678901234567890,\"k9\":\"nine\","
+                      "\"k10\":\"ten\",\"n\":3}", T_2026);
+    take(wide, "a", e);
+    /* step `gap` takes nothing: the record's events skip it */
+    Event *e2 = decode("{\"k1\":\"u\\\"1\",\"n\":4}", T_2026 + 1000);
+    int b = ast_step_index(wide->ast, "b");
+    ck_assert_int_ge(b, 0);
+    Value key[10];
+    eval_key(wide, e, key);
+    NfaResult res = {.kind = NFA_TIMEOUT, .time_ms = T_2026 + MIN_MS, .last = fx.chain};
+    alerts_deliver(ar, wide, key, 10, &res, fx.scratch);
+    MatchNode *with_b = match_node_new(fx.chain, e2, (uint16_t)b);
+    ck_assert_ptr_nonnull(with_b);
+    NfaResult res_b = {.kind = NFA_TIMEOUT, .time_ms = T_2026 + MIN_MS, .last = with_b};
+    alerts_deliver(ar, wide, key, 10, &res_b, fx.scratch);
+    const CompiledRule *plain = rule("plain");
+    Value pkey[1];
+    eval_key(plain, e, pkey);
+    NfaResult res_p = {.kind = NFA_MATCH, .time_ms = T_2026, .last = fx.chain};
+    alerts_deliver(ar, plain, pkey, 1, &res_p, fx.scratch);
+    ck_assert_int_eq(alerts_flush(ar), 0);
+    alerts_free(ar);
+
+    Buf want = BUF_INIT;
+    const NfaResult *results[] = {&res, &res_b};
+    for (size_t r = 0; r < 2; r++)
+        for (size_t a = 0; a < wide->n_on_timeout; a++) {
+            buf_clear(&fx.out);
+            ck_assert_int_eq(alert_render(wide, &wide->on_timeout[a], key, 10, results[r],
+                                          fx.scratch, &fx.out), 0);
+            buf_append(&want, fx.out.data, fx.out.len);
+            buf_putc(&want, '\n');
+        }
+    buf_clear(&fx.out);
+    ck_assert_int_eq(alert_render(plain, NULL, pkey, 1, &res_p, fx.scratch, &fx.out), 0);
+    buf_append(&want, fx.out.data, fx.out.len);
+    buf_putc(&want, '\n');
+    char *got = slurp(out_path);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want.data);
+    ck_assert_ptr_nonnull(strstr(got, "\"events\":{\"a\":[{\"k1\""));
+    ck_assert_ptr_nonnull(strstr(got, "}],\"b\":[{\"k1\":\"u\\\"1\",\"n\":4}]}"));
+    free(got);
+    buf_free(&want);
+    match_node_release(with_b);
+}
+END_TEST
+
 static void count_log(void *user, const char *msg)
 {
     Buf *b = user;
@@ -929,6 +997,7 @@ static Suite *alerts_suite(void)
     tcase_add_checked_fixture(td, setup, teardown);
     tcase_set_timeout(td, 30);
     tcase_add_test(td, deliver_to_declared_outputs);
+    tcase_add_test(td, delivered_records_equal_rendered_ones);
     tcase_add_test(td, failing_output_does_not_stop_the_others);
     suite_add_tcase(s, td);
     return s;
