@@ -1,7 +1,7 @@
 /* runtime/partition.c — per-rule partition table: open addressing (linear probing,
- * backward-shift deletion, so no tombstones) over separately allocated entries with
- * stable addresses (the deadline heap points at them); grows past load 1/2 and
- * shrinks below 1/8. */
+ * backward-shift deletion, so no tombstones) over entries with stable addresses (the
+ * deadline heap points at them), carved from per-size slabs; grows past load 1/2 and
+ * shrinks below 1/8 (8-byte slots: 16 to 64 bytes per key). */
 #include "runtime/partition.h"
 
 #include <math.h>
@@ -14,12 +14,159 @@
 
 #define PART_MIN_SLOTS 16
 
+/* ---- slabs ----------------------------------------------------------------------
+ * A slab is a SLAB_BYTES block aligned to its size, so an entry finds its slab by
+ * masking its address: a header, then entries of one size class (multiples of 8
+ * bytes). Never-used entries are carved from the end of the used part (a new slab
+ * touches only the memory it hands out); freed ones go on the slab's free list. A slab
+ * with room is on its class's list; an empty one is freed, except one spare per table
+ * that the next slab of any class reuses, so a key that dies and comes back costs no
+ * allocation. Entries too large for a slab's eighth get a malloc of their own. */
+#define SLAB_BYTES 4096u
+#define ENTRY_ALIGN 8u
+#define SLAB_CLASSES PART_SLAB_CLASSES
+
+struct PartSlab {
+    PartSlab *prev, *next;        /* in its class's list while it has room */
+    void *free;                   /* freed entries, linked through their first word */
+    uint32_t live;                /* entries handed out */
+    uint32_t carved;              /* entries ever handed out from the end */
+    uint32_t size, cap;           /* entry bytes, entries the slab holds */
+};
+
+#define SLAB_HEAD ((sizeof(PartSlab) + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1))
+_Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 4 <= SLAB_BYTES - SLAB_HEAD,
+               "a slab holds at least four entries of its largest class");
+
+size_t part_entry_bytes(size_t klen)
+{
+    size_t n = offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
+    return (n + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1);
+}
+
+/* The class of an entry of `bytes`, or SLAB_CLASSES when it gets its own malloc. */
+static size_t slab_class(size_t bytes)
+{
+    return bytes / ENTRY_ALIGN <= SLAB_CLASSES ? bytes / ENTRY_ALIGN - 1 : SLAB_CLASSES;
+}
+
+static PartSlab *slab_of(const PartEntry *e)
+{
+    return (PartSlab *)((uintptr_t)e & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+static void slab_unlink(PartPool *pool, size_t cls, PartSlab *sl)
+{
+    if (sl->prev)
+        sl->prev->next = sl->next;
+    else
+        pool->avail[cls] = sl->next;
+    if (sl->next)
+        sl->next->prev = sl->prev;
+    sl->prev = sl->next = NULL;
+}
+
+static void slab_push(PartPool *pool, size_t cls, PartSlab *sl)
+{
+    sl->prev = NULL;
+    sl->next = pool->avail[cls];
+    if (sl->next)
+        sl->next->prev = sl;
+    pool->avail[cls] = sl;
+}
+
+/* A slab with room for an entry of `bytes`, on its class's list; NULL on allocation
+ * failure. */
+static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
+{
+    if (pool->avail[cls])
+        return pool->avail[cls];
+    PartSlab *sl = pool->spare ? pool->spare : aligned_alloc(SLAB_BYTES, SLAB_BYTES);
+    if (!sl)
+        return NULL;
+    pool->spare = NULL;
+    *sl = (PartSlab){.size = (uint32_t)bytes,
+                     .cap = (uint32_t)((SLAB_BYTES - SLAB_HEAD) / bytes)};
+    slab_push(pool, cls, sl);
+    return sl;
+}
+
+static PartEntry *entry_alloc(PartPool *pool, size_t bytes)
+{
+    size_t cls = slab_class(bytes);
+    if (cls == SLAB_CLASSES)
+        return malloc(bytes);
+    if (!pool->avail && !(pool->avail = calloc(SLAB_CLASSES, sizeof *pool->avail)))
+        return NULL;
+    PartSlab *sl = slab_with_room(pool, cls, bytes);
+    if (!sl)
+        return NULL;
+    void *e = sl->free;
+    if (e)
+        memcpy(&sl->free, e, sizeof sl->free);
+    else
+        e = (char *)sl + SLAB_HEAD + (size_t)sl->carved++ * bytes;
+    if (++sl->live == sl->cap)
+        slab_unlink(pool, cls, sl);
+    return e;
+}
+
+static void entry_release(PartPool *pool, PartEntry *e)
+{
+    size_t cls = slab_class(part_entry_bytes(e->klen));
+    if (cls == SLAB_CLASSES) {
+        free(e);
+        return;
+    }
+    PartSlab *sl = slab_of(e);
+    /* the slab goes first in its list, so the next entry of its class reuses this one
+     * while it is still in the cache */
+    if (sl->live-- != sl->cap && pool->avail[cls] != sl)
+        slab_unlink(pool, cls, sl);
+    if (pool->avail[cls] != sl)
+        slab_push(pool, cls, sl);
+    if (!sl->live) {
+        slab_unlink(pool, cls, sl);
+        if (pool->spare)
+            free(sl);
+        else
+            pool->spare = sl;
+        return;
+    }
+    memcpy(e, &sl->free, sizeof sl->free);
+    sl->free = e;
+}
+
+void part_pool_init(PartPool *pool)
+{
+    pool->avail = NULL;
+    pool->spare = NULL;
+}
+
+void part_pool_free(PartPool *pool)
+{
+    free(pool->avail);
+    free(pool->spare);
+    part_pool_init(pool);
+}
+
+/* ---- the table ------------------------------------------------------------------ */
+
 void part_table_init(PartTable *t)
 {
-    t->slots = NULL;
-    t->used = NULL;
-    t->n_slots = 0;
-    t->count = 0;
+    *t = (PartTable){.slots = NULL, .shared = NULL};
+    part_pool_init(&t->own);
+}
+
+void part_table_init_shared(PartTable *t, PartPool *pool)
+{
+    part_table_init(t);
+    t->shared = pool;
+}
+
+static PartPool *pool_of(PartTable *t)
+{
+    return t->shared ? t->shared : &t->own;
 }
 
 static void mark_used(uint64_t *used, size_t i, bool on)
@@ -88,20 +235,37 @@ PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint
     if (!t->n_slots)
         return NULL;
     size_t mask = t->n_slots - 1;
-    for (size_t i = hash & mask; t->slots[i].entry; i = (i + 1) & mask) {
-        const PartEntry *e = t->slots[i].entry;
-        if (t->slots[i].hash == hash && e->klen == klen && !memcmp(e->kbytes, kbytes, klen))
-            return t->slots[i].entry;
+    for (size_t i = hash & mask; t->slots[i]; i = (i + 1) & mask) {
+        if (!part_slot_tagged(t->slots[i], hash))
+            continue;
+        PartEntry *e = part_slot_entry(t->slots[i]);
+        if (e->hash == hash && e->klen == klen && !memcmp(e->kbytes, kbytes, klen))
+            return e;
     }
     return NULL;
 }
 
-static void place_slot(PartSlot *slots, uint64_t *used, size_t n_slots, PartSlot s)
+static uint64_t slot_of(const PartEntry *e, size_t dist)
 {
-    size_t mask = n_slots - 1, i = s.hash & mask;
-    while (slots[i].entry)
+    return part_slot_tag(e->hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e |
+           (dist < PART_DIST_MAX ? dist : PART_DIST_MAX);
+}
+
+/* How far the slot at i is from its home. */
+static size_t slot_dist(const PartTable *t, size_t i)
+{
+    size_t d = t->slots[i] & PART_DIST_MAX;
+    if (d < PART_DIST_MAX)
+        return d;
+    return (i - (part_slot_entry(t->slots[i])->hash & (t->n_slots - 1))) & (t->n_slots - 1);
+}
+
+static void place_slot(uint64_t *slots, uint64_t *used, size_t n_slots, PartEntry *e)
+{
+    size_t mask = n_slots - 1, i = e->hash & mask, dist = 0;
+    for (; slots[i]; dist++)
         i = (i + 1) & mask;
-    slots[i] = s;
+    slots[i] = slot_of(e, dist);
     mark_used(used, i, true);
 }
 
@@ -109,7 +273,7 @@ static void place_slot(PartSlot *slots, uint64_t *used, size_t n_slots, PartSlot
  * (a table that cannot resize still works while it has room). */
 static bool resize(PartTable *t, size_t n_slots)
 {
-    PartSlot *ns = calloc(n_slots, sizeof *ns);
+    uint64_t *ns = calloc(n_slots, sizeof *ns);
     uint64_t *nu = calloc(used_words(n_slots), sizeof *nu);
     if (!ns || !nu) {
         free(ns);
@@ -117,8 +281,8 @@ static bool resize(PartTable *t, size_t n_slots)
         return false;
     }
     for (size_t i = 0; i < t->n_slots; i++)
-        if (t->slots[i].entry)
-            place_slot(ns, nu, n_slots, t->slots[i]);
+        if (t->slots[i])
+            place_slot(ns, nu, n_slots, part_slot_entry(t->slots[i]));
     free(t->slots);
     free(t->used);
     t->slots = ns;
@@ -127,18 +291,33 @@ static bool resize(PartTable *t, size_t n_slots)
     return true;
 }
 
+/* Can the slot array take one more entry, resizing if it should? */
+static bool room_for_one(PartTable *t)
+{
+    if ((t->count + 1) * 2 <= t->n_slots)
+        return true;
+    /* keep at least one empty slot, whatever resize managed */
+    return resize(t, t->n_slots ? t->n_slots * 2 : PART_MIN_SLOTS) || t->count + 1 < t->n_slots;
+}
+
+static bool addressable(const PartEntry *e)
+{
+    return (uint64_t)(uintptr_t)e >> (PART_PTR_BITS - 1) >> 1 == 0;
+}
+
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
-    if (klen >= UINT32_MAX)
+    if (klen >= UINT32_MAX || !room_for_one(t))
         return NULL;
-    /* keep at least one empty slot, whatever resize managed */
-    if ((t->count + 1) * 2 > t->n_slots &&
-        !resize(t, t->n_slots ? t->n_slots * 2 : PART_MIN_SLOTS) && t->count + 1 >= t->n_slots)
-        return NULL;
-    PartEntry *e = malloc(offsetof(PartEntry, tail) + klen + 1);   /* no tail padding */
+    PartEntry *e = entry_alloc(pool_of(t), part_entry_bytes(klen));
     if (!e)
         return NULL;
     e->hash = hash;
+    e->klen = (uint32_t)klen;
+    if (!addressable(e)) {
+        entry_release(pool_of(t), e);
+        return NULL;
+    }
     nfa_key_init(&e->nfa);
     e->suppress_until = INT64_MIN;
     e->deadline = INT64_MAX;
@@ -148,8 +327,7 @@ PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash
         memcpy(e->tail, kbytes, klen);
     e->tail[klen] = '\0';
     e->kbytes = e->tail;
-    e->klen = (uint32_t)klen;
-    place_slot(t->slots, t->used, t->n_slots, (PartSlot){hash, e});
+    place_slot(t->slots, t->used, t->n_slots, e);
     t->count++;
     return e;
 }
@@ -334,31 +512,29 @@ bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf 
     return p == end;
 }
 
-/* Is slot `home` cyclically within (gap, at]? Then the entry at `at` may not move to gap. */
-static bool home_between(size_t gap, size_t home, size_t at)
-{
-    return gap <= at ? (gap < home && home <= at) : (gap < home || home <= at);
-}
-
 void part_remove(PartTable *t, PartEntry *e)
 {
     if (!t->n_slots)
         return;
     size_t mask = t->n_slots - 1, gap = e->hash & mask;
-    while (t->slots[gap].entry && t->slots[gap].entry != e)
+    while (t->slots[gap] && part_slot_entry(t->slots[gap]) != e)
         gap = (gap + 1) & mask;
-    if (!t->slots[gap].entry)
+    if (!t->slots[gap])
         return;
-    free(e);
+    entry_release(pool_of(t), e);
     t->count--;
-    /* backward shift: pull later entries of the probe run into the gap */
-    for (size_t at = (gap + 1) & mask; t->slots[at].entry; at = (at + 1) & mask) {
-        if (home_between(gap, t->slots[at].hash & mask, at))
+    /* backward shift: pull later entries of the probe run into the gap, unless their
+     * home lies after the gap (closer than the gap to them) */
+    for (size_t at = (gap + 1) & mask; t->slots[at]; at = (at + 1) & mask) {
+        size_t dist = slot_dist(t, at), moved = (at - gap) & mask;
+        if (dist < moved)
             continue;
-        t->slots[gap] = t->slots[at];
+        size_t left = dist - moved;
+        t->slots[gap] = (t->slots[at] & ~(uint64_t)PART_DIST_MAX) |
+                        (left < PART_DIST_MAX ? left : PART_DIST_MAX);
         gap = at;
     }
-    t->slots[gap].entry = NULL;
+    t->slots[gap] = 0;
     mark_used(t->used, gap, false);
     if (t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
         resize(t, t->n_slots / 2);
@@ -367,9 +543,9 @@ void part_remove(PartTable *t, PartEntry *e)
 PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
 {
     for (size_t i = e ? *pos + 1 : *pos; i < t->n_slots; i++)
-        if (t->slots[i].entry) {
+        if (t->slots[i]) {
             *pos = i;
-            return t->slots[i].entry;
+            return part_slot_entry(t->slots[i]);
         }
     *pos = t->n_slots;
     return NULL;
@@ -378,14 +554,16 @@ PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user)
 {
     for (size_t i = 0; i < t->n_slots; i++) {
-        PartEntry *e = t->slots[i].entry;
+        PartEntry *e = t->slots[i] ? part_slot_entry(t->slots[i]) : NULL;
         if (!e)
             continue;
         if (drop)
             drop(e, user);
-        free(e);
+        entry_release(pool_of(t), e);
     }
     free(t->slots);
     free(t->used);
-    part_table_init(t);
+    part_pool_free(&t->own);
+    PartPool *shared = t->shared;
+    part_table_init_shared(t, shared);
 }

@@ -1,14 +1,15 @@
 /* runtime/partition.h — per-rule partition table: key -> that key's matcher state.
  *
- * Owns: the hash table and its entries. An entry is one allocation holding its state
- * and the key bytes (the canonical text of the key values, the hash-table key); the
- * key values themselves are not kept, since part_key_values derives them from the
- * bytes where they are needed (alerts, checkpoints), which is rare next to the keys
- * that start and die between two alerts. The entry holds its key's NfaKey inline (one
- * allocation and one cache miss per key, not two); the table does not know the NFA,
- * so the caller clears a key that is not idle (nfa_key_clear) before part_remove. Entries are removed when a key goes idle, and the slot array
- * shrinks with them, so memory follows the number of live keys. Not thread-safe: one
- * table per rule per worker. */
+ * Owns: the hash table, its entries and the slabs they are carved from. An entry holds
+ * its state and the key bytes (the canonical text of the key values, the hash-table
+ * key); the key values themselves are not kept, since part_key_values derives them
+ * from the bytes where they are needed (alerts, checkpoints), which is rare next to the
+ * keys that start and die between two alerts. The entry holds its key's NfaKey inline
+ * (one allocation and one cache miss per key, not two); the table does not know the
+ * NFA, so the caller clears a key that is not idle (nfa_key_clear) before part_remove.
+ * Entries are removed when a key goes idle, and the slot array and the slabs shrink
+ * with them, so memory follows the number of live keys. Not thread-safe: one table per
+ * rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
 
@@ -21,39 +22,80 @@
 #include "nfa/nfa.h"
 #include "nfa/value.h"
 
-/* Fields in the order a lookup reads them: the hash, the key bytes' length and place,
- * then the matcher, then the key bytes themselves. */
+/* Every byte is paid once per live key (scenario 5 holds a million), so each field
+ * says what it is for. Fields in the order a lookup reads them; `charged` sits after
+ * the NfaKey, where the key bytes would otherwise start at an 8-byte boundary. */
 typedef struct PartEntry {
-    uint64_t hash;
-    uint32_t klen;
+    uint64_t hash;            /* part_hash of the key bytes: resizes and the timers'
+                                 tie order read it */
+    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` (timer
+                                 tests point it at bytes of their own) */
+    size_t heap_pos;          /* where the timers hold it (runtime/deadline.c), or
+                                 SIZE_MAX */
+    int64_t deadline;         /* time registered in the timers (runtime/deadline.h) */
+    int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
+    uint32_t klen;            /* length of the key bytes */
     /* --max-memory accounting (runtime/budget.h), kept by the shard; 32 bits (they
      * saturate) to keep the entry small: */
     uint32_t held;            /* estimated bytes of the events and nodes its matches hold */
-    uint32_t charged;         /* what this key counts for in the budget now */
-    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` */
-    int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
-    int64_t deadline;         /* time registered in the timers (runtime/deadline.h) */
-    size_t heap_pos;          /* where the timers hold it, or SIZE_MAX when they do not */
     NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none) */
+    uint32_t charged;         /* what this key counts for in the budget now */
     char tail[];              /* the key bytes (part_add allocates them here) */
 } PartEntry;
 
-/* Open addressing with linear probing: the hash sits in the slot, so a probe compares
- * entries only on a full hash match and never touches the cold ones. */
-typedef struct PartSlot {
-    uint64_t hash;
-    PartEntry *entry;         /* NULL: empty */
-} PartSlot;
+/* Entries of one size, carved from one aligned block: no allocator header per entry,
+ * and the churn of keys that start and die reuses freed entries at once. */
+typedef struct PartSlab PartSlab;
+
+/* A slot is one 64-bit word (0: empty): the entry's address, the top bits of the key's
+ * hash as a tag, so that a probe touches an entry only on a tag match, and in the
+ * three low bits (entries are 8-aligned) how far the slot is from its home, saturated
+ * at 7, so that removal shifts entries back without reading them. */
+#define PART_PTR_BITS (UINTPTR_MAX > UINT32_MAX ? 48 : 32)
+#define PART_DIST_MAX 7u
+
+/* Entry size classes: 8 .. 512 bytes, in steps of 8; larger entries are malloc'd. */
+#define PART_SLAB_CLASSES 64u
+
+/* Where entries come from: one per table, or one per thread shared by its tables, so
+ * that an entry one rule frees is the next one another rule makes, still in the cache. */
+typedef struct PartPool {
+    PartSlab **avail;         /* per entry size class: the slabs with room, a list;
+                                 heap, owned, made on the first entry */
+    PartSlab *spare;          /* one empty slab kept for the next class that needs one */
+} PartPool;
 
 typedef struct PartTable {
-    PartSlot *slots;          /* heap, owned; n_slots is a power of two, at most half full */
+    uint64_t *slots;          /* heap, owned; n_slots is a power of two, at most half full */
     uint64_t *used;           /* one bit per slot: occupied; heap, owned (n_slots / 64
                                  words, at least one) */
     size_t n_slots;
     size_t count;
+    PartPool own;             /* the entries' pool, unless shared is set */
+    PartPool *shared;         /* borrowed; NULL: own */
 } PartTable;
 
+static inline uint64_t part_slot_tag(uint64_t hash)
+{
+    return hash >> PART_PTR_BITS;
+}
+
+static inline PartEntry *part_slot_entry(uint64_t slot)
+{
+    return (PartEntry *)(uintptr_t)(slot & ((UINT64_C(1) << PART_PTR_BITS) - 1 - PART_DIST_MAX));
+}
+
+static inline bool part_slot_tagged(uint64_t slot, uint64_t hash)
+{
+    return part_slot_tag(slot) == part_slot_tag(hash);
+}
+
 void part_table_init(PartTable *t);
+/* A table whose entries come from pool, which must outlive it. */
+void part_table_init_shared(PartTable *t, PartPool *pool);
+void part_pool_init(PartPool *pool);
+/* Frees the pool's own memory; every table using it must be freed first. */
+void part_pool_free(PartPool *pool);
 /* Appends the canonical bytes of a key (strings re-encoded as JSON, numbers with their
  * original text or else their shortest exact form) to out. False if a value is missing
  * or null: such an event has no key. */
@@ -84,16 +126,16 @@ static inline void part_prefetch(const PartTable *t, uint64_t hash)
         __builtin_prefetch(&t->slots[hash & (t->n_slots - 1)]);
 }
 /* The entry a lookup of `hash` would compare first: the first one in its probe run
- * whose slot holds the same hash, found from the slots alone (NULL: the key has no
+ * whose slot holds the same hash tag, found from the slots alone (NULL: the key has no
  * entry). Lets a caller start fetching the entry before comparing its bytes. */
 static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
 {
     if (!t->n_slots)
         return NULL;
     size_t mask = t->n_slots - 1;
-    for (size_t i = hash & mask; t->slots[i].entry; i = (i + 1) & mask)
-        if (t->slots[i].hash == hash)
-            return t->slots[i].entry;
+    for (size_t i = hash & mask; t->slots[i]; i = (i + 1) & mask)
+        if (part_slot_tagged(t->slots[i], hash))
+            return part_slot_entry(t->slots[i]);
     return NULL;
 }
 /* Is e the entry of these key bytes? */
@@ -102,8 +144,10 @@ static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t 
     return e->klen == klen && !memcmp(e->kbytes, kbytes, klen);
 }
 /* A new idle entry with a copy of the key bytes; NULL on allocation failure (or a key
- * of 4 GiB or more). */
+ * of 4 GiB or more, or an address beyond PART_PTR_BITS). */
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
+/* The bytes an entry with klen key bytes takes in its slab (or its own malloc). */
+size_t part_entry_bytes(size_t klen);
 /* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
  * short key's bytes: two or three cache lines), from its address alone. */
 static inline void part_entry_prefetch(const PartEntry *e)

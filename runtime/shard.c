@@ -41,6 +41,7 @@ struct Shard {
     Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
     MemShare mem;              /* this shard's keys in the --max-memory budget */
+    PartPool pool;             /* every rule's partition entries; owned */
     bool refused;              /* the pending key was refused (budget spent) */
     bool failed;
     /* the (rule, key) whose NFA is running, for the result callback; cur_entry is
@@ -55,7 +56,7 @@ static PartEntry *materialize(Shard *s, size_t ri);
 
 static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
 {
-    part_table_init(&st->keys);
+    part_table_init_shared(&st->keys, &s->pool);
     deadline_init(&st->timers);
     st->ctx.scratch = s->scratch;
     st->ctx.limits = limits;
@@ -126,6 +127,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->rs = rs;
     s->hooks = hooks;
     s->mem.budget = hooks->budget;
+    part_pool_init(&s->pool);
     s->fired_upto = INT64_MIN;
     s->scratch = expr_scratch_new();
     s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
@@ -186,6 +188,7 @@ void shard_free(Shard *s)
         for (size_t i = 0; i < s->rs->n_rules; i++)
             rule_state_free(&s->rules[i]);
     free_rule_set_parts(s);
+    part_pool_free(&s->pool);   /* after the tables that use it */
     buf_free(&s->key_text);
     if (s->scratch)
         expr_scratch_free(s->scratch);
@@ -245,11 +248,12 @@ static void on_result(void *user, const NfaResult *r)
 #define NODE_BYTES 32
 #define ENTRY_OVERHEAD_BYTES 64
 
-/* The entry's allocation as glibc's malloc makes it: an 8-byte header, 16-byte steps
- * (the entry holds the NfaKey, so it is most of a key's memory). */
+/* The entry's bytes rounded up as a malloc chunk's would be (an 8-byte header, 16-byte
+ * steps): its slab holds it in fewer, but partly filled slabs cost about the
+ * difference. The entry holds the NfaKey, so it is most of a key's memory. */
 static size_t entry_chunk(const PartEntry *pe)
 {
-    return (offsetof(PartEntry, tail) + pe->klen + 1 + 8 + 15) & ~(size_t)15;
+    return (part_entry_bytes(pe->klen) + 8 + 15) & ~(size_t)15;
 }
 
 static size_t key_bytes(const PartEntry *pe)

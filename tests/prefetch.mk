@@ -4,3 +4,10 @@ TESTS += tests/test_prefetch
 tests_test_prefetch_SOURCES = tests/test_prefetch.c
 tests_test_prefetch_CFLAGS = $(TEST_CFLAGS)
 tests_test_prefetch_LDADD = $(TEST_LIBS)
+
+# the partition table's slots and entry pool
+check_PROGRAMS += tests/test_partition
+TESTS += tests/test_partition
+tests_test_partition_SOURCES = tests/test_partition.c
+tests_test_partition_CFLAGS = $(TEST_CFLAGS)
+tests_test_partition_LDADD = $(TEST_LIBS)

@@ -104,25 +104,47 @@ END_TEST
 
 /* Two keys under one hash: the candidate is the first of them whatever key is asked
  * for, so it must be confirmed; the confirmation tells the keys apart and the full
- * lookup finds the second. A hash no entry has gives no candidate. */
+ * lookup finds the second. A hash no entry has gives no candidate. Slots keep only the
+ * hash's top bits (a tag): HASH_C and HASH_OTHER differ from HASH_AB there. */
+#define TAG_BIT (UINT64_C(1) << 60)
+#define HASH_AB UINT64_C(7)
+#define HASH_C (UINT64_C(8) | TAG_BIT)
+#define HASH_OTHER (UINT64_C(9) | TAG_BIT << 1)
+
 START_TEST(candidate_needs_confirming)
 {
     PartTable t;
     part_table_init(&t);
-    ck_assert_ptr_null(part_candidate(&t, 7));
-    PartEntry *a = part_add(&t, "alice", 5, 7);
-    PartEntry *b = part_add(&t, "bob", 3, 7);
-    PartEntry *c = part_add(&t, "carol", 5, 8);
+    ck_assert_ptr_null(part_candidate(&t, HASH_AB));
+    PartEntry *a = part_add(&t, "alice", 5, HASH_AB);
+    PartEntry *b = part_add(&t, "bob", 3, HASH_AB);
+    PartEntry *c = part_add(&t, "carol", 5, HASH_C);
     ck_assert(a && b && c);
-    ck_assert_ptr_eq(part_candidate(&t, 7), a);
+    ck_assert_ptr_eq(part_candidate(&t, HASH_AB), a);
     ck_assert(part_entry_is(a, "alice", 5));
     ck_assert(!part_entry_is(a, "bob", 3));
     ck_assert(!part_entry_is(a, "alic", 4));
-    ck_assert_ptr_eq(part_lookup(&t, "bob", 3, 7), b);
-    ck_assert_ptr_eq(part_candidate(&t, 8), c);
-    ck_assert_ptr_null(part_candidate(&t, 9));
+    ck_assert_ptr_eq(part_lookup(&t, "bob", 3, HASH_AB), b);
+    ck_assert_ptr_eq(part_candidate(&t, HASH_C), c);
+    ck_assert_ptr_null(part_candidate(&t, HASH_OTHER));
     part_remove(&t, a);
-    ck_assert_ptr_eq(part_candidate(&t, 7), b);
+    ck_assert_ptr_eq(part_candidate(&t, HASH_AB), b);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* A candidate is chosen by the tag alone: an entry of another hash with the same top
+ * bits may stand first, and only the full lookup, which compares whole hashes and
+ * bytes, tells them apart. */
+START_TEST(candidate_by_tag_is_confirmed_by_lookup)
+{
+    PartTable t;
+    part_table_init(&t);
+    PartEntry *a = part_add(&t, "alice", 5, 7);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_eq(part_candidate(&t, 7 + 16 * 64), a);   /* same home and tag */
+    ck_assert_ptr_null(part_lookup(&t, "alice", 5, 7 + 16 * 64));
+    ck_assert_ptr_eq(part_lookup(&t, "alice", 5, 7), a);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
@@ -159,6 +181,7 @@ static Suite *prefetch_suite(void)
     tcase_add_test(tc, peek_skips_nothing_after_a_hole);
     tcase_add_test(tc, peek_names_held_later_keys);
     tcase_add_test(tc, candidate_needs_confirming);
+    tcase_add_test(tc, candidate_by_tag_is_confirmed_by_lookup);
     tcase_add_test(tc, candidate_agrees_with_lookup);
     suite_add_tcase(s, tc);
     return s;

@@ -1,0 +1,231 @@
+/* tests/test_partition.c — the partition table's slots and its entry pool: every live
+ * key is found and no dead one, whatever the order of adds and removes (long probe
+ * runs whose distances saturate, keys larger than a slab takes), entries are reused at
+ * once, also across tables sharing a pool, and a pool that no longer holds keys keeps
+ * at most one empty slab. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/partition.h"
+
+enum { MAX_KEYS = 3000 };
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* The reference: which keys are live, each with its name and hash. */
+typedef struct Model {
+    char name[MAX_KEYS][24];
+    size_t len[MAX_KEYS];
+    uint64_t hash[MAX_KEYS];
+    PartEntry *entry[MAX_KEYS];   /* NULL: not live */
+} Model;
+
+/* Keys whose hashes share their low bits (one home in any table) when `crowded`, so
+ * their probe run is longer than the 3-bit distance a slot holds. */
+static void model_init(Model *m, size_t n, bool crowded)
+{
+    memset(m, 0, sizeof *m);
+    for (size_t i = 0; i < n; i++) {
+        m->len[i] = (size_t)snprintf(m->name[i], sizeof m->name[i], "\"user-%zu\"", i);
+        m->hash[i] = crowded ? (uint64_t)(i + 1) << 50 | 5 : part_hash(m->name[i], m->len[i]);
+    }
+}
+
+/* Counts disagreements between table and model (one ck_assert at the end: Check's
+ * assertions are slow). */
+static size_t model_check(const PartTable *t, const Model *m, size_t n)
+{
+    size_t bad = 0, live = 0;
+    for (size_t i = 0; i < n; i++) {
+        PartEntry *e = part_lookup(t, m->name[i], m->len[i], m->hash[i]);
+        bad += e != m->entry[i];
+        live += m->entry[i] != NULL;
+        if (m->entry[i]) {
+            bad += !part_may_hold(t, m->hash[i]);
+            bad += !part_entry_is(e, m->name[i], m->len[i]);
+            bad += strcmp(e->kbytes, m->name[i]) != 0;
+        }
+    }
+    bad += t->count != live;
+    size_t pos = 0, seen = 0;
+    for (PartEntry *e = part_next(t, &pos, NULL); e; e = part_next(t, &pos, e))
+        seen++;
+    bad += seen != live;
+    return bad;
+}
+
+static void random_ops(bool crowded, size_t n, uint64_t seed)
+{
+    static Model m;
+    model_init(&m, n, crowded);
+    PartTable t;
+    part_table_init(&t);
+    for (int step = 0; step < 20000; step++) {
+        size_t i = next_rand(&seed) % n;
+        if (m.entry[i]) {
+            part_remove(&t, m.entry[i]);
+            m.entry[i] = NULL;
+        } else {
+            m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i]);
+            ck_assert_ptr_nonnull(m.entry[i]);
+        }
+        if (step % 997 == 0)
+            ck_assert_uint_eq(model_check(&t, &m, n), 0);
+    }
+    ck_assert_uint_eq(model_check(&t, &m, n), 0);
+    for (size_t i = 0; i < n; i++)
+        if (m.entry[i]) {
+            part_remove(&t, m.entry[i]);
+            m.entry[i] = NULL;
+        }
+    ck_assert_uint_eq(model_check(&t, &m, n), 0);
+    ck_assert_uint_le(t.n_slots, 16);   /* shrunk with the keys */
+    part_table_free(&t, NULL, NULL);
+}
+
+START_TEST(random_adds_and_removes_agree_with_a_model)
+{
+    random_ops(false, MAX_KEYS, 88172645463325252u + (uint64_t)_i);
+}
+END_TEST
+
+/* 60 keys with one home: distances up to 59, most saturated in their slot. */
+START_TEST(one_home_many_keys)
+{
+    random_ops(true, 60, 1234567u + (uint64_t)_i);
+}
+END_TEST
+
+/* A freed entry is the next one made, in the same table or another sharing its pool. */
+START_TEST(freed_entry_is_reused_at_once)
+{
+    PartPool pool;
+    part_pool_init(&pool);
+    PartTable a, b;
+    part_table_init_shared(&a, &pool);
+    part_table_init_shared(&b, &pool);
+    PartEntry *keep = part_add(&a, "\"k1\"", 4, part_hash("\"k1\"", 4));
+    PartEntry *gone = part_add(&a, "\"k2\"", 4, part_hash("\"k2\"", 4));
+    ck_assert(keep && gone);
+    part_remove(&a, gone);
+    PartEntry *again = part_add(&b, "\"k3\"", 4, part_hash("\"k3\"", 4));
+    ck_assert_ptr_eq(again, gone);
+    ck_assert_ptr_eq(part_lookup(&b, "\"k3\"", 4, part_hash("\"k3\"", 4)), again);
+    ck_assert_ptr_null(part_lookup(&a, "\"k2\"", 4, part_hash("\"k2\"", 4)));
+    ck_assert_ptr_eq(part_lookup(&a, "\"k1\"", 4, part_hash("\"k1\"", 4)), keep);
+    part_table_free(&a, NULL, NULL);
+    part_table_free(&b, NULL, NULL);
+    part_pool_free(&pool);
+}
+END_TEST
+
+static size_t slabs_with_room(const PartPool *pool)
+{
+    size_t n = 0;
+    for (size_t c = 0; pool->avail && c < PART_SLAB_CLASSES; c++)
+        n += pool->avail[c] != NULL;
+    return n;
+}
+
+/* Memory follows the live keys: once none is left the pool holds one empty slab and
+ * no other, whatever the sizes the keys had. */
+START_TEST(pool_keeps_one_empty_slab)
+{
+    PartPool pool;
+    part_pool_init(&pool);
+    PartTable t;
+    part_table_init_shared(&t, &pool);
+    static PartEntry *e[MAX_KEYS];
+    char name[64];
+    for (size_t i = 0; i < MAX_KEYS; i++) {
+        int n = snprintf(name, sizeof name, "%0*zu", (int)(1 + i % 40), i);
+        e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+        ck_assert_ptr_nonnull(e[i]);
+    }
+    ck_assert_uint_gt(slabs_with_room(&pool), 1);
+    for (size_t i = 0; i < MAX_KEYS; i++)
+        part_remove(&t, e[(i * 7) % MAX_KEYS]);
+    ck_assert_uint_eq(t.count, 0);
+    ck_assert_uint_eq(slabs_with_room(&pool), 0);
+    ck_assert_ptr_nonnull(pool.spare);
+    part_table_free(&t, NULL, NULL);
+    part_pool_free(&pool);
+}
+END_TEST
+
+/* A key too large for a slab gets an allocation of its own and behaves the same. */
+START_TEST(large_keys)
+{
+    PartTable t;
+    part_table_init(&t);
+    static char big[3][5000];
+    PartEntry *e[3];
+    for (int i = 0; i < 3; i++) {
+        memset(big[i], 'a' + i, sizeof big[i] - 1);
+        e[i] = part_add(&t, big[i], sizeof big[i] - 1, part_hash(big[i], sizeof big[i] - 1));
+        ck_assert_ptr_nonnull(e[i]);
+        ck_assert_uint_eq(e[i]->klen, sizeof big[i] - 1);
+    }
+    part_remove(&t, e[1]);
+    ck_assert_ptr_eq(part_lookup(&t, big[0], sizeof big[0] - 1, e[0]->hash), e[0]);
+    ck_assert_ptr_null(part_lookup(&t, big[1], sizeof big[1] - 1,
+                                   part_hash(big[1], sizeof big[1] - 1)));
+    ck_assert_ptr_eq(part_lookup(&t, big[2], sizeof big[2] - 1, e[2]->hash), e[2]);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* part_table_free hands every live entry to drop, once. */
+static void count_drop(PartEntry *e, void *user)
+{
+    (void)e;
+    (*(size_t *)user)++;
+}
+
+START_TEST(free_drops_every_entry)
+{
+    PartTable t;
+    part_table_init(&t);
+    char name[16];
+    for (int i = 0; i < 500; i++) {
+        int n = snprintf(name, sizeof name, "k%d", i);
+        ck_assert_ptr_nonnull(part_add(&t, name, (size_t)n, part_hash(name, (size_t)n)));
+    }
+    size_t dropped = 0;
+    part_table_free(&t, count_drop, &dropped);
+    ck_assert_uint_eq(dropped, 500);
+    ck_assert_uint_eq(t.count, 0);
+}
+END_TEST
+
+static Suite *partition_suite(void)
+{
+    Suite *s = suite_create("partition");
+    TCase *tc = tcase_create("table");
+    tcase_add_loop_test(tc, random_adds_and_removes_agree_with_a_model, 0, 3);
+    tcase_add_loop_test(tc, one_home_many_keys, 0, 5);
+    tcase_add_test(tc, freed_entry_is_reused_at_once);
+    tcase_add_test(tc, pool_keeps_one_empty_slab);
+    tcase_add_test(tc, large_keys);
+    tcase_add_test(tc, free_drops_every_entry);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(partition_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
