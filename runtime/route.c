@@ -25,6 +25,8 @@ typedef struct FilterShape {
     uint32_t a, b;
 } FilterShape;
 
+#define NOT_TESTED 2   /* atom_truth of an atom not tested for this event yet */
+
 struct Router {
     const CompiledRuleSet *rs;
     size_t n, widest;
@@ -37,10 +39,16 @@ struct Router {
     size_t *filter_rule;       /* per distinct filter: its first rule */
     uint64_t *filter_rules;    /* n_filters * words */
     uint64_t *passed;          /* words: this event's admitted rules */
+    /* the distinct filters in test order: those that start with the same atom (`a`
+     * or `a and b`) one after the other, so that when that atom fails the whole run
+     * is skipped (run_end: where the run of test_order[k] ends) */
+    size_t *test_order;
+    size_t *run_end;
     uint64_t gen;              /* the current event */
-    /* this event's truth of each atom of the rule set's FilterPlan, valid where
-     * atom_gen is gen: an atom shared by several filters is tested once */
-    uint64_t *atom_gen;
+    /* this event's truth of each atom of the rule set's FilterPlan (1, 0, -1), or
+     * NOT_TESTED: an atom shared by several filters is tested once per event */
+    size_t n_atoms;
+    CExpr *const *atoms;
     int8_t *atom_truth;
     FilterShape *shape;        /* per rule */
     /* cache, indexed by a group's first rule */
@@ -158,6 +166,51 @@ static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
     return (FilterShape){SHAPE_TREE, cr->filter_root, 0};
 }
 
+/* The atom a filter needs before anything else, or NO_GUARD. */
+#define NO_GUARD UINT32_MAX
+
+static uint32_t guard_of(const FilterShape *sh)
+{
+    return sh->kind == SHAPE_ATOM || sh->kind == SHAPE_AND ? sh->a : NO_GUARD;
+}
+
+typedef struct GuardedFilter {
+    uint32_t guard;
+    size_t filter;
+} GuardedFilter;
+
+static int by_guard(const void *x, const void *y)
+{
+    const GuardedFilter *a = x, *b = y;
+    if (a->guard != b->guard)
+        return a->guard < b->guard ? -1 : 1;
+    return a->filter < b->filter ? -1 : a->filter > b->filter;
+}
+
+/* test_order and run_end (see struct Router). False on OOM. */
+static bool order_tests(Router *r)
+{
+    size_t nf = r->n_filters ? r->n_filters : 1;
+    GuardedFilter *gf = calloc(nf, sizeof *gf);
+    r->test_order = calloc(nf, sizeof *r->test_order);
+    r->run_end = calloc(nf, sizeof *r->run_end);
+    if (!gf || !r->test_order || !r->run_end) {
+        free(gf);
+        return false;
+    }
+    for (size_t f = 0; f < r->n_filters; f++)
+        gf[f] = (GuardedFilter){guard_of(&r->shape[r->filter_rule[f]]), f};
+    qsort(gf, r->n_filters, sizeof *gf, by_guard);
+    for (size_t k = r->n_filters; k-- > 0;) {
+        r->test_order[k] = gf[k].filter;
+        bool run_goes_on = k + 1 < r->n_filters && gf[k].guard != NO_GUARD &&
+                           gf[k + 1].guard == gf[k].guard;
+        r->run_end[k] = run_goes_on ? r->run_end[k + 1] : k + 1;
+    }
+    free(gf);
+    return true;
+}
+
 Router *router_new(const CompiledRuleSet *rs)
 {
     Router *r = calloc(1, sizeof *r);
@@ -181,10 +234,11 @@ Router *router_new(const CompiledRuleSet *rs)
     r->key_bytes = calloc(n, sizeof *r->key_bytes);
     r->key_vals = calloc(n * r->widest, sizeof *r->key_vals);
     size_t n_atoms = rs->filters.n_atoms ? rs->filters.n_atoms : 1;
-    r->atom_gen = calloc(n_atoms, sizeof *r->atom_gen);
+    r->n_atoms = rs->filters.n_atoms;
+    r->atoms = rs->filters.atoms;
     r->atom_truth = calloc(n_atoms, sizeof *r->atom_truth);
     r->shape = calloc(n, sizeof *r->shape);
-    if (!r->atom_gen || !r->atom_truth || !r->shape ||
+    if (!r->atom_truth || !r->shape ||
         !r->filter_group || !r->key_group || !r->filter_gen || !r->filter_pass ||
         !r->key_gen || !r->key_res || !r->key_of || !r->key_bytes || !r->key_vals ||
         !build_groups(rs, filter_text, r->filter_group) ||
@@ -194,6 +248,11 @@ Router *router_new(const CompiledRuleSet *rs)
     }
     for (size_t i = 0; i < rs->n_rules; i++)
         r->shape[i] = shape_of(rs, &rs->rules[i]);
+    memset(r->atom_truth, NOT_TESTED, r->n_atoms);
+    if (!order_tests(r)) {
+        router_free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -215,25 +274,26 @@ void router_free(Router *r)
     free(r->filter_rule);
     free(r->filter_rules);
     free(r->passed);
-    free(r->atom_gen);
     free(r->atom_truth);
     free(r->shape);
+    free(r->test_order);
+    free(r->run_end);
     free(r);
 }
 
 void router_begin(Router *r)
 {
     r->gen++;
+    memset(r->atom_truth, NOT_TESTED, r->n_atoms);
 }
 
 static inline int atom_truth(Router *r, uint32_t atom, const EvalCtx *ctx,
                              EvalScratch *scratch)
 {
-    if (r->atom_gen[atom] != r->gen) {
-        r->atom_truth[atom] = (int8_t)expr_truth(r->rs->filters.atoms[atom], ctx, scratch);
-        r->atom_gen[atom] = r->gen;
-    }
-    return r->atom_truth[atom];
+    int t = r->atom_truth[atom];
+    if (t == NOT_TESTED)
+        r->atom_truth[atom] = (int8_t)(t = expr_truth(r->atoms[atom], ctx, scratch));
+    return t;
 }
 
 /* Truth of a FilterPlan node: the three-valued logic of expr_truth, with each atom
@@ -342,8 +402,15 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
     router_begin(r);
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     memset(r->passed, 0, r->words * sizeof *r->passed);
-    for (size_t f = 0; f < r->n_filters; f++) {
-        if (!filter_holds(r, r->filter_rule[f], &ctx, scratch))
+    for (size_t k = 0; k < r->n_filters;) {
+        size_t f = r->test_order[k], first = r->filter_rule[f];
+        uint32_t guard = guard_of(&r->shape[first]);
+        if (guard != NO_GUARD && atom_truth(r, guard, &ctx, scratch) != 1) {
+            k = r->run_end[k];
+            continue;
+        }
+        k++;
+        if (!filter_holds(r, first, &ctx, scratch))
             continue;
         const uint64_t *rules = &r->filter_rules[f * r->words];
         for (size_t w = 0; w < r->words; w++)
