@@ -264,16 +264,6 @@ typedef struct Ladder {
     bool rising;           /* < <=: true from some number up; > >=: true up to one */
 } Ladder;
 
-/* Most start states act on an event iff one of a few `where` conditions holds. */
-#define GATE_MAX 4
-
-/* A rule's answer to nfa_key_wakes from the cache alone. */
-struct NfaWakeGate {
-    bool simple;           /* false: the start state is not of that shape */
-    uint8_t n;
-    uint32_t group[GATE_MAX];
-    uint32_t slot[GATE_MAX];
-};
 
 struct NfaCondShare {
     size_t n_rules;
@@ -286,13 +276,6 @@ struct NfaCondShare {
     size_t n_ladders;
 };
 
-struct NfaCondCache {
-    const NfaCondShare *share;
-    uint64_t event;        /* the current event's number; seen[g] == event: vals[g] holds */
-    uint64_t *seen;
-    int8_t *vals;
-    uint64_t hits;
-};
 
 typedef struct Decide {
     const Nfa *nfa;
@@ -523,14 +506,10 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
     list_push(&w->next, r, c);
 }
 
-/* The successors of one partial match (from == NULL: the start state) for `ev`,
- * appended to w->next and w->fresh. */
-static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCounters *c)
+/* The successors of one partial match (from == NULL: the start state) along the
+ * edges d collected for it, appended to w->next and w->fresh. */
+static void follow_edges(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCounters *c)
 {
-    d->ec.match = from ? from->last : NULL;
-    d->n_edges = 0;
-    d->stopped = false;
-    collect(d, from ? from->state : d->nfa->start);
     size_t mark = w->next.n;
     for (size_t i = 0; i < d->n_edges; i++) {
         const NfaEdge *e = &d->nfa->edges[d->w->edges[i]];
@@ -541,6 +520,16 @@ static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCo
     }
     if (d->stopped)
         list_release_from(&w->next, mark);   /* completed matches survive, as in Flink */
+}
+
+/* The successors of one partial match (from == NULL: the start state) for `ev`. */
+static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCounters *c)
+{
+    d->ec.match = from ? from->last : NULL;
+    d->n_edges = 0;
+    d->stopped = false;
+    collect(d, from ? from->state : d->nfa->start);
+    follow_edges(d, w, from, ev, c);
 }
 
 /* ---- timeouts and deadlines ------------------------------------------------------ */
@@ -823,8 +812,10 @@ static bool start_reacts(const Nfa *nfa, Decide *d)
 }
 
 /* The matching of one event after advance, for a key that exists or that the start
- * state acts for (d's memo is this event's and key's). */
-static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx)
+ * state acts for (d's memo is this event's and key's). `started`: the key is idle
+ * and start_reacts left the start state's edges in d. */
+static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx,
+                     bool started)
 {
     NfaWork *w = ctx->work;
     w->next.n = 0;
@@ -837,7 +828,10 @@ static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx 
     }
     k->n_live = 0;
     size_t mark = w->next.n;
-    advance_run(d, w, NULL, ev, ctx->counters);
+    if (started)
+        follow_edges(d, w, NULL, ev, ctx->counters);
+    else
+        advance_run(d, w, NULL, ev, ctx->counters);
     bool hit = enforce_rule_cap(&w->next, mark, ctx->counters->partials_live - before + mark,
                                 ctx);
     hit |= enforce_key_cap(&w->next, ctx);
@@ -864,9 +858,10 @@ void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
     nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(ctx->work);   /* the start's conditions are then tested once */
-    if (nfa_key_idle(k) && !start_reacts(nfa, &d))
+    bool idle = nfa_key_idle(k);
+    if (idle && !start_reacts(nfa, &d))
         return;
-    key_step(nfa, k, &d, ev, ctx);
+    key_step(nfa, k, &d, ev, ctx, idle);
 }
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
@@ -875,7 +870,8 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
     NfaWork *w = ctx->work;
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(w);   /* the start's conditions are then tested once */
-    if (!*key) {
+    bool idle = !*key;
+    if (idle) {
         if (!start_reacts(nfa, &d))
             return;
         *key = key_new(w);
@@ -884,7 +880,7 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
             return;
         }
     }
-    key_step(nfa, *key, &d, ev, ctx);
+    key_step(nfa, *key, &d, ev, ctx, idle);
     settle_heap(key, w);
 }
 
@@ -917,10 +913,10 @@ static bool wake_test(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, const CExpr *ce
 
 /* The condition slots whose `where` decides whether the start state acts on an event
  * (it does iff one holds), or -1 when its edges are not that simple. */
-static int start_slots(const Nfa *nfa, uint32_t slots[GATE_MAX])
+static int start_slots(const Nfa *nfa, uint32_t slots[NFA_GATE_MAX])
 {
     const NfaState *start = &nfa->states[nfa->start];
-    if (start->n_edges > GATE_MAX)
+    if (start->n_edges > NFA_GATE_MAX)
         return -1;
     for (uint32_t i = 0; i < start->n_edges; i++) {
         const NfaEdge *e = &nfa->edges[start->first_edge + i];
@@ -939,7 +935,7 @@ static int start_slots(const Nfa *nfa, uint32_t slots[GATE_MAX])
 static bool wakes_by_nfa(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
 {
     NfaCondCache *cache = ctx->cond_ids ? ctx->cond_cache : NULL;
-    uint32_t slots[GATE_MAX];
+    uint32_t slots[NFA_GATE_MAX];
     int n = start_slots(nfa, slots);
     for (int i = 0; i < n; i++) {
         int holds = cached_result(cache, ctx->cond_ids, slots[i]);
@@ -951,23 +947,17 @@ static bool wakes_by_nfa(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
     return n < 0;   /* not the simple shape: the matcher decides */
 }
 
-bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+bool nfa_key_wakes_from(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, size_t i)
 {
     const NfaWakeGate *gate = ctx->gate;
-    NfaCondCache *c = ctx->cond_cache;
-    if (!gate || !c)
+    if (!gate || !ctx->cond_cache)
         return wakes_by_nfa(nfa, ev, ctx);
     if (!gate->simple)
         return true;
-    for (size_t i = 0; i < gate->n; i++) {
-        uint32_t g = gate->group[i];
-        bool holds;
-        if (c->seen[g] == c->event) {
-            c->hits++;
-            holds = c->vals[g] == 1;
-        } else {
+    for (; i < gate->n; i++) {
+        int holds = cached_group(ctx->cond_cache, gate->group[i]);
+        if (holds < 0)
             holds = wake_test(nfa, ev, ctx, nfa->steps[gate->slot[i] / 2].where, gate->slot[i]);
-        }
         if (holds)
             return true;
     }
@@ -1060,7 +1050,7 @@ typedef struct CondRef {
 
 static bool in_gate(const Nfa *nfa, size_t slot)
 {
-    uint32_t slots[GATE_MAX];
+    uint32_t slots[NFA_GATE_MAX];
     int n = start_slots(nfa, slots);
     for (int i = 0; i < n; i++)
         if (slots[i] == slot)

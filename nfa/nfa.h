@@ -191,8 +191,51 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);
  * Most events leave most keys of most rules idle; this answers them in a few
  * instructions (from the shared cache when it has them) instead of a whole
  * nfa_key_event. Either way nfa_key_event gives the same results. */
-bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx);
+static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx);
+/* nfa_key_wakes from the gate's i-th condition on (the part that may evaluate). */
+bool nfa_key_wakes_from(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, size_t i);
 void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *ctx);
+
+/* The gate and the cache are laid out here only so that the wake test, asked for
+ * every idle rule on every event, inlines its common case (every answer already in
+ * the cache); their fields belong to the matcher. */
+
+/* Most start states act on an event iff one of a few `where` conditions holds. */
+#define NFA_GATE_MAX 4
+
+/* A rule's answer to nfa_key_wakes from the cache alone. */
+struct NfaWakeGate {
+    bool simple;           /* false: the start state is not of that shape */
+    uint8_t n;
+    uint32_t group[NFA_GATE_MAX];
+    uint32_t slot[NFA_GATE_MAX];
+};
+
+struct NfaCondCache {
+    const NfaCondShare *share;
+    uint64_t event;        /* the current event's number; seen[g] == event: vals[g] holds */
+    uint64_t *seen;
+    int8_t *vals;
+    uint64_t hits;
+};
+
+static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
+{
+    const NfaWakeGate *gate = ctx->gate;
+    NfaCondCache *c = ctx->cond_cache;
+    if (!gate || !c || !gate->simple)
+        return nfa_key_wakes_from(nfa, ev, ctx, 0);
+    for (size_t i = 0; i < gate->n; i++) {
+        uint32_t g = gate->group[i];
+        if (c->seen[g] != c->event)
+            return nfa_key_wakes_from(nfa, ev, ctx, i);
+        c->hits++;
+        if (c->vals[g] == 1)
+            return true;
+    }
+    return false;
+}
+
 /* Earliest time at which advance would produce something or prune state; INT64_MAX if none. */
 int64_t nfa_key_deadline(const NfaKey *key);
 /* Frees a key's state without emitting anything (shutdown, removed rules). */
