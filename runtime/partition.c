@@ -154,8 +154,15 @@ void part_pool_free(PartPool *pool)
 
 void part_table_init(PartTable *t)
 {
-    *t = (PartTable){.slots = NULL, .shared = NULL};
+    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL};
     part_pool_init(&t->own);
+}
+
+void part_table_set_probe(PartTable *t, PartProbe *probe)
+{
+    t->probe = probe;
+    if (probe)
+        *probe = part_probe_of(t);
 }
 
 void part_table_init_shared(PartTable *t, PartPool *pool)
@@ -288,6 +295,7 @@ static bool resize(PartTable *t, size_t n_slots)
     t->slots = ns;
     t->used = nu;
     t->n_slots = n_slots;
+    part_table_set_probe(t, t->probe);
     return true;
 }
 
@@ -565,5 +573,7 @@ void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void 
     free(t->used);
     part_pool_free(&t->own);
     PartPool *shared = t->shared;
+    PartProbe *probe = t->probe;
     part_table_init_shared(t, shared);
+    part_table_set_probe(t, probe);
 }

@@ -65,6 +65,16 @@ typedef struct PartPool {
     PartSlab *spare;          /* one empty slab kept for the next class that needs one */
 } PartPool;
 
+/* What a lookup reads before any entry: a copy of the table's slot array, bitmap and
+ * size, which the table keeps up to date wherever its owner wants it. A shard keeps
+ * its rules' side by side, so that the lookups of one event in many rules read a few
+ * shared cache lines instead of one line of each rule's state. */
+typedef struct PartProbe {
+    const uint64_t *slots;
+    const uint64_t *used;
+    size_t n_slots;
+} PartProbe;
+
 typedef struct PartTable {
     uint64_t *slots;          /* heap, owned; n_slots is a power of two, at most half full */
     uint64_t *used;           /* one bit per slot: occupied; heap, owned (n_slots / 64
@@ -73,6 +83,7 @@ typedef struct PartTable {
     size_t count;
     PartPool own;             /* the entries' pool, unless shared is set */
     PartPool *shared;         /* borrowed; NULL: own */
+    PartProbe *probe;         /* borrowed; NULL: none; kept equal to the fields above */
 } PartTable;
 
 static inline uint64_t part_slot_tag(uint64_t hash)
@@ -93,6 +104,8 @@ static inline bool part_slot_tagged(uint64_t slot, uint64_t hash)
 void part_table_init(PartTable *t);
 /* A table whose entries come from pool, which must outlive it. */
 void part_table_init_shared(PartTable *t, PartPool *pool);
+/* From now on the table keeps *probe (borrowed; NULL: none) up to date. */
+void part_table_set_probe(PartTable *t, PartProbe *probe);
 void part_pool_init(PartPool *pool);
 /* Frees the pool's own memory; every table using it must be freed first. */
 void part_pool_free(PartPool *pool);
@@ -109,34 +122,54 @@ uint64_t part_hash(const char *kbytes, size_t klen);
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
 /* False when no entry can have this hash: its home slot is empty, and with linear
  * probing and backward-shift removal every entry sits in an unbroken run from its
- * home. Reads a bitmap 128 times smaller than the slots, which stays in cache when the
+ * home. Reads a bitmap 64 times smaller than the slots, which stays in cache when the
  * slots do not: most keys of a rule with few live keys miss without a cache miss. */
-static inline bool part_may_hold(const PartTable *t, uint64_t hash)
+static inline bool part_probe_may_hold(const PartProbe *p, uint64_t hash)
 {
-    if (!t->n_slots)
+    if (!p->n_slots)
         return false;
-    size_t i = hash & (t->n_slots - 1);
-    return (t->used[i / 64] >> (i % 64)) & 1;
+    size_t i = hash & (p->n_slots - 1);
+    return (p->used[i / 64] >> (i % 64)) & 1;
 }
 /* Starts loading the slot a lookup of `hash` reads first, so that the cache misses of
  * several tables overlap instead of queueing. */
-static inline void part_prefetch(const PartTable *t, uint64_t hash)
+static inline void part_probe_prefetch(const PartProbe *p, uint64_t hash)
 {
-    if (t->n_slots)
-        __builtin_prefetch(&t->slots[hash & (t->n_slots - 1)]);
+    if (p->n_slots)
+        __builtin_prefetch(&p->slots[hash & (p->n_slots - 1)]);
 }
 /* The entry a lookup of `hash` would compare first: the first one in its probe run
  * whose slot holds the same hash tag, found from the slots alone (NULL: the key has no
  * entry). Lets a caller start fetching the entry before comparing its bytes. */
+static inline PartEntry *part_probe_candidate(const PartProbe *p, uint64_t hash)
+{
+    if (!p->n_slots)
+        return NULL;
+    size_t mask = p->n_slots - 1;
+    for (size_t i = hash & mask; p->slots[i]; i = (i + 1) & mask)
+        if (part_slot_tagged(p->slots[i], hash))
+            return part_slot_entry(p->slots[i]);
+    return NULL;
+}
+static inline PartProbe part_probe_of(const PartTable *t)
+{
+    return (PartProbe){t->slots, t->used, t->n_slots};
+}
+/* The same, from the table itself. */
+static inline bool part_may_hold(const PartTable *t, uint64_t hash)
+{
+    PartProbe p = part_probe_of(t);
+    return part_probe_may_hold(&p, hash);
+}
+static inline void part_prefetch(const PartTable *t, uint64_t hash)
+{
+    PartProbe p = part_probe_of(t);
+    part_probe_prefetch(&p, hash);
+}
 static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
 {
-    if (!t->n_slots)
-        return NULL;
-    size_t mask = t->n_slots - 1;
-    for (size_t i = hash & mask; t->slots[i]; i = (i + 1) & mask)
-        if (part_slot_tagged(t->slots[i], hash))
-            return part_slot_entry(t->slots[i]);
-    return NULL;
+    PartProbe p = part_probe_of(t);
+    return part_probe_candidate(&p, hash);
 }
 /* Is e the entry of these key bytes? */
 static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t klen)

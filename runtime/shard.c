@@ -37,6 +37,10 @@ struct Shard {
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
     size_t *routed_order;      /* the rules whose filter this event passed, in order */
     PartEntry **found;         /* per rule: the routed key's entry, or NULL */
+    PartProbe *probes;         /* per rule: what a lookup in its table reads first (kept
+                                  by the table), side by side for the staged lookups */
+    const Nfa **nfas;          /* per rule: its Nfa, side by side: most rules only ask
+                                  nfa_key_wakes, which should not cost a line each */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
@@ -68,6 +72,15 @@ static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
     st->mem = &s->mem;
 }
 
+/* Every rule's Nfa, in rule order; heap (NULL on allocation failure). */
+static const Nfa **nfa_list(const CompiledRuleSet *rs)
+{
+    const Nfa **nfas = malloc((rs->n_rules ? rs->n_rules : 1) * sizeof *nfas);
+    for (size_t i = 0; nfas && i < rs->n_rules; i++)
+        nfas[i] = rs->rules[i].nfa;
+    return nfas;
+}
+
 /* What the matchers of rs share on one thread: the shared conditions (one share and
  * one cache, both NULL for an empty set) and the matcher's scratch. -1 on allocation
  * failure (nothing is left allocated). */
@@ -76,11 +89,9 @@ static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
 {
     *share = NULL;
     *cache = NULL;
-    const Nfa **nfas = malloc((rs->n_rules ? rs->n_rules : 1) * sizeof *nfas);
+    const Nfa **nfas = nfa_list(rs);
     if (!nfas)
         return -1;
-    for (size_t i = 0; i < rs->n_rules; i++)
-        nfas[i] = rs->rules[i].nfa;
     *work = nfa_work_new(nfas, rs->n_rules);
     if (rs->n_rules && *work) {
         *share = nfa_cond_share_new(nfas, rs->n_rules);
@@ -137,15 +148,20 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->routed_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_key);
     s->routed_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_order);
     s->found = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->found);
+    s->probes = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probes);
+    s->nfas = nfa_list(rs);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
-        !s->routed_key || !s->routed_order || !s->found || matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
+        !s->routed_key || !s->routed_order || !s->found || !s->probes || !s->nfas ||
+        matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
         rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
         return NULL;
     }
     s->limits = limits;
-    for (size_t i = 0; i < rs->n_rules; i++)
+    for (size_t i = 0; i < rs->n_rules; i++) {
         rule_state_init(s, &s->rules[i], limits);
+        part_table_set_probe(&s->rules[i].keys, &s->probes[i]);
+    }
     wire_matcher_parts(s);
     return s;
 }
@@ -178,6 +194,8 @@ static void free_rule_set_parts(Shard *s)
     free(s->routed_key);
     free(s->routed_order);
     free(s->found);
+    free(s->probes);
+    free(s->nfas);
 }
 
 void shard_free(Shard *s)
@@ -531,7 +549,7 @@ static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev,
 {
     if (pe)
         feed_entry(s, ri, pe, ev);
-    else if (nfa_key_wakes(s->rs->rules[ri].nfa, ev, &s->rules[ri].ctx))
+    else if (nfa_key_wakes(s->nfas[ri], ev, &s->rules[ri].ctx))
         feed_new(s, ri, k, ev);
 }
 
@@ -552,8 +570,8 @@ static void stage_slots(Shard *s, size_t n)
         size_t ri = s->routed_order[j];
         RouteResult rr = s->routed[ri];
         s->found[ri] = NULL;
-        if (rr == ROUTE_KEYED && part_may_hold(&s->rules[ri].keys, s->routed_key[ri].hash))
-            part_prefetch(&s->rules[ri].keys, s->routed_key[ri].hash);
+        if (rr == ROUTE_KEYED && part_probe_may_hold(&s->probes[ri], s->routed_key[ri].hash))
+            part_probe_prefetch(&s->probes[ri], s->routed_key[ri].hash);
         else if (rr == ROUTE_NO_KEY)
             s->rules[ri].stats.missing_key++;
         else if (rr == ROUTE_FAILED)
@@ -565,10 +583,10 @@ static void stage_entries(Shard *s, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
-        const PartTable *t = &s->rules[ri].keys;
-        if (s->routed[ri] != ROUTE_KEYED || !part_may_hold(t, s->routed_key[ri].hash))
+        const PartProbe *p = &s->probes[ri];
+        if (s->routed[ri] != ROUTE_KEYED || !part_probe_may_hold(p, s->routed_key[ri].hash))
             continue;
-        PartEntry *pe = s->found[ri] = part_candidate(t, s->routed_key[ri].hash);
+        PartEntry *pe = s->found[ri] = part_probe_candidate(p, s->routed_key[ri].hash);
         if (pe)
             part_entry_prefetch(pe);
     }
@@ -849,6 +867,8 @@ struct ShardSwap {
     RouteKey *routed_key;
     size_t *routed_order;
     PartEntry **found;
+    PartProbe *probes;
+    const Nfa **nfas;
 };
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
@@ -865,8 +885,11 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->routed_key = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_key);
     sw->routed_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_order);
     sw->found = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->found);
+    sw->probes = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probes);
+    sw->nfas = nfa_list(next);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
-        !sw->routed_key || !sw->routed_order || !sw->found || matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
+        !sw->routed_key || !sw->routed_order || !sw->found || !sw->probes || !sw->nfas ||
+        matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
         rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
         return NULL;
@@ -890,6 +913,8 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->routed_key);
     free(sw->routed_order);
     free(sw->found);
+    free(sw->probes);
+    free(sw->nfas);
     free(sw);
 }
 
@@ -905,6 +930,8 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
         st->ctx.counters = &st->counters;   /* it pointed into the old array */
         sw->taken[from[j]] = true;
     }
+    for (size_t j = 0; j < sw->next->n_rules; j++)
+        part_table_set_probe(&sw->rules[j].keys, &sw->probes[j]);
     for (size_t i = 0; i < s->rs->n_rules; i++)
         if (!sw->taken[i])
             rule_state_free(&s->rules[i]);
@@ -913,6 +940,8 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->rules = sw->rules;
     s->routed_order = sw->routed_order;
     s->found = sw->found;
+    s->probes = sw->probes;
+    s->nfas = sw->nfas;
     s->clock = sw->clock;
     s->key_vals = sw->key_vals;
     s->router = sw->router;

@@ -207,6 +207,43 @@ START_TEST(free_drops_every_entry)
 }
 END_TEST
 
+/* A probe answers as the table does through growth, shrinking and freeing: the
+ * shard's staged lookups read only probes. */
+START_TEST(probe_follows_the_table)
+{
+    PartTable t;
+    part_table_init(&t);
+    PartProbe probe = {NULL, NULL, 99};
+    part_table_set_probe(&t, &probe);
+    ck_assert_uint_eq(probe.n_slots, 0);
+    static PartEntry *e[MAX_KEYS];
+    char name[16];
+    size_t bad = 0;
+    for (size_t round = 0; round < 2; round++) {
+        for (size_t i = 0; i < MAX_KEYS; i++) {
+            int n = snprintf(name, sizeof name, "k%zu", i);
+            uint64_t h = part_hash(name, (size_t)n);
+            if (round == 0)
+                ck_assert_ptr_nonnull(e[i] = part_add(&t, name, (size_t)n, h));
+            else
+                part_remove(&t, e[i]);
+            for (size_t j = 0; j <= i; j += 97) {   /* the keys added or removed so far */
+                n = snprintf(name, sizeof name, "k%zu", j);
+                h = part_hash(name, (size_t)n);
+                bad += part_probe_may_hold(&probe, h) != part_may_hold(&t, h);
+                bad += part_probe_candidate(&probe, h) != part_candidate(&t, h);
+                bad += part_probe_candidate(&probe, h) != (round == 0 ? e[j] : NULL);
+            }
+        }
+    }
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_ptr_eq(probe.slots, t.slots);
+    part_table_free(&t, NULL, NULL);
+    ck_assert_uint_eq(probe.n_slots, 0);
+    ck_assert(!part_probe_may_hold(&probe, 1));
+}
+END_TEST
+
 static Suite *partition_suite(void)
 {
     Suite *s = suite_create("partition");
@@ -217,6 +254,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, pool_keeps_one_empty_slab);
     tcase_add_test(tc, large_keys);
     tcase_add_test(tc, free_drops_every_entry);
+    tcase_add_test(tc, probe_follows_the_table);
     suite_add_tcase(s, tc);
     return s;
 }
