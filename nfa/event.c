@@ -235,6 +235,8 @@ struct NodePool {
     NodeSlab *slabs;        /* every slab, newest first; owned */
     MatchNode *free;        /* released nodes, linked through prev */
     char *bump, *bump_end;  /* the newest slab's never-used part */
+    MatchNode *root;        /* the newest node taken without prev while it is held (not
+                               a reference: releasing it clears this) */
     size_t live;            /* nodes taken and not yet released */
     bool orphaned;          /* node_pool_free was called: go with the last node */
 };
@@ -316,9 +318,16 @@ static MatchNode *pool_alloc(NodePool *p)
 
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step)
 {
+    MatchNode *root = pool->root;
+    if (!prev && root && root->event == event && root->step == step) {
+        match_node_retain(root);   /* nodes are immutable: equal ones may be one */
+        return root;
+    }
     MatchNode *n = pool_alloc(pool);
     if (!n)
         return NULL;
+    if (!prev)
+        pool->root = n;
     pool->live++;
     n->prev = prev;
     n->event = event;
@@ -336,6 +345,8 @@ MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_
 static void pool_put(MatchNode *n)
 {
     NodePool *p = slab_of(n)->pool;
+    if (p->root == n)
+        p->root = NULL;
     n->prev = p->free;
     p->free = n;
     POISON(n, sizeof *n);

@@ -135,7 +135,11 @@ NodePool *node_pool_new(void);
 /* The owner lets go; the pool is freed now if no node of it is held, else when the
  * last one is released. NULL is ignored. */
 void node_pool_free(NodePool *pool);
-/* match_node_new from the pool: refs = 1, n_acc = 0. NULL on allocation failure. */
+/* match_node_new from the pool (n_acc = 0), with one new reference for the caller.
+ * A first node (no prev) equal to the pool's newest first node still held (same
+ * event and step) is that node: the rules of a thread that start partial matches on
+ * one event share their first node, as branches share prefixes. NULL on allocation
+ * failure. */
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step);
 /* Nodes of the pool held now. */
 size_t node_pool_live(const NodePool *pool);

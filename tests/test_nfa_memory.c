@@ -242,6 +242,19 @@ START_TEST(test_node_pool_reuses_and_outlives_owner)
     ck_assert_uint_eq(node_pool_live(pool), CHAIN);
     ck_assert_uint_eq(ev->refs, CHAIN + 2);
     ck_assert(!root->pooled);
+    /* first nodes of one (event, step) are one node while it is held */
+    MatchNode *first = node_pool_take(pool, NULL, ev, 2);
+    ck_assert_ptr_eq(node_pool_take(pool, NULL, ev, 2), first);
+    ck_assert_uint_eq(first->refs, 2);
+    MatchNode *other = node_pool_take(pool, NULL, ev, 4);   /* another step: another node */
+    ck_assert_ptr_ne(other, first);
+    match_node_release(other);
+    MatchNode *again = node_pool_take(pool, NULL, ev, 2);
+    ck_assert_ptr_ne(again, first);   /* first is no longer the newest */
+    match_node_release(again);
+    match_node_release(first);
+    match_node_release(first);
+    ck_assert_uint_eq(node_pool_live(pool), CHAIN);
     /* the newest node released comes back first */
     MatchNode *extra = node_pool_take(pool, NULL, ev, 2);
     match_node_release(extra);
