@@ -362,17 +362,22 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
  * its entry (with its NfaKey inside), the newest node and that node's event, each
  * cold after a window's worth of other events. Each firing starts one link of the keys a few places
  * behind it, so by the time a key fires the chain is in cache, each link having been
- * fetched (from a link already there) while earlier keys ran. The distances are
- * counted in this rule's firings: other rules' firings in between only add time. */
+ * fetched (from a link already there) while earlier keys ran. A key that goes idle
+ * when it fires leaves its table: its slot (found from the entry's hash) is fetched
+ * too. The distances are counted in this rule's firings: other rules' firings in
+ * between only add time. */
 #define DUE_AHEAD_ENTRY 8
+#define DUE_AHEAD_SLOT 4
 #define DUE_AHEAD_NODE 2
 #define DUE_AHEAD_EVENT 1
 
-static void prefetch_due(const DeadlineHeap *timers)
+static void prefetch_due(const DeadlineHeap *timers, const PartProbe *probe)
 {
     const PartEntry *e = deadline_peek(timers, DUE_AHEAD_ENTRY);
     if (e)
         part_entry_prefetch(e);
+    if ((e = deadline_peek(timers, DUE_AHEAD_SLOT)))
+        part_probe_prefetch(probe, e->hash);
     if ((e = deadline_peek(timers, DUE_AHEAD_NODE)))
         nfa_key_prefetch(&e->nfa, false);
     if ((e = deadline_peek(timers, DUE_AHEAD_EVENT)))
@@ -389,7 +394,7 @@ void shard_fire_due(Shard *s, int64_t t)
     size_t ri = 0;
     while (next_due(s, t, &ri)) {
         const DeadlineHeap *timers = &s->rules[ri].timers;
-        prefetch_due(timers);
+        prefetch_due(timers, &s->probes[ri]);
         PartEntry *pe = deadline_top(timers);
         run_advance(s, ri, pe, pe->deadline);
     }
@@ -522,6 +527,7 @@ static PartEntry *find_key(const RuleState *st, const RouteKey *k)
 static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     RuleState *st = &s->rules[ri];
+    part_probe_prefetch(&s->probes[ri], k->hash);   /* the slot a new entry takes */
     NfaKey fresh;
     nfa_key_init(&fresh);
     s->cur_rule = ri;
