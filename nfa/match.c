@@ -184,7 +184,9 @@ static void install_live(NfaKey *k, RunList *from, NfaCounters *c)
             n = keep;
         }
     }
-    if (n)
+    if (n == 1)
+        *nfa_key_live(k) = from->v[0];   /* the common case, without a call */
+    else if (n)
         memcpy(nfa_key_live(k), from->v, n * sizeof *from->v);
     k->n_live = (uint32_t)n;
     from->n = 0;
