@@ -693,6 +693,15 @@ static void release_matches(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ct
         hold_back(k, w, ctx->counters);
 }
 
+/* release_matches when there is anything to release: most events and timeouts
+ * complete nothing, and then the call is not made. */
+static inline void release_any(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx *ctx,
+                               bool flush)
+{
+    if (w->fresh.n || nfa_key_n_done(k))
+        release_matches(nfa, k, w, ctx, flush);
+}
+
 /* Frees what a key holds once it holds nothing, so that an idle key owns no memory
  * (nfa_key_idle is then exact), or else updates its deadline. */
 static void settle(const Nfa *nfa, NfaKey *k)
@@ -756,7 +765,7 @@ void nfa_key_advance_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *c
         list_release_from(&live, 0);
     }
     set_live_count(k, live.n);
-    release_matches(nfa, k, work, ctx, flush);
+    release_any(nfa, k, work, ctx, flush);
     settle(nfa, k);
 }
 
@@ -841,7 +850,7 @@ static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx 
     install_live(k, &w->next, ctx->counters);
     ctx->counters->partials_live += k->n_live;
     ctx->counters->partials_live -= before;
-    release_matches(nfa, k, w, ctx, false);
+    release_any(nfa, k, w, ctx, false);
     settle(nfa, k);
 }
 
