@@ -115,6 +115,8 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
 #define KEYS_ON_STACK 8
 /* Bytes reserved for an alert's key texts and record before rendering. */
 #define ALERT_ROOM 1024
+/* The thread's record buffer is kept between alerts up to this size. */
+#define ALERT_ROOM_KEPT (64 * 1024)
 
 /* The key values as text for path and argv templates, each followed by NUL, at the
  * start of buf; offs[i] is where value i starts. */
@@ -133,9 +135,10 @@ static Output *router_target(const AlertRouter *ar, int to)
     return slot < ar->n_outs ? ar->outs[slot] : NULL;
 }
 
-/* One alert's work space: the key texts, then the record being delivered. */
+/* One alert's work space: the key texts, then the record being delivered, in the
+ * delivering thread's scratch buffer (no allocation per alert once it has grown). */
 typedef struct AlertWork {
-    Buf buf;
+    Buf *buf;
     size_t records_at;         /* where a record starts: after the key texts */
     const size_t *offs;        /* the key texts' offsets */
     const char **ptrs;         /* n_key pointers to them, set after each render */
@@ -147,14 +150,14 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
                            const NfaResult *r, EvalScratch *scratch, AlertMeta *meta,
                            AlertWork *w)
 {
-    buf_truncate(&w->buf, w->records_at);
+    buf_truncate(w->buf, w->records_at);
     meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
     int rc = alert_render_named(rule, names_of(ar, rule), action, key, n_key, r, scratch,
-                                ECHO_DECODED, &w->buf);
+                                ECHO_DECODED, w->buf);
     for (size_t i = 0; rc == 0 && i < w->n_key; i++)   /* the buffer may have moved */
-        w->ptrs[i] = w->buf.data + w->offs[i];
-    const char *line = w->buf.data + w->records_at;
-    size_t len = w->buf.len - w->records_at;
+        w->ptrs[i] = w->buf->data + w->offs[i];
+    const char *line = w->buf->data + w->records_at;
+    size_t len = w->buf->len - w->records_at;
     size_t n_to = action ? action->n_to : 0;
     for (size_t i = 0; i < (n_to ? n_to : 1); i++) {
         Output *o = router_target(ar, n_to ? action->to[i] : -1);
@@ -183,14 +186,15 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     bool on_stack = n_meta_keys <= KEYS_ON_STACK;
     size_t *offs = on_stack ? offs_room : malloc(n_meta_keys * sizeof *offs);
     const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
-    AlertWork w = {BUF_INIT, 0, offs, ptrs, n_meta_keys};
-    /* room for the key texts and a usual record at once: one allocation per alert */
-    if (offs && ptrs && buf_reserve(&w.buf, ALERT_ROOM))
-        key_texts_append(&w.buf, key, n_meta_keys, offs);
-    if (!offs || !ptrs || w.buf.failed) {
+    AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys};
+    buf_clear(w.buf);
+    /* room for the key texts and a usual record at once */
+    if (offs && ptrs && buf_reserve(w.buf, ALERT_ROOM))
+        key_texts_append(w.buf, key, n_meta_keys, offs);
+    if (!offs || !ptrs || w.buf->failed) {
         out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
     } else {
-        w.records_at = w.buf.len;
+        w.records_at = w.buf->len;
         AlertMeta meta = {
             .rule = rule->name, .kind = alert_kind_name(r->kind),
             .key_names = rule->key_names, .key_texts = ptrs, .n_key = n_meta_keys,
@@ -201,7 +205,8 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
         for (size_t i = 0; i < n_actions; i++)
             deliver_action(ar, rule, &actions[i], key, n_key, r, scratch, &meta, &w);
     }
-    buf_free(&w.buf);
+    if (w.buf->cap > ALERT_ROOM_KEPT || w.buf->failed)
+        buf_free(w.buf);
     if (!on_stack) {
         free(offs);
         free(ptrs);

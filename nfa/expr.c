@@ -109,6 +109,7 @@ struct CExpr {
 
 struct EvalScratch {
     Arena arena;
+    Buf text;                /* expr_scratch_text */
     pcre2_match_data *md;
     uint32_t md_pairs;
     pcre2_match_context *mctx;
@@ -145,9 +146,15 @@ void expr_scratch_free(EvalScratch *s)
     if (!s)
         return;
     arena_free(&s->arena);
+    buf_free(&s->text);
     pcre2_match_data_free(s->md);
     pcre2_match_context_free(s->mctx);
     free(s);
+}
+
+Buf *expr_scratch_text(EvalScratch *s)
+{
+    return &s->text;
 }
 
 uint64_t expr_scratch_regex_limit_hits(const EvalScratch *s)

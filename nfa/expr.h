@@ -27,6 +27,11 @@ typedef struct EvalScratch EvalScratch;
 EvalScratch *expr_scratch_new(void);
 void expr_scratch_reset(EvalScratch *s);
 void expr_scratch_free(EvalScratch *s);
+/* A byte buffer that lives as long as the scratch, for text its thread builds over
+ * and over (alert records): the caller clears it before use; expr_scratch_reset
+ * leaves it alone. Never NULL. */
+struct Buf;
+struct Buf *expr_scratch_text(EvalScratch *s);
 /* Regex matches that hit PCRE2's match or depth limit (counted, then treated as no match). */
 uint64_t expr_scratch_regex_limit_hits(const EvalScratch *s);
 

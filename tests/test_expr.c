@@ -544,6 +544,24 @@ START_TEST(fast_conditions_agree_with_eval)
 }
 END_TEST
 
+/* The scratch's text buffer is the thread's own and outlives expr_scratch_reset
+ * (alert records are built in it between evaluations). */
+START_TEST(scratch_text_outlives_reset)
+{
+    Buf *b = expr_scratch_text(fx.scratch);
+    ck_assert_ptr_nonnull(b);
+    buf_puts(b, "record");
+    expr_scratch_reset(fx.scratch);
+    ck_assert_ptr_eq(expr_scratch_text(fx.scratch), b);
+    ck_assert_str_eq(b->data, "record");
+    EvalScratch *other = expr_scratch_new();
+    ck_assert_ptr_nonnull(other);
+    ck_assert_ptr_ne(expr_scratch_text(other), b);
+    ck_assert_uint_eq(expr_scratch_text(other)->len, 0);
+    expr_scratch_free(other);
+}
+END_TEST
+
 START_TEST(short_circuit_skips_rhs)
 {
     /* The right side hits the regex limit whenever it runs, which the scratch counts. */
@@ -1375,7 +1393,7 @@ static Suite *expr_suite(void)
                     folding_keeps_runtime_parts}},
         {"compare", {comparisons, mismatched_types_are_false, null_comparisons,
                      three_valued_logic, short_circuit_skips_rhs,
-                     fast_conditions_agree_with_eval}},
+                     fast_conditions_agree_with_eval, scratch_text_outlives_reset}},
         {"in", {in_constant_list, in_large_list, in_runtime_list}},
         {"regex", {regex_match, regex_catastrophic_backtracking, regex_extract_groups,
                    regex_errors}},
