@@ -3,8 +3,12 @@
  *
  * Real rule sets repeat themselves: dozens of rules with `filter type == "tx"` and
  * `key user`. The router groups rules whose filter (or key) has the same canonical
- * text (dsl_fmt_expr) and evaluates each group once per event. Owns: the groups (built
- * once per rule set) and the per-event cache (key bytes, hashes and values per group).
+ * text (dsl_fmt_expr) and evaluates each group once per event. Different filters
+ * share their atoms too (the rule set's FilterPlan: `type == "tx"` inside
+ * `type == "tx" and amount > 500` is the atom of `type == "tx"` alone), each tested
+ * at most once per event, and filters starting with the same atom are skipped
+ * together when it fails. Owns: the groups (built once per rule set) and the
+ * per-event cache (atom truths; key bytes, hashes and values per group).
  * Not thread-safe: one router per thread. */
 #ifndef VIGIL_RUNTIME_ROUTE_H
 #define VIGIL_RUNTIME_ROUTE_H
