@@ -1,8 +1,10 @@
 /* rules/ruleset.h — a loaded rule set, compiled and ready to run.
  *
- * Owns: the AST (RuleSet), the field table, and per rule its compiled filter, key
- * expressions, NFA and actions. Immutable once built, so workers share it without
- * locks; hot reload builds a new one and swaps it between two events.
+ * Owns: the AST (RuleSet), the field table, per rule its compiled filter, key
+ * expressions, NFA and actions, and every filter again as a tree over atoms shared
+ * by the whole set (FilterPlan, rules/filters.c). Immutable once built, so workers
+ * share it without locks; hot reload builds a new one and swaps it between two
+ * events.
  * Rules are matched with their predecessors across reloads by fingerprint
  * (dsl_rule_fingerprint: the canonical text of filter, key, steps, within, skip). */
 #ifndef VIGIL_RULES_RULESET_H
