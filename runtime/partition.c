@@ -19,10 +19,14 @@
  * masking its address: a header, then entries of one size class (multiples of 8
  * bytes). Never-used entries are carved from the end of the used part (a new slab
  * touches only the memory it hands out); freed ones go on the slab's free list. A slab
- * with room is on its class's list; an empty one is freed, except one spare per table
+ * with room is on its class's list; an empty one is freed, except one spare per pool
  * that the next slab of any class reuses, so a key that dies and comes back costs no
- * allocation. Entries too large for a slab's eighth get a malloc of their own. */
-#define SLAB_BYTES 4096u
+ * allocation. The slab an entry was last freed to serves the next one of its class
+ * (LIFO: the entry is still in the cache), without relinking lists, whose other slabs'
+ * headers are cold. A slab's header is read on every free: the timers prefetch it for
+ * the keys about to fire (part_slab_prefetch). Entries of more than 512 bytes get a
+ * malloc of their own. */
+#define SLAB_BYTES PART_SLAB_BYTES
 #define ENTRY_ALIGN 8u
 #define SLAB_CLASSES PART_SLAB_CLASSES
 
@@ -35,8 +39,8 @@ struct PartSlab {
 };
 
 #define SLAB_HEAD ((sizeof(PartSlab) + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1))
-_Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 4 <= SLAB_BYTES - SLAB_HEAD,
-               "a slab holds at least four entries of its largest class");
+_Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_BYTES - SLAB_HEAD,
+               "a slab holds at least sixteen entries of its largest class");
 
 size_t part_entry_bytes(size_t klen)
 {
@@ -60,7 +64,7 @@ static void slab_unlink(PartPool *pool, size_t cls, PartSlab *sl)
     if (sl->prev)
         sl->prev->next = sl->next;
     else
-        pool->avail[cls] = sl->next;
+        pool->cls[cls].avail = sl->next;
     if (sl->next)
         sl->next->prev = sl->prev;
     sl->prev = sl->next = NULL;
@@ -69,18 +73,21 @@ static void slab_unlink(PartPool *pool, size_t cls, PartSlab *sl)
 static void slab_push(PartPool *pool, size_t cls, PartSlab *sl)
 {
     sl->prev = NULL;
-    sl->next = pool->avail[cls];
+    sl->next = pool->cls[cls].avail;
     if (sl->next)
         sl->next->prev = sl;
-    pool->avail[cls] = sl;
+    pool->cls[cls].avail = sl;
 }
 
 /* A slab with room for an entry of `bytes`, on its class's list; NULL on allocation
  * failure. */
 static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
 {
-    if (pool->avail[cls])
-        return pool->avail[cls];
+    PartSlab *recent = pool->cls[cls].recent;
+    if (recent && recent->live < recent->cap)
+        return recent;
+    if (pool->cls[cls].avail)
+        return pool->cls[cls].avail;
     PartSlab *sl = pool->spare ? pool->spare : aligned_alloc(SLAB_BYTES, SLAB_BYTES);
     if (!sl)
         return NULL;
@@ -96,7 +103,7 @@ static PartEntry *entry_alloc(PartPool *pool, size_t bytes)
     size_t cls = slab_class(bytes);
     if (cls == SLAB_CLASSES)
         return malloc(bytes);
-    if (!pool->avail && !(pool->avail = calloc(SLAB_CLASSES, sizeof *pool->avail)))
+    if (!pool->cls && !(pool->cls = calloc(SLAB_CLASSES, sizeof *pool->cls)))
         return NULL;
     PartSlab *sl = slab_with_room(pool, cls, bytes);
     if (!sl)
@@ -119,14 +126,12 @@ static void entry_release(PartPool *pool, PartEntry *e)
         return;
     }
     PartSlab *sl = slab_of(e);
-    /* the slab goes first in its list, so the next entry of its class reuses this one
-     * while it is still in the cache */
-    if (sl->live-- != sl->cap && pool->avail[cls] != sl)
-        slab_unlink(pool, cls, sl);
-    if (pool->avail[cls] != sl)
+    if (sl->live-- == sl->cap)
         slab_push(pool, cls, sl);
     if (!sl->live) {
         slab_unlink(pool, cls, sl);
+        if (pool->cls[cls].recent == sl)
+            pool->cls[cls].recent = NULL;
         if (pool->spare)
             free(sl);
         else
@@ -135,17 +140,18 @@ static void entry_release(PartPool *pool, PartEntry *e)
     }
     memcpy(e, &sl->free, sizeof sl->free);
     sl->free = e;
+    pool->cls[cls].recent = sl;
 }
 
 void part_pool_init(PartPool *pool)
 {
-    pool->avail = NULL;
+    pool->cls = NULL;
     pool->spare = NULL;
 }
 
 void part_pool_free(PartPool *pool)
 {
-    free(pool->avail);
+    free(pool->cls);
     free(pool->spare);
     part_pool_init(pool);
 }

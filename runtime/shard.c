@@ -363,8 +363,8 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
  * cold after a window's worth of other events. Each firing starts one link of the keys a few places
  * behind it, so by the time a key fires the chain is in cache, each link having been
  * fetched (from a link already there) while earlier keys ran. A key that goes idle
- * when it fires leaves its table: its slot (found from the entry's hash) is fetched
- * too. The distances are counted in this rule's firings: other rules' firings in
+ * when it fires leaves its table: its slot (found from the entry's hash) and its
+ * slab's header are fetched too. The distances are counted in this rule's firings: other rules' firings in
  * between only add time. */
 #define DUE_AHEAD_ENTRY 8
 #define DUE_AHEAD_SLOT 4
@@ -376,8 +376,10 @@ static void prefetch_due(const DeadlineHeap *timers, const PartProbe *probe)
     const PartEntry *e = deadline_peek(timers, DUE_AHEAD_ENTRY);
     if (e)
         part_entry_prefetch(e);
-    if ((e = deadline_peek(timers, DUE_AHEAD_SLOT)))
+    if ((e = deadline_peek(timers, DUE_AHEAD_SLOT))) {
         part_probe_prefetch(probe, e->hash);
+        part_slab_prefetch(e);
+    }
     if ((e = deadline_peek(timers, DUE_AHEAD_NODE)))
         nfa_key_prefetch(&e->nfa, false);
     if ((e = deadline_peek(timers, DUE_AHEAD_EVENT)))

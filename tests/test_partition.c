@@ -131,8 +131,8 @@ END_TEST
 static size_t slabs_with_room(const PartPool *pool)
 {
     size_t n = 0;
-    for (size_t c = 0; pool->avail && c < PART_SLAB_CLASSES; c++)
-        n += pool->avail[c] != NULL;
+    for (size_t c = 0; pool->cls && c < PART_SLAB_CLASSES; c++)
+        n += pool->cls[c].avail != NULL || pool->cls[c].recent != NULL;
     return n;
 }
 
