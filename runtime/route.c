@@ -44,6 +44,12 @@ struct Router {
      * is skipped (run_end: where the run of test_order[k] ends) */
     size_t *test_order;
     size_t *run_end;
+    /* the distinct keys: per key group its first rule, and a bit per rule that has
+     * it, so that each key the admitted rules need is computed before they are
+     * listed, without a test per rule */
+    size_t n_keys;
+    size_t *key_rule;
+    uint64_t *key_rules;       /* n_keys * words */
     uint64_t gen;              /* the current event */
     /* this event's truth of each atom of the rule set's FilterPlan (1, 0, -1), or
      * NOT_TESTED: an atom shared by several filters is tested once per event */
@@ -166,6 +172,30 @@ static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
     return (FilterShape){SHAPE_TREE, cr->filter_root, 0};
 }
 
+/* key_rule and key_rules (see struct Router), from the key groups. False on OOM. */
+static bool index_keys(Router *r)
+{
+    size_t n = r->n ? r->n : 1;
+    r->key_rule = calloc(n, sizeof *r->key_rule);
+    r->key_rules = calloc(n * r->words, sizeof *r->key_rules);
+    if (!r->key_rule || !r->key_rules)
+        return false;
+    size_t *slot_of = calloc(n, sizeof *slot_of);   /* per group's first rule */
+    if (!slot_of)
+        return false;
+    r->n_keys = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        size_t g = r->key_group[i];   /* a group's first rule comes before its others */
+        if (g == i) {
+            slot_of[i] = r->n_keys;
+            r->key_rule[r->n_keys++] = i;
+        }
+        r->key_rules[slot_of[g] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+    }
+    free(slot_of);
+    return true;
+}
+
 /* The atom a filter needs before anything else, or NO_GUARD. */
 #define NO_GUARD UINT32_MAX
 
@@ -249,7 +279,7 @@ Router *router_new(const CompiledRuleSet *rs)
     for (size_t i = 0; i < rs->n_rules; i++)
         r->shape[i] = shape_of(rs, &rs->rules[i]);
     memset(r->atom_truth, NOT_TESTED, r->n_atoms);
-    if (!order_tests(r)) {
+    if (!order_tests(r) || !index_keys(r)) {
         router_free(r);
         return NULL;
     }
@@ -278,6 +308,8 @@ void router_free(Router *r)
     free(r->shape);
     free(r->test_order);
     free(r->run_end);
+    free(r->key_rule);
+    free(r->key_rules);
     free(r);
 }
 
@@ -416,15 +448,21 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
         for (size_t w = 0; w < r->words; w++)
             r->passed[w] |= rules[w];
     }
+    for (size_t k = 0; k < r->n_keys; k++) {
+        const uint64_t *rules = &r->key_rules[k * r->words];
+        for (size_t w = 0; w < r->words; w++)
+            if (rules[w] & r->passed[w]) {
+                size_t g = r->key_rule[k];
+                compute_key(r, g, &ctx, scratch);
+                r->key_gen[g] = r->gen;   /* for router_route on the same event */
+                break;
+            }
+    }
     size_t n = 0;
     for (size_t w = 0; w < r->words; w++)
         for (uint64_t bits = r->passed[w]; bits; bits &= bits - 1) {
             size_t rule = w * 64 + (size_t)__builtin_ctzll(bits);
             size_t g = r->key_group[rule];
-            if (r->key_gen[g] != r->gen) {
-                compute_key(r, g, &ctx, scratch);
-                r->key_gen[g] = r->gen;
-            }
             order[n++] = rule;
             res[rule] = r->key_res[g];
             key[rule] = r->key_of[g];   /* read only on ROUTE_KEYED */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "runtime/route.h"
 #include "tests/rulesutil.h"
 
@@ -151,12 +152,74 @@ START_TEST(router_agrees_with_each_filter)
 }
 END_TEST
 
+/* More rules than one 64-bit word holds, with filters and keys interleaved, so that
+ * the bit sets of admitted rules and of each key's rules span several words. */
+START_TEST(many_rules_over_several_words)
+{
+    static const char *const filters[] = {
+        "type == \"tx\"", "type == \"tx\" and amount > 5", "type == \"login\"", "",
+        "type == \"order\" or amount > 50",
+    };
+    static const char *const keys[] = {"user", "id", "user, id"};
+    Buf text = BUF_INIT;
+    for (int i = 0; i < 150; i++) {
+        const char *f = filters[i % 5];
+        buf_printf(&text, "rule r%d { %s%s%s key %s; begin a; }\n", i, *f ? "filter " : "", f,
+                   *f ? ";" : "", keys[(i / 5) % 3]);
+    }
+    ck_assert(!text.failed);
+    CompiledRuleSet *rs = test_rules_compile(text.data, NULL);
+    buf_free(&text);
+    Router *all = router_new(rs), *one = router_new(rs);
+    EvalScratch *scratch = expr_scratch_new();
+    ck_assert_ptr_nonnull(all);
+    ck_assert_ptr_nonnull(one);
+    ck_assert_ptr_nonnull(scratch);
+    static const Sample samples[] = {
+        {"tx", 10, 3}, {"tx", 1, 3}, {"login", 60, 3}, {"order", 0, 3},
+    };
+    size_t order[150];
+    RouteResult res[150];
+    RouteKey keyed[150];
+    for (size_t e = 0; e < sizeof samples / sizeof samples[0]; e++) {
+        Event *ev = sample_event(rs, &samples[e], (int64_t)e);
+        size_t admitted = router_route_all(all, ev, scratch, order, res, keyed);
+        router_begin(one);
+        size_t k = 0;
+        for (size_t i = 0; i < rs->n_rules; i++) {
+            RouteKey key;
+            RouteResult r = router_route(one, i, ev, scratch, &key);
+            if (r == ROUTE_FILTERED)
+                continue;
+            ck_assert_uint_lt(k, admitted);
+            ck_assert_uint_eq(order[k++], i);
+            ck_assert_int_eq(res[i], r);
+            ck_assert_int_eq(r, ROUTE_KEYED);
+            ck_assert_uint_eq(keyed[i].len, key.len);
+            ck_assert(!memcmp(keyed[i].bytes, key.bytes, key.len));
+            ck_assert_uint_eq(keyed[i].hash, key.hash);
+        }
+        ck_assert_uint_eq(k, admitted);
+        /* tx with amount 10 passes filters 0, 1 and 3 (none) of every five */
+        if (e == 0)
+            ck_assert_uint_eq(admitted, 90);
+        event_release(ev);
+        expr_scratch_reset(scratch);
+    }
+    expr_scratch_free(scratch);
+    router_free(all);
+    router_free(one);
+    ruleset_free(rs);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("route");
     TCase *tc = tcase_create("filters");
     tcase_add_test(tc, plan_shares_atoms_written_alike);
     tcase_add_test(tc, router_agrees_with_each_filter);
+    tcase_add_test(tc, many_rules_over_several_words);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
