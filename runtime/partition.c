@@ -35,7 +35,7 @@ struct PartSlab {
     void *free;                   /* freed entries, linked through their first word */
     uint32_t live;                /* entries handed out */
     uint32_t carved;              /* entries ever handed out from the end */
-    uint32_t size, cap;           /* entry bytes, entries the slab holds */
+    uint32_t cap;                 /* entries the slab holds */
 };
 
 #define SLAB_HEAD ((sizeof(PartSlab) + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1))
@@ -92,8 +92,7 @@ static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
     if (!sl)
         return NULL;
     pool->spare = NULL;
-    *sl = (PartSlab){.size = (uint32_t)bytes,
-                     .cap = (uint32_t)((SLAB_BYTES - SLAB_HEAD) / bytes)};
+    *sl = (PartSlab){.cap = (uint32_t)((SLAB_BYTES - SLAB_HEAD) / bytes)};
     slab_push(pool, cls, sl);
     return sl;
 }

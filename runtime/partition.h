@@ -24,7 +24,9 @@
 
 /* Every byte is paid once per live key (scenario 5 holds a million), so each field
  * says what it is for. Fields in the order a lookup reads them; `charged` sits after
- * the NfaKey, where the key bytes would otherwise start at an 8-byte boundary. */
+ * the NfaKey, since among the 8-byte fields it would cost 4 bytes of padding. The
+ * entry lives in a slab of its size class (part_entry_bytes: 8-byte steps, no
+ * allocator header). */
 typedef struct PartEntry {
     uint64_t hash;            /* part_hash of the key bytes: resizes and the timers'
                                  tie order read it */
