@@ -103,6 +103,7 @@ struct CExpr {
     bool field_vs_const;
     bool const_first;          /* written `constant OP field` */
     int cmp_op;                /* BinaryOp */
+    int num_op;                /* a number constant: cmp_op as `field OP constant`; else -1 */
     int32_t cmp_slot;
     Value cmp_const;           /* its strings live in consts */
 };
@@ -1004,6 +1005,9 @@ static inline bool compare_fast(int op, const Value *l, const Value *r)
 static inline int test_field_vs_const(const CExpr *ce, const Event *ev)
 {
     const Value *f = slot_ref(ev, ce->cmp_slot);
+    if (ce->num_op >= 0)   /* the commonest: a field against a number */
+        return f->type == V_NUM && compare_numbers(ce->num_op, f->num, ce->cmp_const.num)
+                   ? T_TRUE : T_FALSE;
     bool holds = ce->const_first ? compare_fast(ce->cmp_op, &ce->cmp_const, f)
                                  : compare_fast(ce->cmp_op, f, &ce->cmp_const);
     return holds ? T_TRUE : T_FALSE;
@@ -1567,6 +1571,19 @@ static bool compile_expr(Compiler *c, const Expr *e, uint32_t *out)
     return ok;
 }
 
+/* The operator with its operands swapped: `k < f` is `f > k`. Exact for numbers,
+ * NaN included (only != holds either way). */
+static int mirrored(int op)
+{
+    switch (op) {
+    case BIN_LT: return BIN_GT;
+    case BIN_LE: return BIN_GE;
+    case BIN_GT: return BIN_LT;
+    case BIN_GE: return BIN_LE;
+    default: return op;
+    }
+}
+
 /* Recognises a program that is one comparison of an event field with a constant. */
 static void note_shape(CExpr *ce)
 {
@@ -1585,6 +1602,8 @@ static void note_shape(CExpr *ce)
         return;
     }
     ce->cmp_op = root->sub;
+    ce->num_op = ce->cmp_const.type != V_NUM ? -1
+                 : ce->const_first ? mirrored(root->sub) : root->sub;
     ce->field_vs_const = true;
 }
 
