@@ -226,15 +226,25 @@ void match_node_release(MatchNode *n)
  * mmapped chunk would keep it). */
 #define SLAB_BYTES ((size_t)1 << 14)
 
+/* Each slab keeps its own free nodes and count, so that one whose nodes are all
+ * released can go back to malloc: a burst of partial matches does not pin its peak
+ * for the life of the thread. Slabs are in one of four places: the current one (new
+ * nodes come from it), the list of others with free room, the one empty spare, or
+ * none (full: a release into it lists it again). */
 typedef struct NodeSlab {
     NodePool *pool;
-    struct NodeSlab *next;
+    struct NodeSlab *prev, *next;   /* in pool->room while listed */
+    MatchNode *free;                /* released nodes of this slab, linked through prev */
+    uint32_t used;                  /* bytes after the header ever handed out */
+    uint32_t live;                  /* nodes taken and not yet released */
+    bool listed;                    /* in pool->room */
 } NodeSlab;
 
 struct NodePool {
-    NodeSlab *slabs;        /* every slab, newest first; owned */
-    MatchNode *free;        /* released nodes, linked through prev */
-    char *bump, *bump_end;  /* the newest slab's never-used part */
+    NodeSlab *cur;          /* where nodes come from; NULL before the first */
+    NodeSlab *room;         /* other slabs with free nodes (none of them empty) */
+    NodeSlab *spare;        /* one empty slab kept for the next burst, or NULL */
+    size_t n_slabs;         /* all of them */
     MatchNode *root;        /* the newest node taken without prev while it is held (not
                                a reference: releasing it clears this) */
     size_t live;            /* nodes taken and not yet released */
@@ -254,6 +264,8 @@ struct NodePool {
 
 _Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
 
+#define SLAB_ROOM ((uint32_t)(SLAB_BYTES - sizeof(NodeSlab)))
+
 static NodeSlab *slab_of(const MatchNode *n)
 {
     return (NodeSlab *)((uintptr_t)n & ~(uintptr_t)(SLAB_BYTES - 1));
@@ -264,14 +276,21 @@ NodePool *node_pool_new(void)
     return calloc(1, sizeof(NodePool));
 }
 
+static void slab_free(NodePool *p, NodeSlab *s)
+{
+    if (!s)
+        return;
+    UNPOISON(s, SLAB_BYTES);
+    free(s);
+    p->n_slabs--;
+}
+
+/* Only when no node is held: every slab left is then the current one or the spare
+ * (an emptied slab never stays listed). */
 static void pool_destroy(NodePool *p)
 {
-    while (p->slabs) {
-        NodeSlab *next = p->slabs->next;
-        UNPOISON(p->slabs, SLAB_BYTES);
-        free(p->slabs);
-        p->slabs = next;
-    }
+    slab_free(p, p->cur);
+    slab_free(p, p->spare);
     free(p);
 }
 
@@ -290,30 +309,82 @@ size_t node_pool_live(const NodePool *pool)
     return pool->live;
 }
 
-/* Room for one node: a released one, else the newest slab's next, else a new slab. */
-static MatchNode *pool_alloc(NodePool *p)
+size_t node_pool_slabs(const NodePool *pool)
 {
-    MatchNode *n = p->free;
+    return pool->n_slabs;
+}
+
+static void slab_list(NodePool *p, NodeSlab *s)
+{
+    s->prev = NULL;
+    s->next = p->room;
+    if (p->room)
+        p->room->prev = s;
+    p->room = s;
+    s->listed = true;
+}
+
+static void slab_unlist(NodePool *p, NodeSlab *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        p->room = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->listed = false;
+}
+
+/* The slab new nodes come from once the current one is full: a listed one (reusing
+ * released room first), else the spare, else a new one. NULL on allocation failure. */
+static NodeSlab *next_slab(NodePool *p)
+{
+    NodeSlab *s = p->room;
+    if (s) {
+        slab_unlist(p, s);
+        return s;
+    }
+    if ((s = p->spare)) {
+        p->spare = NULL;
+        return s;
+    }
+    if (!(s = aligned_alloc(SLAB_BYTES, SLAB_BYTES)))
+        return NULL;
+    memset(s, 0, sizeof *s);
+    s->pool = p;
+    POISON(s + 1, SLAB_ROOM);
+    p->n_slabs++;
+    return s;
+}
+
+/* Room for one node in the current slab: a released one, else its next unused. */
+static MatchNode *slab_take(NodeSlab *s)
+{
+    MatchNode *n = s->free;
     if (n) {
         UNPOISON(n, sizeof *n);
-        p->free = n->prev;
-        return n;
+        s->free = n->prev;
+    } else if (SLAB_ROOM - s->used >= sizeof *n) {
+        n = (MatchNode *)(void *)((char *)(s + 1) + s->used);
+        s->used += (uint32_t)sizeof *n;
+        UNPOISON(n, sizeof *n);
+    } else {
+        return NULL;
     }
-    if ((size_t)(p->bump_end - p->bump) < sizeof *n) {
-        NodeSlab *s = aligned_alloc(SLAB_BYTES, SLAB_BYTES);
-        if (!s)
-            return NULL;
-        s->pool = p;
-        s->next = p->slabs;
-        p->slabs = s;
-        p->bump = (char *)(s + 1);
-        p->bump_end = (char *)s + SLAB_BYTES;
-        POISON(p->bump, (size_t)(p->bump_end - p->bump));
-    }
-    n = (MatchNode *)(void *)p->bump;
-    p->bump += sizeof *n;
-    UNPOISON(n, sizeof *n);
+    s->live++;
     return n;
+}
+
+static MatchNode *pool_alloc(NodePool *p)
+{
+    MatchNode *n = p->cur ? slab_take(p->cur) : NULL;
+    if (n)
+        return n;
+    NodeSlab *s = next_slab(p);
+    if (!s)
+        return NULL;
+    p->cur = s;   /* the full one is unlisted: a release lists it again */
+    return slab_take(s);
 }
 
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step)
@@ -342,14 +413,38 @@ MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_
     return n;
 }
 
+/* A slab other than the current one whose last node went: kept as the spare if
+ * there is none, else freed, so an idle pool holds at most two slabs. */
+static void slab_emptied(NodePool *p, NodeSlab *s)
+{
+    if (s->listed)
+        slab_unlist(p, s);
+    if (p->spare) {
+        slab_free(p, s);
+        return;
+    }
+    s->free = NULL;
+    s->used = 0;
+    POISON(s + 1, SLAB_ROOM);
+    p->spare = s;
+}
+
 static void pool_put(MatchNode *n)
 {
-    NodePool *p = slab_of(n)->pool;
+    NodeSlab *s = slab_of(n);
+    NodePool *p = s->pool;
     if (p->root == n)
         p->root = NULL;
-    n->prev = p->free;
-    p->free = n;
+    n->prev = s->free;
+    s->free = n;
     POISON(n, sizeof *n);
+    s->live--;
+    if (s != p->cur) {
+        if (s->live == 0)
+            slab_emptied(p, s);
+        else if (!s->listed)
+            slab_list(p, s);
+    }
     if (--p->live == 0 && p->orphaned)
         pool_destroy(p);
 }

@@ -124,11 +124,21 @@ void match_node_release(MatchNode *n);
 /* Plain nodes (no accumulators) without a malloc header each: 24 bytes instead of
  * malloc's 32-byte chunk, and no allocator call on the matcher's common path. Nodes
  * are carved from 16 KiB slabs aligned to their size, so a node finds its pool from
- * its own address and match_node_release needs no pool argument. A pool belongs to
- * one thread (like the events its nodes hold): create, take and release on it.
- * Slabs are kept while the pool lives (freed nodes are reused, memory is not given
- * back); node_pool_free lets go of the pool, which then goes away with its last
- * node, so nodes may outlive the owner that made them (a rule-set swap). */
+ * its own address and match_node_release needs no pool argument. Released nodes are
+ * reused first; a slab whose nodes are all released goes back to malloc, except one
+ * empty spare, so a pool holds at most two slabs when no node is held.
+ * node_pool_free lets go of the pool, which then goes away with its last node, so
+ * nodes may outlive the owner that made them (a rule-set swap).
+ *
+ * Threads. Nothing here is atomic: a node, its chain, its event and its pool belong
+ * to one thread at a time, and every retain and release of a pooled node touches its
+ * pool (the slab's lists, the pool's counts). The runtime keeps this so: each worker
+ * thread has its own NfaWork, hence pool; its keys' nodes hold only events it alone
+ * references (a copy per worker, event_clone); results are rendered synchronously
+ * inside the emit callback, which keeps no node. Another thread may create, retain,
+ * release or read nodes of a worker's pool only while that worker is stopped with a
+ * happens-before edge both ways (the pause of a reload, checkpoint or restore, or
+ * after pthread_join at shutdown). A node never links to another thread's nodes. */
 typedef struct NodePool NodePool;
 /* NULL on allocation failure. */
 NodePool *node_pool_new(void);
@@ -143,5 +153,7 @@ void node_pool_free(NodePool *pool);
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step);
 /* Nodes of the pool held now. */
 size_t node_pool_live(const NodePool *pool);
+/* Slabs the pool holds now (each SLAB_BYTES, 16 KiB). */
+size_t node_pool_slabs(const NodePool *pool);
 
 #endif

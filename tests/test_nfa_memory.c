@@ -271,6 +271,56 @@ START_TEST(test_node_pool_reuses_and_outlives_owner)
 }
 END_TEST
 
+/* Nodes per 16 KiB slab, about: the test takes many slabs' worth. */
+#define NODES_PER_SLAB ((16384 - 64) / 24)
+
+/* A pool gives back slabs that empty (a burst of partial matches must not pin its
+ * peak for the life of the thread), keeping a bounded reserve; a slab that still
+ * holds one node stays; and the pool keeps working on the slabs it kept. */
+START_TEST(test_node_pool_gives_back_empty_slabs)
+{
+    NodePool *pool = node_pool_new();
+    ck_assert_ptr_nonnull(pool);
+    Event *ev = event_new("{}", 2, 0);
+    ck_assert_ptr_nonnull(ev);
+    enum { SLABS = 12, N = SLABS * NODES_PER_SLAB };
+    MatchNode **nodes = calloc(N, sizeof *nodes);
+    ck_assert_ptr_nonnull(nodes);
+    for (size_t i = 0; i < N; i++) {
+        nodes[i] = node_pool_take(pool, NULL, ev, (uint16_t)(i & 1));
+        ck_assert_ptr_nonnull(nodes[i]);
+    }
+    ck_assert_uint_ge(node_pool_slabs(pool), SLABS);
+    /* one node left in every slab: nothing can go */
+    size_t peak = node_pool_slabs(pool);
+    for (size_t i = 0; i < N; i++)
+        if (i % NODES_PER_SLAB != 7) {
+            match_node_release(nodes[i]);
+            nodes[i] = NULL;
+        }
+    ck_assert_uint_eq(node_pool_slabs(pool), peak);
+    /* the freed room is reused before any new slab */
+    for (size_t i = 0; i < N; i++)
+        if (!nodes[i])
+            ck_assert_ptr_nonnull(nodes[i] = node_pool_take(pool, NULL, ev, (uint16_t)(i & 1)));
+    ck_assert_uint_eq(node_pool_slabs(pool), peak);
+    for (size_t i = 0; i < N; i++)
+        match_node_release(nodes[i]);
+    ck_assert_uint_eq(node_pool_live(pool), 0);
+    ck_assert_uint_le(node_pool_slabs(pool), 2);
+    /* a second burst, released newest first, leaves the same reserve */
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(nodes[i] = node_pool_take(pool, NULL, ev, (uint16_t)(i & 1)));
+    for (size_t i = N; i-- > 0;)
+        match_node_release(nodes[i]);
+    ck_assert_uint_le(node_pool_slabs(pool), 2);
+    ck_assert_uint_eq(ev->refs, 1);
+    free(nodes);
+    node_pool_free(pool);
+    event_release(ev);
+}
+END_TEST
+
 /* Checkpoint stand-ins: an event's number is its id, looked up in a table. */
 static uint64_t index_by_id(void *user, const Event *ev)
 {
@@ -591,6 +641,7 @@ int main(void)
     tcase_add_test(tc, test_key_is_one_line_and_inline_until_it_branches);
     tcase_add_test(tc, test_memo_stamp_wraps_cleanly);
     tcase_add_test(tc, test_node_pool_reuses_and_outlives_owner);
+    tcase_add_test(tc, test_node_pool_gives_back_empty_slabs);
     tcase_add_test(tc, test_held_back_match_survives_snapshot);
     tcase_add_test(tc, test_key_in_caller_storage);
     tcase_add_test(tc, test_threshold_ladders_match_plain_evaluation);
