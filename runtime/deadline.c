@@ -325,14 +325,23 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     return rc;
 }
 
+void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n)
+{
+    const DeadlineRing *r = NULL;
+    size_t at = 0;
+    if (d->top && !(d->top->heap_pos & IN_HEAP)) {
+        r = &d->core->ring[d->top->heap_pos >> RING_SHIFT];
+        at = d->top->heap_pos & (SEQ_LIMIT - 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = r && at + ahead[i] < r->tail ? ring_at(r, at + ahead[i])->entry : NULL;
+}
+
 PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
 {
-    if (!d->top || (d->top->heap_pos & IN_HEAP))
-        return NULL;
-    size_t pos = d->top->heap_pos;
-    const DeadlineRing *r = &d->core->ring[pos >> RING_SHIFT];
-    size_t seq = (pos & (SEQ_LIMIT - 1)) + ahead;
-    return seq < r->tail ? ring_at(r, seq)->entry : NULL;
+    PartEntry *e;
+    deadline_peek_many(d, &ahead, &e, 1);
+    return e;
 }
 
 /* ---- checks for tests ------------------------------------------------------------ */

@@ -85,6 +85,9 @@ static inline int64_t deadline_next(const DeadlineHeap *d) { return d->top_deadl
  * the ring's end, or a top from the heap). Reads the top entry and one ring slot:
  * it names, cheaply, keys likely to come due soon, for prefetching. */
 PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead);
+/* deadline_peek for several distances at once (out[i] for ahead[i]): the top and its
+ * ring are found once. */
+void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n);
 /* For tests: true if e is held where its heap_pos says, under its current deadline. */
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);
 /* For tests: checks every internal invariant (the rings' order and ends, the heap's

@@ -360,30 +360,30 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
 
 /* Timers fire in order, so the keys about to come due are known: firing one touches
  * its entry (with its NfaKey inside), the newest node and that node's event, each
- * cold after a window's worth of other events. Each firing starts one link of the keys a few places
- * behind it, so by the time a key fires the chain is in cache, each link having been
- * fetched (from a link already there) while earlier keys ran. A key that goes idle
- * when it fires leaves its table: its slot (found from the entry's hash) and its
- * slab's header are fetched too. The distances are counted in this rule's firings: other rules' firings in
- * between only add time. */
-#define DUE_AHEAD_ENTRY 8
-#define DUE_AHEAD_SLOT 4
-#define DUE_AHEAD_NODE 2
-#define DUE_AHEAD_EVENT 1
+ * cold after a window's worth of other events. Each firing starts one link of the
+ * keys a few places behind it, so by the time a key fires the chain is in cache, each
+ * link having been fetched (from a link already there) while earlier keys ran. A key
+ * that goes idle when it fires leaves its table: its slot (found from the entry's
+ * hash) and its slab's header are fetched too. The distances are counted in this
+ * rule's firings: other rules' firings in between only add time. */
+enum { DUE_ENTRY, DUE_SLOT, DUE_NODE, DUE_EVENT, DUE_LINKS };
+static const size_t due_ahead[DUE_LINKS] = {[DUE_ENTRY] = 8, [DUE_SLOT] = 4,
+                                            [DUE_NODE] = 2, [DUE_EVENT] = 1};
 
 static void prefetch_due(const DeadlineHeap *timers, const PartProbe *probe)
 {
-    const PartEntry *e = deadline_peek(timers, DUE_AHEAD_ENTRY);
-    if (e)
-        part_entry_prefetch(e);
-    if ((e = deadline_peek(timers, DUE_AHEAD_SLOT))) {
-        part_probe_prefetch(probe, e->hash);
-        part_slab_prefetch(e);
+    PartEntry *e[DUE_LINKS];
+    deadline_peek_many(timers, due_ahead, e, DUE_LINKS);
+    if (e[DUE_ENTRY])
+        part_entry_prefetch(e[DUE_ENTRY]);
+    if (e[DUE_SLOT]) {
+        part_probe_prefetch(probe, e[DUE_SLOT]->hash);
+        part_slab_prefetch(e[DUE_SLOT]);
     }
-    if ((e = deadline_peek(timers, DUE_AHEAD_NODE)))
-        nfa_key_prefetch(&e->nfa, false);
-    if ((e = deadline_peek(timers, DUE_AHEAD_EVENT)))
-        nfa_key_prefetch(&e->nfa, true);
+    if (e[DUE_NODE])
+        nfa_key_prefetch(&e[DUE_NODE]->nfa, false);
+    if (e[DUE_EVENT])
+        nfa_key_prefetch(&e[DUE_EVENT]->nfa, true);
 }
 
 void shard_fire_due(Shard *s, int64_t t)

@@ -32,7 +32,8 @@ static void keys_init(Keys *k)
 }
 
 /* One stream of increasing deadlines, as a rule arms its keys: peeking `ahead` names
- * the key that becomes the top after `ahead` pops, and nothing past the last. */
+ * the key that becomes the top after `ahead` pops, and nothing past the last; so does
+ * peeking several distances at once. */
 START_TEST(peek_follows_firing_order)
 {
     static Keys k;
@@ -45,10 +46,16 @@ START_TEST(peek_follows_firing_order)
     for (size_t fired = 0; fired < N_KEYS; fired++) {
         ck_assert_ptr_eq(deadline_top(&d), &k.e[fired]);
         ck_assert_ptr_eq(deadline_peek(&d, 0), &k.e[fired]);
+        size_t aheads[9];
+        PartEntry *many[9];
         for (size_t ahead = 1; ahead < 10; ahead++) {
             PartEntry *want = fired + ahead < N_KEYS ? &k.e[fired + ahead] : NULL;
             ck_assert_ptr_eq(deadline_peek(&d, ahead), want);
+            aheads[9 - ahead] = ahead;   /* in decreasing order, as the shard asks */
         }
+        deadline_peek_many(&d, aheads, many, 9);
+        for (size_t i = 0; i < 9; i++)
+            ck_assert_ptr_eq(many[i], fired + aheads[i] < N_KEYS ? &k.e[fired + aheads[i]] : NULL);
         deadline_remove(&d, &k.e[fired]);
         ck_assert_ptr_null(deadline_verify(&d));
     }
@@ -88,6 +95,8 @@ START_TEST(peek_names_held_later_keys)
         x = x * UINT64_C(6364136223846793005) + 1442695040888963407u;
         ck_assert_int_eq(deadline_set(&d, &k.e[i], (int64_t)(x >> 40) % 500), 0);
     }
+    static const size_t aheads[] = {8, 4, 2, 1, 0, 40};
+    enum { N_AHEADS = sizeof aheads / sizeof aheads[0] };
     while (deadline_top(&d)) {
         for (size_t ahead = 1; ahead < 6; ahead++) {
             const PartEntry *e = deadline_peek(&d, ahead);
@@ -96,6 +105,11 @@ START_TEST(peek_names_held_later_keys)
             ck_assert(deadline_holds(&d, e));
             ck_assert_int_ge(e->deadline, deadline_next(&d));
         }
+        /* several distances at once, as the shard asks, agree with one at a time */
+        PartEntry *many[N_AHEADS];
+        deadline_peek_many(&d, aheads, many, N_AHEADS);
+        for (size_t i = 0; i < N_AHEADS; i++)
+            ck_assert_ptr_eq(many[i], deadline_peek(&d, aheads[i]));
         deadline_remove(&d, deadline_top(&d));
     }
     deadline_free(&d);
