@@ -3,6 +3,7 @@
  * decode the lines too (parallel decoding, below). */
 #include "runtime/engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,10 @@ typedef struct FeedBatch {
     WorkerSplit *split;        /* owned: the events split by owner worker (fast path) */
     bool split_ok;             /* the job split every line: the lines' events are then
                                   borrowed from the split, which holds them */
+    uint64_t seq;              /* the batch's number in input order */
+    atomic_uint_least64_t decoded;   /* seq + 1 once its job decoded and split it (release) */
+    bool delivered;            /* under FeedChain.lock: the job delivered the split itself
+                                  (feed_deliver); the engine's thread only counts it */
 } FeedBatch;
 
 /* What a decoding thread needs to route events as well (filters and keys, on event
@@ -92,12 +97,28 @@ typedef struct FeedRouter {
     RouteKey *key;
 } FeedRouter;
 
+/* Where the fast path stands, so that a decoding job can take its batch's fast path
+ * itself (feed_deliver) when every batch before has been delivered: the batch `seq`
+ * comes next, and what the reorder buffer and the ids would be by then. The engine's
+ * thread sets it when it takes a batch the job did not deliver (and when it submits
+ * one with none out), a job when it delivers its batch. */
+typedef struct FeedChain {
+    pthread_mutex_t lock;      /* jobs only try it: they never wait for the engine's thread */
+    uint64_t seq;
+    bool ok;                   /* nothing buffered, nothing routed but not yet queued */
+    Reorder reorder;           /* a copy of the scalars: its heap is never touched */
+    uint64_t next_id;
+} FeedChain;
+
 /* A ring of batches: ring[oldest] .. the next in_flight are out for decoding, the
  * one after them is being filled (so in_flight < n_ring). The newest `fresh` of
  * those out were sent since the last tick. */
 typedef struct Feed {
     FeedBatch *ring;
     size_t n_ring, oldest, in_flight, fresh;
+    uint64_t next_seq;         /* of the next batch submitted */
+    FeedChain chain;
+    bool chain_ready;          /* its lock is initialised */
     Decoder **decoders;        /* per worker; owned */
     FeedRouter *routers;       /* per worker; owned */
 } Feed;
@@ -272,6 +293,38 @@ static bool split_batch(FeedBatch *b, size_t worker)
     return true;
 }
 
+/* The fast path on the decoding thread, when every batch before this one went out
+ * already: the same decision as the engine's thread would make (feed_take_split),
+ * from the same state; then this job hands the parts to their owners itself, and this
+ * worker matches its own part right after, while its events are in its cache. The
+ * batches after it that were decoded meanwhile go out the same way. If the engine's
+ * thread holds the chain, or a batch before is not out yet, the engine's thread takes
+ * this one as usual. */
+static void feed_deliver(FeedBatch *b, size_t worker)
+{
+    Feed *f = &b->e->feed;
+    FeedChain *c = &f->chain;
+    if (pthread_mutex_trylock(&c->lock) != 0)
+        return;
+    /* no batch from c->seq on can be taken (nor its slot reused) while this holds the lock */
+    while (c->seq == b->seq && c->ok && b->split_ok) {
+        int64_t first = b->lines[0].out.time_ms, last = b->lines[b->n - 1].out.time_ms;
+        Reorder r = c->reorder;
+        if (!reorder_pass_sorted(&r, first, last, b->n) ||
+            !workers_split_deliver(b->e->workers, b->split, worker, c->next_id + 1, last))
+            break;
+        c->reorder = r;
+        c->next_id += b->n;
+        c->seq++;
+        b->delivered = true;
+        size_t next = (size_t)(b - f->ring) + 1;
+        b = &f->ring[next < f->n_ring ? next : 0];
+        if (atomic_load_explicit(&b->decoded, memory_order_acquire) != c->seq + 1)
+            break;   /* not decoded yet (or not submitted): its own job goes on */
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* The job, on worker `worker`. */
 static void decode_batch(void *arg, size_t worker)
 {
@@ -296,6 +349,8 @@ static void decode_batch(void *arg, size_t worker)
             route_line(b, fr, l);
     }
     b->split_ok = b->split && e->rs->event_time && split_batch(b, worker);
+    atomic_store_explicit(&b->decoded, b->seq + 1, memory_order_release);
+    feed_deliver(b, worker);
 }
 
 static int feed_init(Engine *e)
@@ -305,13 +360,15 @@ static int feed_init(Engine *e)
     f->ring = calloc(f->n_ring, sizeof *f->ring);
     f->decoders = decoders_new(e->rs, e->n_workers);
     f->routers = routers_new(e->rs, e->n_workers);
-    if (!f->ring || !f->decoders || !f->routers)
+    if (!f->ring || !f->decoders || !f->routers || pthread_mutex_init(&f->chain.lock, NULL))
         return -1;
+    f->chain_ready = true;
     for (size_t i = 0; i < f->n_ring; i++) {
         f->ring[i].e = e;
         f->ring[i].job.run = decode_batch;
         f->ring[i].job.arg = &f->ring[i];
         atomic_init(&f->ring[i].job.done, false);
+        atomic_init(&f->ring[i].decoded, 0);
         if (!(f->ring[i].split = workers_split_new(e->workers)))
             return -1;
     }
@@ -323,6 +380,12 @@ static void feed_unsplit(FeedBatch *b)
 {
     if (!b->split_ok)
         return;
+    if (b->delivered) {   /* only when the engine ends without taking it: drop it */
+        for (size_t i = 0; i < b->n; i++)
+            b->lines[i].out.ev = NULL;   /* their owners have them */
+        b->split_ok = b->delivered = false;
+        return;
+    }
     for (size_t i = 0; i < b->n; i++)
         event_retain(b->lines[i].out.ev);
     workers_split_clear(b->split);
@@ -346,6 +409,8 @@ static void feed_free(Engine *e)
         buf_free(&b->keys);
     }
     free(f->ring);
+    if (f->chain_ready)
+        pthread_mutex_destroy(&f->chain.lock);
     decoders_free(f->decoders, e->n_workers);
     routers_free(f->routers, e->n_workers);
 }
@@ -599,21 +664,31 @@ static void take_rejected(Engine *e, const char *text, size_t len, const char *o
 static bool feed_take_split(Engine *e, FeedBatch *b)
 {
     int64_t first = b->lines[0].out.time_ms, last = b->lines[b->n - 1].out.time_ms;
-    if (!b->split_ok || !reorder_pass_sorted(&e->reorder, first, last, b->n))
+    if (!b->split_ok)
         return false;
+    if (!reorder_pass_sorted(&e->reorder, first, last, b->n)) {
+        if (b->delivered)
+            e->failed = true;   /* cannot happen: the job decided from this state */
+        else
+            return false;
+    }
     e->stats.lines += b->n;
     e->stats.events += b->n;
-    workers_split_send(e->workers, b->split, e->next_id + 1, last);
+    if (b->delivered)
+        workers_split_delivered(e->workers, b->split);
+    else
+        workers_split_send(e->workers, b->split, e->next_id + 1, last);
     e->next_id += b->n;
     e->released_ms = last;
     for (size_t i = 0; i < b->n; i++)
         b->lines[i].out.ev = NULL;
     b->split_ok = false;
+    b->delivered = false;
     return true;
 }
 
 /* The lines of a decoded batch, in order; the batch is then empty for reuse. */
-static void feed_take(Engine *e, FeedBatch *b)
+static void feed_take_lines(Engine *e, FeedBatch *b)
 {
     if (b->n && feed_take_split(e, b)) {
         b->n = 0;
@@ -641,6 +716,31 @@ static void feed_take(Engine *e, FeedBatch *b)
     }
     b->n = 0;
     buf_clear(&b->text);
+}
+
+/* The chain continues at batch `seq` from this thread's state (chain lock held). */
+static void feed_chain_set(Engine *e, uint64_t seq)
+{
+    FeedChain *c = &e->feed.chain;
+    c->seq = seq;
+    c->ok = !e->failed && reorder_size(&e->reorder) == 0;
+    if (c->ok)
+        workers_flush(e->workers);   /* what was routed before goes before a job's parts */
+    c->reorder = e->reorder;
+    c->next_id = e->next_id;
+}
+
+/* A decoded batch, in order: a job delivered it (counted here), or this thread takes
+ * it, and the chain goes on after it. */
+static void feed_take(Engine *e, FeedBatch *b)
+{
+    FeedChain *c = &e->feed.chain;
+    pthread_mutex_lock(&c->lock);
+    bool delivered = b->delivered;
+    feed_take_lines(e, b);
+    if (!delivered)
+        feed_chain_set(e, b->seq + 1);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Takes the decoded batches in order, waiting for them until at most `left` are
@@ -676,8 +776,15 @@ static void feed_submit(Engine *e)
     FeedBatch *b = feed_filling(e);
     if (!b->n)
         return;
-    workers_submit(e->workers, &b->job);
     Feed *f = &e->feed;
+    b->seq = f->next_seq++;
+    b->delivered = false;
+    if (!f->in_flight) {   /* the state may have changed since the last batch */
+        pthread_mutex_lock(&f->chain.lock);
+        feed_chain_set(e, b->seq);
+        pthread_mutex_unlock(&f->chain.lock);
+    }
+    workers_submit(e->workers, &b->job);
     /* every batch out and the oldest not decoded yet: reading waits for the workers
      * (decoding goes before matching on them, so this is where a slow rule set holds
      * the reader back, and the input with it) */

@@ -52,6 +52,7 @@ typedef struct Batch {
     Buf keys;                  /* key bytes of the items */
     int64_t upto;              /* fire deadlines up to this time after the items */
     uint64_t id_base;          /* 0, or the items' ids are id_base + seq (WorkerSplit) */
+    size_t after;              /* a claimed own part: matched after this many queued batches */
     size_t n, cap;
     Item items[];              /* cap >= the number of rules: one event always fits */
 } Batch;
@@ -79,6 +80,11 @@ typedef struct Worker {
     Event **stash;             /* the worker's: events to give back, by batch */
     size_t cap_stash;
     size_t queued;             /* under lock: the queue's load (queue_load) */
+    size_t n_batches;          /* under lock: batches in the queue */
+    /* The worker's own parts of splits delivered by its job (workers_split_deliver),
+     * in order, each to be matched right after the job, once the first `after`
+     * batches of its queue (everything routed to it before) are; the worker's. */
+    Batch *own, *own_tail;
     Batch *filling;            /* owned by the sending thread */
     Batch *end;                /* the closing batch, allocated up front: ending never fails */
     int64_t sent_upto;
@@ -95,7 +101,7 @@ struct Workers {
     Router *router;            /* the sending thread's filter/key evaluation */
     uint64_t *missing_key;     /* per rule, counted by the sending thread */
     Event **copies;            /* per worker: this event's copy for it, during dispatch */
-    bool backlogged;           /* a queue reached QUEUE_HIGH; the sending thread's */
+    atomic_bool backlogged;    /* a queue reached QUEUE_HIGH (a decoding job's sends too) */
     bool failed;
     size_t home;               /* during a dispatch: the worker that allocated the event */
     Event **unrouted;          /* per worker, UNROUTED_BATCH events no worker took that it
@@ -284,21 +290,41 @@ static size_t queue_load(const Batch *b)
     return b->n ? b->n : 1;
 }
 
-/* Returns the queue's load after this batch went in. */
-static size_t queue_push(Worker *wk, Batch *b)
+/* Returns the queue's load after this batch went in. Only the sending thread waits
+ * for room: a worker that waited for another could wait for one that waits for it. */
+static size_t queue_push_as(Worker *wk, Batch *b, bool may_wait)
 {
     pthread_mutex_lock(&wk->lock);
-    while (wk->queued >= QUEUE_ITEMS)
+    while (may_wait && wk->queued >= QUEUE_ITEMS)
         pthread_cond_wait(&wk->nonfull, &wk->lock);
     if (wk->tail)
         wk->tail->next = b;
     else
         wk->head = b;
     wk->tail = b;
+    wk->n_batches++;
     size_t queued = wk->queued += queue_load(b);
     pthread_cond_signal(&wk->nonempty);
     pthread_mutex_unlock(&wk->lock);
     return queued;
+}
+
+/* Under wk->lock, with a batch queued. */
+static Batch *queue_unlink_head(Worker *wk)
+{
+    Batch *b = wk->head;
+    wk->head = b->next;
+    if (!wk->head)
+        wk->tail = NULL;
+    wk->n_batches--;
+    wk->queued -= queue_load(b);
+    pthread_cond_broadcast(&wk->nonfull);   /* a drain and a send may both wait */
+    return b;
+}
+
+static size_t queue_push(Worker *wk, Batch *b)
+{
+    return queue_push_as(wk, b, true);
 }
 
 static int64_t wall_ms(void)
@@ -350,12 +376,7 @@ static Batch *queue_pop(Worker *wk, WorkerJob **job)
         pthread_mutex_unlock(&wk->lock);
         return NULL;
     }
-    Batch *b = wk->head;
-    wk->head = b->next;
-    if (!wk->head)
-        wk->tail = NULL;
-    wk->queued -= queue_load(b);
-    pthread_cond_signal(&wk->nonfull);
+    Batch *b = queue_unlink_head(wk);
     pthread_mutex_unlock(&wk->lock);
     return b;
 }
@@ -372,6 +393,46 @@ static void pause_here(Workers *ws)
     pthread_mutex_unlock(&ws->pause_lock);
 }
 
+/* The items of an event batch, then its deadlines (worker thread). */
+static void match_batch(Worker *wk, const Batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const Item *it = &b->items[i];
+        /* the events were written on another core: start fetching the next ones */
+        if (i + WORKER_PREFETCH < b->n)
+            __builtin_prefetch(b->items[i + WORKER_PREFETCH].ev, 1);
+        if (b->id_base)
+            it->ev->id = b->id_base + it->seq;
+        shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
+                   it->hash);
+    }
+    if (b->upto != INT64_MIN)
+        shard_fire_due(wk->shard, b->upto);
+}
+
+/* The part claimed by the job just run, after the batches queued before the claim
+ * (event batches: the claim checked). The job is already marked done, so the sending
+ * thread goes on meanwhile; what it queues from then on comes after both. */
+static void match_own(Worker *wk)
+{
+    size_t popped = 0;
+    while (wk->own) {
+        Batch *own = wk->own;
+        for (; popped < own->after; popped++) {
+            pthread_mutex_lock(&wk->lock);
+            Batch *b = queue_unlink_head(wk);
+            pthread_mutex_unlock(&wk->lock);
+            match_batch(wk, b);
+            batch_recycle(wk, b);
+        }
+        wk->own = own->next;
+        own->next = NULL;
+        match_batch(wk, own);
+        batch_recycle(wk, own);
+    }
+    wk->own_tail = NULL;
+}
+
 /* The lock only when the sender waits: done and job_waiting are both sequentially
  * consistent, so either the sender sees done before it sleeps, or this sees it
  * waiting and wakes it under the lock (after it went to sleep). */
@@ -379,11 +440,12 @@ static void run_job(Workers *ws, WorkerJob *job, size_t worker)
 {
     job->run(job->arg, worker);
     atomic_store(&job->done, true);
-    if (!atomic_load(&ws->job_waiting))
-        return;
-    pthread_mutex_lock(&ws->job_lock);
-    pthread_cond_broadcast(&ws->job_cond);
-    pthread_mutex_unlock(&ws->job_lock);
+    if (atomic_load(&ws->job_waiting)) {
+        pthread_mutex_lock(&ws->job_lock);
+        pthread_cond_broadcast(&ws->job_cond);
+        pthread_mutex_unlock(&ws->job_lock);
+    }
+    match_own(&ws->w[worker]);
 }
 
 static void *worker_main(void *arg)
@@ -402,18 +464,7 @@ static void *worker_main(void *arg)
             pause_here(wk->owner);
             continue;
         }
-        for (size_t i = 0; i < b->n; i++) {
-            const Item *it = &b->items[i];
-            /* the events were written on another core: start fetching the next ones */
-            if (i + WORKER_PREFETCH < b->n)
-                __builtin_prefetch(b->items[i + WORKER_PREFETCH].ev, 1);
-            if (b->id_base)
-                it->ev->id = b->id_base + it->seq;
-            shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
-                       it->hash);
-        }
-        if (b->upto != INT64_MIN)
-            shard_fire_due(wk->shard, b->upto);
+        match_batch(wk, b);
         if (b->kind == BATCH_EVENTS) {
             batch_recycle(wk, b);
             continue;
@@ -438,6 +489,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->rs = rs;
     ws->n = n;
     ws->processing_time = processing_time;
+    atomic_init(&ws->backlogged, false);
     ws->w = calloc(n, sizeof *ws->w);
     ws->copies = calloc(n, sizeof *ws->copies);
     ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
@@ -521,7 +573,7 @@ static void send_filling(Worker *wk)
     if (b->upto > wk->sent_upto)
         wk->sent_upto = b->upto;
     if (queue_push(wk, b) >= QUEUE_HIGH)
-        wk->owner->backlogged = true;
+        atomic_store_explicit(&wk->owner->backlogged, true, memory_order_relaxed);
 }
 
 /* The event object worker `i` gets: the original for the first worker, copies for others. */
@@ -671,6 +723,8 @@ struct WorkerSplit {
     Event **copies;            /* per owner worker: the current event's object for it */
     Event **unrouted;          /* events no rule takes: one reference each */
     size_t n_unrouted, cap_unrouted;
+    bool *delivered;           /* per owner: it got a part from workers_split_deliver */
+    int64_t delivered_upto;
 };
 
 WorkerSplit *workers_split_new(const Workers *ws)
@@ -681,7 +735,8 @@ WorkerSplit *workers_split_new(const Workers *ws)
     s->n_workers = ws->n;
     s->sub = calloc(ws->n, sizeof *s->sub);
     s->copies = calloc(ws->n, sizeof *s->copies);
-    if (!s->sub || !s->copies) {
+    s->delivered = calloc(ws->n, sizeof *s->delivered);
+    if (!s->sub || !s->copies || !s->delivered) {
         workers_split_free(s);
         return NULL;
     }
@@ -715,6 +770,7 @@ void workers_split_free(WorkerSplit *s)
         event_release(s->unrouted[j]);
     free(s->sub);
     free(s->copies);
+    free(s->delivered);
     free(s->unrouted);
     free(s);
 }
@@ -801,6 +857,70 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
     return -1;
 }
 
+/* Worker wk's own part, to be matched right after the job that delivers it, after the
+ * batches queued to it now; false if one of those is a pause or the end. */
+static bool claim_own(Worker *wk, Batch *b)
+{
+    pthread_mutex_lock(&wk->lock);
+    bool events_only = true;
+    for (const Batch *q = wk->head; q && events_only; q = q->next)
+        events_only = q->kind == BATCH_EVENTS;
+    size_t before = wk->n_batches;
+    pthread_mutex_unlock(&wk->lock);
+    if (!events_only)
+        return false;
+    b->after = before;
+    b->next = NULL;
+    if (wk->own_tail)
+        wk->own_tail->next = b;
+    else
+        wk->own = b;
+    wk->own_tail = b;
+    return true;
+}
+
+bool workers_split_deliver(Workers *ws, WorkerSplit *s, size_t worker, uint64_t id_base,
+                           int64_t upto)
+{
+    Batch *mine = s->sub[worker];
+    if (mine && mine->n) {
+        mine->id_base = id_base;
+        mine->upto = upto;
+        if (!claim_own(&ws->w[worker], mine))
+            return false;
+        s->sub[worker] = NULL;
+        s->delivered[worker] = true;
+    }
+    for (size_t i = 0; i < ws->n; i++) {
+        Batch *b = s->sub[i];
+        if (!b || !b->n)
+            continue;
+        s->sub[i] = NULL;
+        s->delivered[i] = true;
+        b->id_base = id_base;
+        b->upto = upto;
+        /* never waits: the sending thread, seeing the backlog, stops reading, and the
+         * batches out for decoding bound what passes QUEUE_ITEMS */
+        if (queue_push_as(&ws->w[i], b, false) >= QUEUE_HIGH)
+            atomic_store_explicit(&ws->backlogged, true, memory_order_relaxed);
+    }
+    s->delivered_upto = upto;
+    if (s->n_unrouted) {
+        give_back(&ws->w[s->home], s->unrouted, s->n_unrouted);
+        s->n_unrouted = 0;
+    }
+    return true;
+}
+
+void workers_split_delivered(Workers *ws, WorkerSplit *s)
+{
+    for (size_t i = 0; i < ws->n; i++) {
+        if (s->delivered[i] && s->delivered_upto > ws->w[i].sent_upto)
+            ws->w[i].sent_upto = s->delivered_upto;
+        s->delivered[i] = false;
+    }
+}
+
 void workers_split_send(Workers *ws, WorkerSplit *s, uint64_t id_base, int64_t upto)
 {
     for (size_t i = 0; i < ws->n; i++) {
@@ -816,12 +936,19 @@ void workers_split_send(Workers *ws, WorkerSplit *s, uint64_t id_base, int64_t u
         if (upto > wk->sent_upto)
             wk->sent_upto = upto;
         if (queue_push(wk, b) >= QUEUE_HIGH)
-            ws->backlogged = true;
+            atomic_store_explicit(&ws->backlogged, true, memory_order_relaxed);
     }
     if (s->n_unrouted) {
         give_back(&ws->w[s->home], s->unrouted, s->n_unrouted);
         s->n_unrouted = 0;
     }
+}
+
+void workers_flush(Workers *ws)
+{
+    for (size_t i = 0; i < ws->n; i++)
+        if (ws->w[i].filling && ws->w[i].filling->n)
+            send_filling(&ws->w[i]);
 }
 
 void workers_publish(Workers *ws, int64_t upto)
@@ -840,7 +967,7 @@ void workers_publish(Workers *ws, int64_t upto)
 
 bool workers_backlogged(const Workers *ws)
 {
-    return ws->backlogged;
+    return atomic_load_explicit(&ws->backlogged, memory_order_relaxed);
 }
 
 /* Waits until worker wk's queue is down to QUEUE_LOW or the time `until` passes. */
@@ -869,7 +996,7 @@ bool workers_drain(Workers *ws, int timeout_ms)
     for (size_t i = 0; i < ws->n && drained; i++)
         drained = queue_drained(&ws->w[i], &until);
     if (drained)
-        ws->backlogged = false;
+        atomic_store_explicit(&ws->backlogged, false, memory_order_relaxed);
     return drained;
 }
 

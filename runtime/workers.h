@@ -89,6 +89,18 @@ WorkerSplit *workers_split_new(const Workers *w);
  * split may hold more, and must be cleared with workers_split_clear). */
 int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq);
+/* On a job of worker `worker` (usually the one that split the batch), once it is known
+ * that the batch's events are released in order now, with ids id_base + seq, and that
+ * everything routed to any worker before them is queued already (the engine's fast
+ * path, decided without the sending thread): queues each other owner's part, and
+ * keeps the worker's own to match right after the job, while its events are still in
+ * its cache (after what is queued to it now). The sending thread then only calls
+ * workers_split_delivered. False, with nothing done, if a pause or the end is queued
+ * to the worker: the sending thread takes the batch as usual. */
+bool workers_split_deliver(Workers *w, WorkerSplit *s, size_t worker, uint64_t id_base,
+                           int64_t upto);
+/* The sending thread's bookkeeping for a split delivered by its job. */
+void workers_split_delivered(Workers *w, WorkerSplit *s);
 /* Drops every reference the split holds (any thread that owns the events). */
 void workers_split_clear(WorkerSplit *s);
 /* The sending thread, when the batch's events are released in order: each owner gets
@@ -104,6 +116,8 @@ bool workers_backlogged(const Workers *w);
 /* Waits at most timeout_ms until every queue is down to a quarter; true then (and
  * workers_backlogged is false again). Call from the sending thread. */
 bool workers_drain(Workers *w, int timeout_ms);
+/* Sends the batches being filled that hold events. */
+void workers_flush(Workers *w);
 /* Sends the batches being filled, and time progress up to `upto` to idle workers. */
 void workers_publish(Workers *w, int64_t upto);
 /* Ends the workers (joins them): with fire_timeouts every pending `within` fires

@@ -546,7 +546,8 @@ typedef struct Run {
 } Run;
 
 /* Feeds lines (every refuse_every-th handed in as refused by the input layer, none if
- * 0; every 500th followed by a tick), then ends: engine_finish, or engine_stop. */
+ * 0; every 500th followed by a tick; waiting for backlogged workers as `vigil run`
+ * does), then ends: engine_finish, or engine_stop. */
 static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t workers,
                       size_t refuse_every, bool stop, Run *run)
 {
@@ -564,6 +565,8 @@ static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t 
             ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
         if (i % 500 == 499)
             ck_assert_int_eq(engine_tick(e, 0), 0);
+        while (engine_backlogged(e))
+            engine_drain(e, 50);
     }
     ck_assert_int_eq(stop ? engine_stop(e) : engine_finish(e), 0);
     engine_stats(e, &run->stats);
@@ -722,6 +725,38 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
     run_lines(rs, lines, n, 1, 0, false, &one);
     ck_assert_uint_gt(one.stats.malformed, 30);
     ck_assert_uint_gt(one.stats.late, 10);
+    ck_assert_uint_gt(one.rule0.matches, 100);
+    for (size_t workers = 2; workers <= 3; workers++) {
+        run_lines(rs, lines, n, workers, 0, false, &more);
+        assert_same_run(&one, &more);
+        run_free(&more);
+    }
+    run_free(&one);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
+/* A decoding job that finds every batch before its own out hands the parts to their
+ * owners itself, past a queue's bound if need be (a worker that waited for room in
+ * another's queue once hung with the engine's thread draining), while the engine's
+ * thread waits for backlogged queues to drain: with many rules every batch's parts
+ * are larger than a queue, and the ids, alerts and counters must still come out as
+ * with one thread. */
+START_TEST(workers_deliver_parts_larger_than_a_queue)
+{
+    Buf rules = BUF_INIT;
+    buf_puts(&rules, "time ts epoch_ms;\n");
+    for (int r = 0; r < 24; r++)
+        buf_printf(&rules, "rule r%d { key user; begin a where n %% 24 == %d;\n"
+                   "  followed_by b where n %% 24 == %d; within 10s; on match alert \"m\"; }\n",
+                   r, r, (r + 23) % 24);   /* the key's next line */
+    CompiledRuleSet *rs = test_rules_compile(rules.data, NULL);
+    buf_free(&rules);
+    size_t n = 6000;
+    char **lines = some_bad_lines(n, n, n);   /* all good and ordered: the fast path */
+    Run one, more;
+    run_lines(rs, lines, n, 1, 0, false, &one);
     ck_assert_uint_gt(one.rule0.matches, 100);
     for (size_t workers = 2; workers <= 3; workers++) {
         run_lines(rs, lines, n, workers, 0, false, &more);
@@ -911,6 +946,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_0);
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
     tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
+    tcase_add_test(tc, workers_deliver_parts_larger_than_a_queue);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
