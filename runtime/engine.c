@@ -27,8 +27,10 @@
  * that observes or changes the state first processes the lines handed in so far
  * (feed_flush), so nothing outside sees the delay; a tick only those of earlier
  * turns (feed_tick). A batch of only good events in time order is also split by owner
- * worker while decoding; if the reorder buffer passes it whole, this thread hands the
- * parts on without touching an event (split_batch, feed_take_split). */
+ * worker while decoding; if the reorder buffer passes it whole, the parts go to their
+ * owners without this thread touching an event (split_batch, feed_take_split). Usually
+ * the decoding job itself decides that and hands them on, when every batch before its
+ * own went out already (feed_deliver, FeedChain): this thread then only counts it. */
 
 /* A batch closes at this many lines or bytes (256 lines: larger batches measured no
  * faster, and each batch's events are allocated in one burst). */

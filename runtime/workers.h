@@ -5,9 +5,11 @@
  * engine's decoding, which goes before matching). Each released event's filter and
  * key per rule (evaluated by the engine's thread, or already by a decoding job) send
  * (rule, event, key) to the worker chosen by the hash of (rule, key), so every key's
- * events reach one worker in release order and that key's alerts keep their order. Queues have their own
- * locks (no global lock); a full queue blocks the sender, and a half-full one asks the
- * reader to stop reading (workers_backlogged) before that happens. Events are
+ * events reach one worker in release order and that key's alerts keep their order.
+ * Queues have their own locks (no global lock); a full queue blocks the sending
+ * thread (a decoding job that hands parts on never waits: workers_split_deliver), and
+ * a half-full one asks the reader to stop reading (workers_backlogged) before that
+ * happens. Events are
  * reference-counted without atomics, so an event needed by several workers is
  * copied: each event object is only ever touched by one thread at a time. Each
  * worker fires its own timers: before each of its events, after each batch (up to
