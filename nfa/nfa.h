@@ -148,7 +148,13 @@ uint64_t nfa_cond_cache_hits(const NfaCondCache *cache);
  * edges, condition memo) and a few idle keys for reuse: one per thread, shared by
  * every key of the Nfas it was made for, so a key holds only what persists.
  * nfa_work_new sizes it for nfas[0..n) (which it does not keep); NULL on allocation
- * failure. Keys it keeps for reuse are freed with it. */
+ * failure. Keys it keeps for reuse are freed with it.
+ * It also owns the pool the keys' MatchNodes come from (nfa/event.h, node pools), so
+ * a key run with a work is the work's thread's: run, clear, free and snapshot it only
+ * there, or from another thread while that one is stopped (a pause with a
+ * happens-before edge both ways, or after joining it). nfa_work_free may come before
+ * the keys are cleared (a reload hands them to a new work): the pool lives on until
+ * their last node is released, on the thread that then runs them. */
 typedef struct NfaWork NfaWork;
 NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n);
 void nfa_work_free(NfaWork *work);
