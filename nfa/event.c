@@ -249,10 +249,12 @@ struct NodePool {
                                a reference: releasing it clears this) */
     size_t live;            /* nodes taken and not yet released */
     bool orphaned;          /* node_pool_free was called: go with the last node */
+    bool memcheck;          /* running under valgrind: tell memcheck about free room */
 };
 
-/* Freed nodes are poisoned under AddressSanitizer, so that a use after release is
- * still caught although the memory stays with the pool. */
+/* Room not handed out (released nodes, a slab's unused part) is made inaccessible
+ * to AddressSanitizer and, when run under it, to valgrind's memcheck, so that a use
+ * after release is still caught although the memory stays with the pool. */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
@@ -261,6 +263,44 @@ struct NodePool {
 #define POISON(p, n) ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define HAVE_MEMCHECK 1
+#endif
+#endif
+
+static bool under_memcheck(void)
+{
+#ifdef HAVE_MEMCHECK
+    return RUNNING_ON_VALGRIND != 0;
+#else
+    return false;
+#endif
+}
+
+static void room_hide(const NodePool *p, void *a, size_t n)
+{
+    POISON(a, n);
+#ifdef HAVE_MEMCHECK
+    if (p->memcheck)
+        (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
+#else
+    (void)p;
+#endif
+}
+
+/* Defined, not undefined: a released node's link is read when it is taken back. */
+static void room_show(const NodePool *p, void *a, size_t n)
+{
+    UNPOISON(a, n);
+#ifdef HAVE_MEMCHECK
+    if (p->memcheck)
+        (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
+#else
+    (void)p;
+#endif
+}
 
 _Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
 
@@ -273,14 +313,17 @@ static NodeSlab *slab_of(const MatchNode *n)
 
 NodePool *node_pool_new(void)
 {
-    return calloc(1, sizeof(NodePool));
+    NodePool *p = calloc(1, sizeof *p);
+    if (p)
+        p->memcheck = under_memcheck();
+    return p;
 }
 
 static void slab_free(NodePool *p, NodeSlab *s)
 {
     if (!s)
         return;
-    UNPOISON(s, SLAB_BYTES);
+    room_show(p, s, SLAB_BYTES);
     free(s);
     p->n_slabs--;
 }
@@ -352,22 +395,22 @@ static NodeSlab *next_slab(NodePool *p)
         return NULL;
     memset(s, 0, sizeof *s);
     s->pool = p;
-    POISON(s + 1, SLAB_ROOM);
+    room_hide(p, s + 1, SLAB_ROOM);
     p->n_slabs++;
     return s;
 }
 
 /* Room for one node in the current slab: a released one, else its next unused. */
-static MatchNode *slab_take(NodeSlab *s)
+static MatchNode *slab_take(NodePool *p, NodeSlab *s)
 {
     MatchNode *n = s->free;
     if (n) {
-        UNPOISON(n, sizeof *n);
+        room_show(p, n, sizeof *n);
         s->free = n->prev;
     } else if (SLAB_ROOM - s->used >= sizeof *n) {
         n = (MatchNode *)(void *)((char *)(s + 1) + s->used);
         s->used += (uint32_t)sizeof *n;
-        UNPOISON(n, sizeof *n);
+        room_show(p, n, sizeof *n);
     } else {
         return NULL;
     }
@@ -377,14 +420,14 @@ static MatchNode *slab_take(NodeSlab *s)
 
 static MatchNode *pool_alloc(NodePool *p)
 {
-    MatchNode *n = p->cur ? slab_take(p->cur) : NULL;
+    MatchNode *n = p->cur ? slab_take(p, p->cur) : NULL;
     if (n)
         return n;
     NodeSlab *s = next_slab(p);
     if (!s)
         return NULL;
     p->cur = s;   /* the full one is unlisted: a release lists it again */
-    return slab_take(s);
+    return slab_take(p, s);
 }
 
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step)
@@ -425,7 +468,7 @@ static void slab_emptied(NodePool *p, NodeSlab *s)
     }
     s->free = NULL;
     s->used = 0;
-    POISON(s + 1, SLAB_ROOM);
+    room_hide(p, s + 1, SLAB_ROOM);
     p->spare = s;
 }
 
@@ -437,7 +480,7 @@ static void pool_put(MatchNode *n)
         p->root = NULL;
     n->prev = s->free;
     s->free = n;
-    POISON(n, sizeof *n);
+    room_hide(p, n, sizeof *n);
     s->live--;
     if (s != p->cur) {
         if (s->live == 0)
