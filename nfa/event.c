@@ -341,10 +341,13 @@ void node_pool_free(NodePool *pool)
 {
     if (!pool)
         return;
-    if (pool->live == 0)
+    if (pool->live == 0) {
         pool_destroy(pool);
-    else
-        pool->orphaned = true;
+        return;
+    }
+    pool->orphaned = true;   /* it takes no more nodes: no spare room is needed */
+    slab_free(pool, pool->spare);
+    pool->spare = NULL;
 }
 
 size_t node_pool_live(const NodePool *pool)
@@ -456,13 +459,16 @@ MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_
     return n;
 }
 
-/* A slab other than the current one whose last node went: kept as the spare if
- * there is none, else freed, so an idle pool holds at most two slabs. */
+/* A slab whose last node went (not the current one, unless the pool is orphaned):
+ * kept as the spare if there is none, else freed, so an idle pool holds at most two
+ * slabs; an orphaned pool keeps none. */
 static void slab_emptied(NodePool *p, NodeSlab *s)
 {
     if (s->listed)
         slab_unlist(p, s);
-    if (p->spare) {
+    if (s == p->cur)
+        p->cur = NULL;
+    if (p->spare || p->orphaned) {
         slab_free(p, s);
         return;
     }
@@ -482,12 +488,10 @@ static void pool_put(MatchNode *n)
     s->free = n;
     room_hide(p, n, sizeof *n);
     s->live--;
-    if (s != p->cur) {
-        if (s->live == 0)
-            slab_emptied(p, s);
-        else if (!s->listed)
-            slab_list(p, s);
-    }
+    if (s->live == 0 && (s != p->cur || p->orphaned))
+        slab_emptied(p, s);
+    else if (s != p->cur && !s->listed)
+        slab_list(p, s);
     if (--p->live == 0 && p->orphaned)
         pool_destroy(p);
 }

@@ -127,8 +127,9 @@ void match_node_release(MatchNode *n);
  * its own address and match_node_release needs no pool argument. Released nodes are
  * reused first; a slab whose nodes are all released goes back to malloc, except one
  * empty spare, so a pool holds at most two slabs when no node is held.
- * node_pool_free lets go of the pool, which then goes away with its last node, so
- * nodes may outlive the owner that made them (a rule-set swap).
+ * node_pool_free lets go of the pool, which then keeps only the slabs holding nodes
+ * and goes away with its last node, so nodes may outlive the owner that made them (a
+ * rule-set swap).
  *
  * Threads. Nothing here is atomic: a node, its chain, its event and its pool belong
  * to one thread at a time, and every retain and release of a pooled node touches its
@@ -153,7 +154,8 @@ void node_pool_free(NodePool *pool);
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step);
 /* Nodes of the pool held now. */
 size_t node_pool_live(const NodePool *pool);
-/* Slabs the pool holds now (each SLAB_BYTES, 16 KiB). */
+/* Slabs the pool holds now (16 KiB each); also of a pool let go of, while its
+ * nodes are held. */
 size_t node_pool_slabs(const NodePool *pool);
 
 #endif

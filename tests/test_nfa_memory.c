@@ -321,6 +321,33 @@ START_TEST(test_node_pool_gives_back_empty_slabs)
 }
 END_TEST
 
+/* A pool let go of by its owner (a reload's old work) keeps no spare room: each
+ * slab goes as it empties, the current one too, so a long partial match left over
+ * from the old rule set pins its own slab only. */
+START_TEST(test_orphaned_pool_keeps_only_held_slabs)
+{
+    NodePool *pool = node_pool_new();
+    ck_assert_ptr_nonnull(pool);
+    Event *ev = event_new("{}", 2, 0);
+    ck_assert_ptr_nonnull(ev);
+    enum { N = 4 * NODES_PER_SLAB };
+    MatchNode **nodes = calloc(N, sizeof *nodes);
+    ck_assert_ptr_nonnull(nodes);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_nonnull(nodes[i] = node_pool_take(pool, NULL, ev, (uint16_t)(i & 1)));
+    ck_assert_uint_ge(node_pool_slabs(pool), 4);
+    node_pool_free(pool);   /* nodes held: it lives on, and still answers */
+    for (size_t i = 1; i < N; i++)
+        match_node_release(nodes[i]);
+    ck_assert_uint_eq(node_pool_live(pool), 1);
+    ck_assert_uint_eq(node_pool_slabs(pool), 1);
+    match_node_release(nodes[0]);   /* the pool goes with it (leak checkers see) */
+    ck_assert_uint_eq(ev->refs, 1);
+    free(nodes);
+    event_release(ev);
+}
+END_TEST
+
 /* Checkpoint stand-ins: an event's number is its id, looked up in a table. */
 static uint64_t index_by_id(void *user, const Event *ev)
 {
@@ -642,6 +669,7 @@ int main(void)
     tcase_add_test(tc, test_memo_stamp_wraps_cleanly);
     tcase_add_test(tc, test_node_pool_reuses_and_outlives_owner);
     tcase_add_test(tc, test_node_pool_gives_back_empty_slabs);
+    tcase_add_test(tc, test_orphaned_pool_keeps_only_held_slabs);
     tcase_add_test(tc, test_held_back_match_survives_snapshot);
     tcase_add_test(tc, test_key_in_caller_storage);
     tcase_add_test(tc, test_threshold_ladders_match_plain_evaluation);
