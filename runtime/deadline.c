@@ -471,12 +471,6 @@ void rule_clock_free(RuleClock *c)
     c->n = 0;
 }
 
-/* Ties go to the lower rule number, as a scan in rule order would find them. */
-static bool clock_before(const RuleClock *c, uint32_t a, uint32_t b)
-{
-    return c->at[a] != c->at[b] ? c->at[a] < c->at[b] : a < b;
-}
-
 static void clock_place(RuleClock *c, size_t i, uint32_t rule)
 {
     c->heap[i] = rule;
@@ -488,7 +482,7 @@ void rule_clock_move(RuleClock *c, size_t rule, int64_t at)
     uint32_t r = (uint32_t)rule;
     size_t i = c->pos[r];
     c->at[r] = at;
-    while (i > 0 && clock_before(c, r, c->heap[(i - 1) / 2])) {
+    while (i > 0 && rule_clock_before(c, r, c->heap[(i - 1) / 2])) {
         clock_place(c, i, c->heap[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
@@ -496,9 +490,9 @@ void rule_clock_move(RuleClock *c, size_t rule, int64_t at)
         size_t child = 2 * i + 1;
         if (child >= c->n)
             break;
-        if (child + 1 < c->n && clock_before(c, c->heap[child + 1], c->heap[child]))
+        if (child + 1 < c->n && rule_clock_before(c, c->heap[child + 1], c->heap[child]))
             child++;
-        if (!clock_before(c, c->heap[child], r))
+        if (!rule_clock_before(c, c->heap[child], r))
             break;
         clock_place(c, i, c->heap[child]);
         i = child;

@@ -116,6 +116,22 @@ static inline void rule_clock_set(RuleClock *c, size_t rule, int64_t at)
     if (c->at[rule] != at)
         rule_clock_move(c, rule, at);
 }
+/* Ties go to the lower rule number, as a scan in rule order would find them. */
+static inline bool rule_clock_before(const RuleClock *c, uint32_t a, uint32_t b)
+{
+    return c->at[a] != c->at[b] ? c->at[a] < c->at[b] : a < b;
+}
+/* The earliest deadline of any rule but the earliest one (INT64_MAX: none) and, if
+ * any, its rule: how far the earliest rule may fire its own timers, telling the clock
+ * once at the end, before another rule's come first. */
+static inline int64_t rule_clock_runner_up(const RuleClock *c, size_t *rule)
+{
+    if (c->n < 2)
+        return INT64_MAX;
+    size_t i = c->n > 2 && rule_clock_before(c, c->heap[2], c->heap[1]) ? 2 : 1;
+    *rule = c->heap[i];
+    return c->at[c->heap[i]];
+}
 /* The earliest deadline of any rule (INT64_MAX: none) and, if any, its rule. */
 static inline int64_t rule_clock_next(const RuleClock *c, size_t *rule)
 {

@@ -385,7 +385,8 @@ static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
 
 /* After the NFA ran for a key at time `now`: drop the entry if the key went idle
  * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
- * suppression so that the idle entry is collected then). */
+ * suppression so that the idle entry is collected then). The caller tells the rules'
+ * clock (clock_rule): the timers tell it once per run of firings of one rule. */
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
@@ -394,7 +395,6 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
     if (idle && pe->suppress_until <= now) {
         budget_add(&s->mem, -(int64_t)pe->charged);
         deadline_remove(&st->timers, pe);
-        rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
         uint64_t hash = pe->hash;
         part_remove(&st->keys, pe);
         hint_entry_removed(s, ri, hash);
@@ -405,7 +405,11 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&st->timers, pe, due) < 0)
         s->failed = true;
-    rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
+}
+
+static void clock_rule(Shard *s, size_t ri)
+{
+    rule_clock_set(&s->clock, ri, deadline_next(&s->rules[ri].timers));
 }
 
 /* The rule whose next deadline is earliest, if it is <= t. */
@@ -466,10 +470,20 @@ void shard_fire_due(Shard *s, int64_t t)
     s->fired_upto = t;
     size_t ri = 0;
     while (next_due(s, t, &ri)) {
+        /* Firing changes only this rule's timers: it fires them up to where another
+         * rule's come first (ties to the lower rule number), then tells the clock. */
+        size_t other = SIZE_MAX;
+        int64_t until = rule_clock_runner_up(&s->clock, &other);
         const DeadlineHeap *timers = &s->rules[ri].timers;
-        prefetch_due(timers, &s->probes[ri], s->hint_state == HINT_ON ? &s->hint : NULL);
-        PartEntry *pe = deadline_top(timers);
-        run_advance(s, ri, pe, pe->deadline);
+        int64_t next;
+        do {
+            prefetch_due(timers, &s->probes[ri], s->hint_state == HINT_ON ? &s->hint : NULL);
+            PartEntry *pe = deadline_top(timers);
+            run_advance(s, ri, pe, pe->deadline);
+            next = deadline_next(timers);
+        } while (next <= t && next != INT64_MAX &&
+                 (next < until || (next == until && ri < other)));
+        clock_rule(s, ri);
     }
     expr_scratch_reset(s->scratch);
 }
@@ -560,6 +574,7 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
     uint32_t refs0 = ev->refs;
     nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
     settle(s, ri, pe, ev->time_ms, growth_of(g.before, ev, refs0));
+    clock_rule(s, ri);
     warn_if_needed(s, ri);
 }
 
@@ -621,6 +636,7 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     } else {
         pe->nfa = fresh;   /* the key moves into its entry (made idle) */
         settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
+        clock_rule(s, ri);
     }
     warn_if_needed(s, ri);
 }
@@ -804,6 +820,7 @@ void shard_advance_all(Shard *s)
             live[i++] = pe;
         for (size_t j = 0; j < i; j++)
             run_advance(s, ri, live[j], INT64_MAX);
+        clock_rule(s, ri);
         free(live);
     }
     expr_scratch_reset(s->scratch);

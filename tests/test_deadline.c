@@ -438,6 +438,47 @@ START_TEST(free_marks_entries_not_held)
 }
 END_TEST
 
+/* The rules' clock against a scan: after random moves (ties included), the earliest
+ * rule and the runner-up are the first two in (deadline, rule number) order. */
+START_TEST(rule_clock_earliest_and_runner_up)
+{
+    enum { RULES = 13 };
+    RuleClock c;
+    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
+    int64_t at[RULES];
+    for (size_t i = 0; i < RULES; i++)
+        at[i] = INT64_MAX;
+    uint64_t rng = 5;
+    for (int op = 0; op < 2000; op++) {
+        size_t r = next_rand(&rng) % RULES;
+        at[r] = next_rand(&rng) % 8 ? (int64_t)(next_rand(&rng) % 6) : INT64_MAX;
+        rule_clock_move(&c, r, at[r]);
+        size_t first = 0, second = SIZE_MAX;
+        for (size_t i = 1; i < RULES; i++) {
+            if (at[i] < at[first]) {
+                second = first;
+                first = i;
+            } else if (second == SIZE_MAX || at[i] < at[second]) {
+                second = i;
+            }
+        }
+        size_t got = SIZE_MAX, got2 = SIZE_MAX;
+        ck_assert_int_eq(rule_clock_next(&c, &got), at[first]);
+        if (at[first] != INT64_MAX)
+            ck_assert_uint_eq(got, first);
+        ck_assert_int_eq(rule_clock_runner_up(&c, &got2), at[second]);
+        if (at[second] != INT64_MAX)
+            ck_assert_uint_eq(got2, second);
+    }
+    rule_clock_free(&c);
+    ck_assert_int_eq(rule_clock_init(&c, 1), 0);
+    size_t none = 7;
+    ck_assert_int_eq(rule_clock_runner_up(&c, &none), INT64_MAX);   /* one rule: no other */
+    ck_assert_uint_eq(none, 7);
+    rule_clock_free(&c);
+}
+END_TEST
+
 static Suite *deadline_suite(void)
 {
     Suite *s = suite_create("deadline");
@@ -453,6 +494,7 @@ static Suite *deadline_suite(void)
     tcase_add_test(tc, holes_are_squeezed_out_and_memory_shrinks);
     tcase_add_test(tc, interleaved_streams_keep_to_rings);
     tcase_add_test(tc, free_marks_entries_not_held);
+    tcase_add_test(tc, rule_clock_earliest_and_runner_up);
     suite_add_tcase(s, tc);
     return s;
 }
