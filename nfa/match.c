@@ -491,6 +491,7 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
         c->partials_dropped++;
         return;
     }
+    c->takes++;
     Run r = {.last = node,
              .start_time = from ? from->start_time : ev->time_ms,
              .start_id = from ? from->start_id : ev->id};

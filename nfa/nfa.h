@@ -67,6 +67,9 @@ typedef struct NfaCounters {
     uint64_t partials_refused;  /* new partial matches not started: the per-rule cap */
     uint64_t cap_hits;          /* events at which a cap dropped or refused something; the
                                    runtime warns (rate-limited) when this grows */
+    uint64_t takes;             /* events taken into partial matches, a node each, made or
+                                   shared (nfa/event.h): what a key's --max-memory estimate
+                                   follows, since a shared node adds no event reference */
 } NfaCounters;
 
 /* ---- one key's state. The layout is public only so that a caller can embed an

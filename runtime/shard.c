@@ -14,7 +14,6 @@ typedef struct RuleState {
     PartTable keys;
     DeadlineHeap timers;
     NfaCounters counters;
-    NfaRunCtx ctx;
     EngineRuleStats stats;
     uint64_t cap_hits_warned;  /* counters.cap_hits at the last warning */
     int64_t cap_warned_ms;     /* when (monotonic), or INT64_MIN */
@@ -42,6 +41,8 @@ struct Shard {
                                   by the table), side by side for the staged lookups */
     const Nfa **nfas;          /* per rule: its Nfa, side by side: most rules only ask
                                   nfa_key_wakes, which should not cost a line each */
+    NfaRunCtx *ctxs;           /* per rule: its matcher's context, side by side for the
+                                  same reason (the wake test reads its gate) */
     size_t *probe_order;       /* the routed rules whose table may hold this event's key
                                   (stage_slots), in order: the later stages visit only
                                   these */
@@ -65,15 +66,15 @@ struct Shard {
 static void on_result(void *user, const NfaResult *r);
 static PartEntry *materialize(Shard *s, size_t ri);
 
-static void rule_state_init(Shard *s, RuleState *st, const NfaLimits *limits)
+static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits)
 {
     part_table_init_shared(&st->keys, &s->pool);
     deadline_init(&st->timers);
-    st->ctx.scratch = s->scratch;
-    st->ctx.limits = limits;
-    st->ctx.counters = &st->counters;
-    st->ctx.sink.emit = on_result;
-    st->ctx.sink.user = s;
+    ctx->scratch = s->scratch;
+    ctx->limits = limits;
+    ctx->counters = &st->counters;
+    ctx->sink.emit = on_result;
+    ctx->sink.user = s;
     st->cap_warned_ms = INT64_MIN;
     st->refuse_warned_ms = INT64_MIN;
     st->mem = &s->mem;
@@ -121,10 +122,10 @@ static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
 static void wire_matcher_parts(Shard *s)
 {
     for (size_t i = 0; i < s->rs->n_rules; i++) {
-        s->rules[i].ctx.cond_cache = s->cond_cache;
-        s->rules[i].ctx.cond_ids = nfa_cond_share_ids(s->cond_share, i);
-        s->rules[i].ctx.gate = nfa_cond_share_gate(s->cond_share, i);
-        s->rules[i].ctx.work = s->work;
+        s->ctxs[i].cond_cache = s->cond_cache;
+        s->ctxs[i].cond_ids = nfa_cond_share_ids(s->cond_share, i);
+        s->ctxs[i].gate = nfa_cond_share_gate(s->cond_share, i);
+        s->ctxs[i].work = s->work;
     }
 }
 
@@ -158,9 +159,10 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->probes = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probes);
     s->nfas = nfa_list(rs);
     s->probe_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probe_order);
+    s->ctxs = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->ctxs);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
         !s->routed_key || !s->routed_order || !s->found || !s->probes || !s->nfas ||
-        !s->probe_order ||
+        !s->probe_order || !s->ctxs ||
         matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
         rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
@@ -168,7 +170,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     }
     s->limits = limits;
     for (size_t i = 0; i < rs->n_rules; i++) {
-        rule_state_init(s, &s->rules[i], limits);
+        rule_state_init(s, &s->rules[i], &s->ctxs[i], limits);
         part_table_set_probe(&s->rules[i].keys, &s->probes[i]);
     }
     wire_matcher_parts(s);
@@ -206,6 +208,7 @@ static void free_rule_set_parts(Shard *s)
     free(s->probes);
     free(s->nfas);
     free(s->probe_order);
+    free(s->ctxs);
     keyhint_free(&s->hint);
     s->hint_state = HINT_UNBUILT;   /* the next shard_event builds it for the new set */
 }
@@ -361,12 +364,16 @@ typedef struct KeyGrowth {
     size_t retained;
 } KeyGrowth;
 
-/* The growth of a run of `ev` (NULL: a timer) that started with `refs0` references. */
-static KeyGrowth growth_of(size_t before, const Event *ev, uint32_t refs0)
+/* The growth of a run of `ev` (NULL: a timer) that took `takes` nodes of it. Counted
+ * by takes, not by the event's references: rules starting on one event share its
+ * first node (nfa/event.h), so only the first of them adds a reference, yet each key
+ * holds the event for as long as its own partial match lives. Every key holding the
+ * event is charged for it: the estimate errs on the safe side. */
+static KeyGrowth growth_of(size_t before, const Event *ev, uint64_t takes)
 {
     KeyGrowth g = {before, 0};
-    if (ev && ev->refs > refs0)
-        g.retained = budget_event_bytes(ev) + (size_t)(ev->refs - refs0) * NODE_BYTES;
+    if (ev && takes)
+        g.retained = budget_event_bytes(ev) + (size_t)takes * NODE_BYTES;
     return g;
 }
 
@@ -425,7 +432,7 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
     if (!nfa_key_idle(&pe->nfa)) {
         s->cur_rule = ri;
         s->cur_entry = pe;
-        nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->rules[ri].ctx);
+        nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->ctxs[ri]);
     }
     settle(s, ri, pe, t, g);
 }
@@ -571,9 +578,10 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
     s->cur_rule = ri;
     s->cur_entry = pe;
     KeyGrowth g = {nfa_key_partials(&pe->nfa), 0};
-    uint32_t refs0 = ev->refs;
-    nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->rules[ri].ctx);
-    settle(s, ri, pe, ev->time_ms, growth_of(g.before, ev, refs0));
+    uint64_t takes0 = s->rules[ri].counters.takes;
+    nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->ctxs[ri]);
+    settle(s, ri, pe, ev->time_ms,
+           growth_of(g.before, ev, s->rules[ri].counters.takes - takes0));
     clock_rule(s, ri);
     warn_if_needed(s, ri);
 }
@@ -624,8 +632,8 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     s->cur_entry = NULL;
     s->pending = k;
     s->refused = false;
-    uint32_t refs0 = ev->refs;
-    nfa_key_event_in(s->rs->rules[ri].nfa, &fresh, ev, &st->ctx);
+    uint64_t takes0 = st->counters.takes;
+    nfa_key_event_in(s->rs->rules[ri].nfa, &fresh, ev, &s->ctxs[ri]);
     PartEntry *pe = s->cur_entry;   /* made by on_result if the event alerted */
     bool idle = nfa_key_idle(&fresh);
     if (!idle && !pe)
@@ -635,7 +643,7 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
         nfa_key_clear(&fresh, &st->counters);
     } else {
         pe->nfa = fresh;   /* the key moves into its entry (made idle) */
-        settle(s, ri, pe, ev->time_ms, growth_of(0, ev, refs0));
+        settle(s, ri, pe, ev->time_ms, growth_of(0, ev, st->counters.takes - takes0));
         clock_rule(s, ri);
     }
     warn_if_needed(s, ri);
@@ -646,7 +654,7 @@ static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev,
 {
     if (pe)
         feed_entry(s, ri, pe, ev);
-    else if (nfa_key_wakes(s->nfas[ri], ev, &s->rules[ri].ctx))
+    else if (nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
         feed_new(s, ri, k, ev);
 }
 
@@ -1026,6 +1034,7 @@ struct ShardSwap {
     PartProbe *probes;
     const Nfa **nfas;
     size_t *probe_order;
+    NfaRunCtx *ctxs;
 };
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
@@ -1045,9 +1054,10 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->probes = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probes);
     sw->nfas = nfa_list(next);
     sw->probe_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probe_order);
+    sw->ctxs = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->ctxs);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
         !sw->routed_key || !sw->routed_order || !sw->found || !sw->probes || !sw->nfas ||
-        !sw->probe_order ||
+        !sw->probe_order || !sw->ctxs ||
         matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
         rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
@@ -1075,6 +1085,7 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->probes);
     free(sw->nfas);
     free(sw->probe_order);
+    free(sw->ctxs);
     free(sw);
 }
 
@@ -1083,11 +1094,12 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     for (size_t j = 0; j < sw->next->n_rules; j++) {
         RuleState *st = &sw->rules[j];
         if (from[j] == SIZE_MAX) {
-            rule_state_init(s, st, s->limits);
+            rule_state_init(s, st, &sw->ctxs[j], s->limits);
             continue;
         }
         *st = s->rules[from[j]];
-        st->ctx.counters = &st->counters;   /* it pointed into the old array */
+        sw->ctxs[j] = s->ctxs[from[j]];
+        sw->ctxs[j].counters = &st->counters;   /* it pointed into the old array */
         sw->taken[from[j]] = true;
     }
     for (size_t j = 0; j < sw->next->n_rules; j++)
@@ -1103,6 +1115,7 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->probes = sw->probes;
     s->nfas = sw->nfas;
     s->probe_order = sw->probe_order;
+    s->ctxs = sw->ctxs;
     s->clock = sw->clock;
     s->key_vals = sw->key_vals;
     s->router = sw->router;

@@ -274,6 +274,41 @@ START_TEST(estimate_follows_the_state)
 }
 END_TEST
 
+/* The estimate of 2000 keys, each holding one partial match of every rule. */
+static uint64_t estimate_with_rules(const char *rules)
+{
+    CompiledRuleSet *rs = test_rules_compile(rules, NULL);
+    Alerts a;
+    Engine *e = start(rs, &a, 1, NULL);
+    char line[96];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"login\"}", i);
+        feed(e, line, (uint64_t)i + 1);
+    }
+    EngineStats st;
+    engine_stats(e, &st);
+    engine_free(e);
+    ruleset_free(rs);
+    return st.memory_bytes;
+}
+
+/* Rules that start on the same event share its first node, but each rule's key still
+ * holds the event for as long as its own partial match lives, whichever goes first:
+ * every key is charged for it (the estimate errs on the safe side), so three rules
+ * cost about three times one. */
+START_TEST(estimate_charges_every_key_holding_an_event)
+{
+    uint64_t one = estimate_with_rules(KEYS);
+    char three[1024];
+    snprintf(three, sizeof three, "%s%s%s", KEYS, KEYS, KEYS);
+    for (char *p = three, n = '1'; (p = strstr(p, "rule pair ")); p += 10)
+        p[9] = n++;   /* pair1, pair2, pair3 */
+    uint64_t all = estimate_with_rules(three);
+    ck_assert_uint_gt(all, one * 27 / 10);
+    ck_assert_uint_lt(all, one * 33 / 10);
+}
+END_TEST
+
 /* ---- input held back by a pause ----------------------------------------------- */
 
 typedef struct Reader {
@@ -382,6 +417,7 @@ static Suite *limits_suite(void)
     tcase_add_test(budget, budget_refuses_new_keys_inline);
     tcase_add_test(budget, budget_refuses_new_keys_workers);
     tcase_add_test(budget, estimate_follows_the_state);
+    tcase_add_test(budget, estimate_charges_every_key_holding_an_event);
     suite_add_tcase(s, budget);
     TCase *input = tcase_create("input");
     tcase_add_test(input, pause_holds_the_rest_of_a_read);
