@@ -752,6 +752,18 @@ END_TEST
 
 /* ---- delivery ------------------------------------------------------------- */
 
+/* An alert router for the loaded rules whose `stdout` output is the file
+ * <fixture dir>/stdout.jsonl, whose path goes to out_path. */
+static AlertRouter *router_with_stdout_file(char *out_path, size_t cap)
+{
+    snprintf(out_path, cap, "%s/stdout.jsonl", fx.dir);
+    AlertOptions opts = {.stdout_path = out_path};
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
+    ck_assert_msg(ar != NULL, "%s", err);
+    return ar;
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -797,11 +809,7 @@ START_TEST(deliver_to_declared_outputs)
     buf_free(&text);
 
     char out_path[128];
-    snprintf(out_path, sizeof out_path, "%s/stdout.jsonl", fx.dir);
-    AlertOptions opts = {.stdout_path = out_path};
-    char *err = NULL;
-    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
-    ck_assert_msg(ar != NULL, "%s", err);
+    AlertRouter *ar = router_with_stdout_file(out_path, sizeof out_path);
 
     const CompiledRule *both = rule("both");
     Event *e = decode("{\"user_id\":\"$(rm -rf /)\",\"n\":1}", T_2026);
@@ -865,11 +873,7 @@ START_TEST(delivered_records_equal_rendered_ones)
         "  on timeout alert \"t {k10} {a.n}\" alert high \"again {k1}\"; }\n"
         "rule plain { key k1; begin a where n > 0; }\n");
     char out_path[128];
-    snprintf(out_path, sizeof out_path, "%s/stdout.jsonl", fx.dir);
-    AlertOptions opts = {.stdout_path = out_path};
-    char *err = NULL;
-    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
-    ck_assert_msg(ar != NULL, "%s", err);
+    AlertRouter *ar = router_with_stdout_file(out_path, sizeof out_path);
 
     const CompiledRule *wide = rule("wide");
     Event *e = decode("{\"k1\":\"u\\\"1\",\"k2\":2,\"k3\":null,\"k4\":true,\"k5\":\"\",\"k6\":[1],"

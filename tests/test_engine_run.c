@@ -658,20 +658,29 @@ static void free_lines(char **lines, size_t n)
     free(lines);
 }
 
+/* Runs the lines with one worker into *one, then with 2 and 3 workers, each of which
+ * must report exactly as one. */
+static void run_as_one_thread(const CompiledRuleSet *rs, char **lines, size_t n,
+                              size_t refuse_every, bool stop, Run *one)
+{
+    run_lines(rs, lines, n, 1, refuse_every, stop, one);
+    for (size_t workers = 2; workers <= 3; workers++) {
+        Run more;
+        run_lines(rs, lines, n, workers, refuse_every, stop, &more);
+        assert_same_run(one, &more);
+        run_free(&more);
+    }
+}
+
 static void check_same_as_one_thread(const char *rules, bool stop)
 {
     CompiledRuleSet *rs = test_rules_compile(rules, NULL);
     size_t n = 5000;   /* many decoding batches, more than are ever out at once */
     char **lines = mixed_lines(n);
-    Run one, more;
-    run_lines(rs, lines, n, 1, 97, stop, &one);
+    Run one;
+    run_as_one_thread(rs, lines, n, 97, stop, &one);
     ck_assert_uint_gt(one.stats.malformed, 200);
     ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
-    for (size_t workers = 2; workers <= 3; workers++) {
-        run_lines(rs, lines, n, workers, 97, stop, &more);
-        assert_same_run(&one, &more);
-        run_free(&more);
-    }
     run_free(&one);
     free_lines(lines, n);
     ruleset_free(rs);
@@ -721,16 +730,11 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
         snprintf(text, sizeof text, "{\"ts\":%zu,\"type\":\"start\",\"n\":%zu}", i * 300, i);
         lines[i] = strdup(text);
     }
-    Run one, more;
-    run_lines(rs, lines, n, 1, 0, false, &one);
+    Run one;
+    run_as_one_thread(rs, lines, n, 0, false, &one);
     ck_assert_uint_gt(one.stats.malformed, 30);
     ck_assert_uint_gt(one.stats.late, 10);
     ck_assert_uint_gt(one.rule0.matches, 100);
-    for (size_t workers = 2; workers <= 3; workers++) {
-        run_lines(rs, lines, n, workers, 0, false, &more);
-        assert_same_run(&one, &more);
-        run_free(&more);
-    }
     run_free(&one);
     free_lines(lines, n);
     ruleset_free(rs);
@@ -755,14 +759,9 @@ START_TEST(workers_deliver_parts_larger_than_a_queue)
     buf_free(&rules);
     size_t n = 6000;
     char **lines = some_bad_lines(n, n, n);   /* all good and ordered: the fast path */
-    Run one, more;
-    run_lines(rs, lines, n, 1, 0, false, &one);
+    Run one;
+    run_as_one_thread(rs, lines, n, 0, false, &one);
     ck_assert_uint_gt(one.rule0.matches, 100);
-    for (size_t workers = 2; workers <= 3; workers++) {
-        run_lines(rs, lines, n, workers, 0, false, &more);
-        assert_same_run(&one, &more);
-        run_free(&more);
-    }
     run_free(&one);
     free_lines(lines, n);
     ruleset_free(rs);

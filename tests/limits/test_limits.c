@@ -201,6 +201,16 @@ static const char *KEYS =
     "  within 1h;\n"
     "}\n";
 
+/* One line of `type` for each of the users u0 .. u<n-1>, numbered from first_no. */
+static void feed_users(Engine *e, int n, const char *type, uint64_t first_no)
+{
+    char line[96];
+    for (int i = 0; i < n; i++) {
+        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"%s\"}", i, type);
+        feed(e, line, first_no + (uint64_t)i);
+    }
+}
+
 /* 20,000 users each keep a partial match: a 1 MiB budget holds a few thousand. */
 static void check_budget(size_t workers)
 {
@@ -209,11 +219,7 @@ static void check_budget(size_t workers)
     EngineLimits lim = {.max_memory = 1 << 20};
     Engine *e = start(rs, &a, workers, &lim);
     feed(e, "{\"user\":\"early\",\"type\":\"login\"}", 1);
-    char line[96];
-    for (int i = 0; i < 20000; i++) {
-        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"login\"}", i);
-        feed(e, line, (uint64_t)i + 2);
-    }
+    feed_users(e, 20000, "login", 2);
     feed(e, "{\"user\":\"early\",\"type\":\"buy\"}", 20002);
     ck_assert_int_eq(engine_tick(e, wall_ms()), 0);
     EngineRuleStats r;
@@ -250,21 +256,14 @@ START_TEST(estimate_follows_the_state)
     CompiledRuleSet *rs = test_rules_compile(KEYS, NULL);
     Alerts a;
     Engine *e = start(rs, &a, 1, NULL);
-    char line[96];
-    for (int i = 0; i < 2000; i++) {
-        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"login\"}", i);
-        feed(e, line, (uint64_t)i + 1);
-    }
+    feed_users(e, 2000, "login", 1);
     EngineStats st;
     engine_stats(e, &st);
     ck_assert_uint_eq(st.max_memory, 0);
     /* at least each key's held event and entry (their sizes shrink as we slim them) */
     ck_assert_uint_gt(st.memory_bytes, 2000 * 160);
     ck_assert_uint_lt(st.memory_bytes, 2000 * 4000);
-    for (int i = 0; i < 2000; i++) {
-        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"buy\"}", i);
-        feed(e, line, (uint64_t)i + 2001);
-    }
+    feed_users(e, 2000, "buy", 2001);
     ck_assert_uint_eq(a.n, 2000);
     ck_assert_uint_eq(rule_stat_refused(e), 0);
     engine_stats(e, &st);
@@ -280,11 +279,7 @@ static uint64_t estimate_with_rules(const char *rules)
     CompiledRuleSet *rs = test_rules_compile(rules, NULL);
     Alerts a;
     Engine *e = start(rs, &a, 1, NULL);
-    char line[96];
-    for (int i = 0; i < 2000; i++) {
-        snprintf(line, sizeof line, "{\"user\":\"u%d\",\"type\":\"login\"}", i);
-        feed(e, line, (uint64_t)i + 1);
-    }
+    feed_users(e, 2000, "login", 1);
     EngineStats st;
     engine_stats(e, &st);
     engine_free(e);
