@@ -13,6 +13,5 @@ libvigil_a_SOURCES += \
 	runtime/deadline.c runtime/deadline.h \
 	runtime/budget.h
 # the shard's key hint (which rules hold a key hash)
-libvigil_a_SOURCES += runtime/keyhint.c runtime/keyhint.h
 # checkpoints (vigil run --state)
 libvigil_a_SOURCES += runtime/checkpoint.c runtime/checkpoint.h

@@ -257,17 +257,6 @@ PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint
     return NULL;
 }
 
-bool part_holds_hash(const PartTable *t, uint64_t hash)
-{
-    if (!t->n_slots)
-        return false;
-    size_t mask = t->n_slots - 1;
-    for (size_t i = hash & mask; t->slots[i]; i = (i + 1) & mask)
-        if (part_slot_tagged(t->slots[i], hash) && part_slot_entry(t->slots[i])->hash == hash)
-            return true;
-    return false;
-}
-
 static uint64_t slot_of(const PartEntry *e, size_t dist)
 {
     return part_slot_tag(e->hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e |

@@ -129,9 +129,6 @@ bool part_key_bytes(const Value *vals, size_t n, Buf *out);
 bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf *text);
 uint64_t part_hash(const char *kbytes, size_t klen);
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
-/* Does any entry's key have this hash? (Keeps a hash-keyed summary exact when one of
- * two keys with the same hash leaves: runtime/keyhint.h.) */
-bool part_holds_hash(const PartTable *t, uint64_t hash);
 /* False when no entry can have this hash: its home slot is empty, and with linear
  * probing and backward-shift removal every entry sits in an unbroken run from its
  * home. Reads a bitmap 64 times smaller than the slots, which stays in cache when the

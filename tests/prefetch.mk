@@ -12,9 +12,3 @@ tests_test_partition_SOURCES = tests/test_partition.c
 tests_test_partition_CFLAGS = $(TEST_CFLAGS)
 tests_test_partition_LDADD = $(TEST_LIBS)
 
-# the shard's key hint (and part_holds_hash, which keeps it exact)
-check_PROGRAMS += tests/test_keyhint
-TESTS += tests/test_keyhint
-tests_test_keyhint_SOURCES = tests/test_keyhint.c tests/rulesutil.c tests/rulesutil.h
-tests_test_keyhint_CFLAGS = $(TEST_CFLAGS)
-tests_test_keyhint_LDADD = $(TEST_LIBS)
