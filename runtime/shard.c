@@ -604,7 +604,7 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
  * stays valid until its rule runs. The stages below each take one link for the rules
  * the event reached. (One hint table per key, naming the rules that hold it, was
  * tried in place of the per-rule bitmaps: 31% fewer L1 misses in callgrind, but its
- * own misses and upkeep made scenario 4 about 5% slower in CPU time on the
+ * own misses and upkeep made scenario 4 about 4% slower in CPU time on the
  * development machine, so it went.)
  *
  * stage_slots returns how many rules go on to the later stages (probe_order). */
