@@ -170,11 +170,6 @@ static inline bool part_may_hold(const PartTable *t, uint64_t hash)
     PartProbe p = part_probe_of(t);
     return part_probe_may_hold(&p, hash);
 }
-static inline void part_prefetch(const PartTable *t, uint64_t hash)
-{
-    PartProbe p = part_probe_of(t);
-    part_probe_prefetch(&p, hash);
-}
 static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
 {
     PartProbe p = part_probe_of(t);
