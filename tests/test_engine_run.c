@@ -510,6 +510,17 @@ static void trace_late(void *user, const Event *ev, int64_t watermark)
                (long long)ev->time_ms, (long long)watermark);
 }
 
+/* An engine of `workers` threads whose alerts, dead letters and late events go to t. */
+static Engine *traced_engine(const CompiledRuleSet *rs, Trace *t, size_t workers)
+{
+    EngineSink sink = {trace_alert, trace_dead, trace_late, t};
+    EngineOptions opts = {0, workers};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_ptr_nonnull(e);
+    return e;
+}
+
 static int cmp_str_ptr(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -553,11 +564,7 @@ static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t 
 {
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
-    EngineSink sink = {trace_alert, trace_dead, trace_late, &run->trace};
-    EngineOptions opts = {0, workers};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = traced_engine(rs, &run->trace, workers);
     for (size_t i = 0; i < n; i++) {
         if (refuse_every && i % refuse_every == refuse_every - 1)
             engine_reject(e, lines[i], strlen(lines[i]), "in", i + 1, "refused");
@@ -776,11 +783,7 @@ START_TEST(workers_dead_letters_keep_each_lines_text_reason_and_offset)
 {
     CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
     Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    EngineSink sink = {trace_alert, trace_dead, trace_late, &t};
-    EngineOptions opts = {0, 2};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = traced_engine(rs, &t, 2);
     Buf want = BUF_INIT, line = BUF_INIT, reason = BUF_INIT;
     for (size_t i = 0; i < 3000; i++) {
         buf_clear(&line);
@@ -854,11 +857,7 @@ START_TEST(workers_stats_count_every_line_handed_in)
     size_t n = 700;
     char **lines = mixed_lines(n);
     Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
-    EngineSink sink = {trace_alert, trace_dead, trace_late, &t};
-    EngineOptions opts = {0, 2};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = traced_engine(rs, &t, 2);
     for (size_t i = 0; i < n; i++)
         ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "t", i + 1, 0), 0);
     EngineStats st;
@@ -890,11 +889,7 @@ static void run_reload(size_t workers, Run *run)
     char **lines = mixed_lines(n);
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
-    EngineSink sink = {trace_alert, trace_dead, trace_late, &run->trace};
-    EngineOptions opts = {0, workers};
-    char *err = NULL;
-    Engine *e = engine_new(v1, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = traced_engine(v1, &run->trace, workers);
     for (size_t i = 0; i < n; i++) {
         if (i == 777) {
             EngineReloadSummary sum;
