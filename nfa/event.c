@@ -115,30 +115,68 @@ int field_table_intern(FieldTable *ft, const PathSeg *segs, size_t n_segs)
 
 /* ---- events --------------------------------------------------------------- */
 
-Event *event_new_room(const char *line, size_t line_len, size_t n_slots, size_t room)
+/* Every event allocation that may be cached is rounded up to what malloc hands out
+ * anyway (glibc on 64 bits: chunks of 16-byte steps with an 8-byte header), so that a
+ * freed event can serve any later one of its size class (EventCache) without costing
+ * a byte more than malloc would; larger ones are allocated as asked and never cached. */
+#define CACHE_GRAIN 16
+#define CACHE_HEADER 8
+#define CACHE_CLASSES 256
+#define CACHE_LINE 64
+
+static size_t size_class(size_t bytes)
+{
+    return (bytes + CACHE_HEADER + CACHE_GRAIN - 1) / CACHE_GRAIN;
+}
+
+static size_t class_bytes(size_t cls)
+{
+    return cls * CACHE_GRAIN - CACHE_HEADER;
+}
+
+/* Bytes of an event with this line, slots and string room (0: too large). */
+static size_t event_bytes(size_t line_len, size_t n_slots, size_t room)
 {
     /* Layout: Event | slots | string room | line + NUL. */
     size_t room_off = offsetof(Event, slots);
     if (n_slots > UINT32_MAX || n_slots > (SIZE_MAX - room_off) / sizeof(Value))
-        return NULL;
+        return 0;
     room_off += n_slots * sizeof(Value);
     if (room > SIZE_MAX - room_off - 1 || line_len > SIZE_MAX - room_off - 1 - room)
-        return NULL;
-    Event *ev = malloc(room_off + room + line_len + 1);
-    if (!ev)
-        return NULL;
+        return 0;
+    return room_off + room + line_len + 1;
+}
+
+/* Fills a fresh allocation of event_bytes(line_len, n_slots, room) bytes or more. */
+static Event *event_init(void *mem, const char *line, size_t line_len, size_t n_slots,
+                         size_t room)
+{
+    Event *ev = mem;
     memset(ev, 0, sizeof *ev);
     ev->refs = 1;
     ev->n_slots = (uint32_t)n_slots;
     for (size_t i = 0; i < n_slots; i++)
         ev->slots[i] = value_missing();
-    char *text = (char *)ev + room_off + room;
+    char *text = (char *)(ev->slots + n_slots) + room;
     if (line_len)
         memcpy(text, line, line_len);
     text[line_len] = '\0';
     ev->line = text;
     ev->line_len = line_len;
     return ev;
+}
+
+static void *event_alloc(size_t bytes)
+{
+    size_t cls = size_class(bytes);
+    return malloc(cls < CACHE_CLASSES ? class_bytes(cls) : bytes);
+}
+
+Event *event_new_room(const char *line, size_t line_len, size_t n_slots, size_t room)
+{
+    size_t bytes = event_bytes(line_len, n_slots, room);
+    void *mem = bytes ? event_alloc(bytes) : NULL;
+    return mem ? event_init(mem, line, line_len, n_slots, room) : NULL;
 }
 
 Event *event_new(const char *line, size_t line_len, size_t n_slots)
@@ -148,8 +186,13 @@ Event *event_new(const char *line, size_t line_len, size_t n_slots)
 
 Event *event_clone(const Event *ev)
 {
+    return event_clone_cached(NULL, ev);
+}
+
+Event *event_clone_cached(EventCache *cache, const Event *ev)
+{
     size_t room = event_room_len(ev);
-    Event *c = event_new_room(ev->line, ev->line_len, ev->n_slots, room);
+    Event *c = event_cache_new_room(cache, ev->line, ev->line_len, ev->n_slots, room);
     if (!c)
         return NULL;
     c->id = ev->id;
@@ -494,4 +537,105 @@ static void pool_put(MatchNode *n)
         slab_list(p, s);
     if (--p->live == 0 && p->orphaned)
         pool_destroy(p);
+}
+
+/* ---- event caches ------------------------------------------------------------ */
+
+struct EventCache {
+    void *free[CACHE_CLASSES];   /* per size class: cached allocations, linked through
+                                    their first word (an Event is larger than a pointer) */
+    size_t bytes, max_bytes;
+    bool memcheck;
+};
+
+_Static_assert(sizeof(Event) >= sizeof(void *), "a cached event holds its link");
+
+/* What the node pools do for their room (room_hide, room_show), for one allocation. */
+static void cached_hide(const EventCache *c, void *a, size_t n)
+{
+    POISON(a, n);
+#ifdef HAVE_MEMCHECK
+    if (c->memcheck)
+        (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
+#else
+    (void)c;
+#endif
+}
+
+static void cached_show(const EventCache *c, void *a, size_t n)
+{
+    UNPOISON(a, n);
+#ifdef HAVE_MEMCHECK
+    if (c->memcheck)
+        (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
+#else
+    (void)c;
+#endif
+}
+
+EventCache *event_cache_new(size_t max_bytes)
+{
+    EventCache *c = calloc(1, sizeof *c);
+    if (c) {
+        c->max_bytes = max_bytes;
+        c->memcheck = under_memcheck();
+    }
+    return c;
+}
+
+void event_cache_free(EventCache *c)
+{
+    if (!c)
+        return;
+    for (size_t cls = 0; cls < CACHE_CLASSES; cls++)
+        while (c->free[cls]) {
+            void *mem = c->free[cls];
+            cached_show(c, mem, class_bytes(cls));
+            c->free[cls] = *(void **)mem;
+            free(mem);
+        }
+    free(c);
+}
+
+size_t event_cache_bytes(const EventCache *c)
+{
+    return c->bytes;
+}
+
+Event *event_cache_new_room(EventCache *c, const char *line, size_t line_len, size_t n_slots,
+                            size_t room)
+{
+    size_t bytes = event_bytes(line_len, n_slots, room);
+    if (!bytes)
+        return NULL;
+    size_t cls = size_class(bytes);
+    void *mem = c && cls < CACHE_CLASSES ? c->free[cls] : NULL;
+    if (mem) {
+        cached_show(c, mem, class_bytes(cls));
+        char *next = *(void **)mem;
+        c->free[cls] = next;
+        c->bytes -= class_bytes(cls);
+        /* The next event of this class comes from there, usually freed by another
+         * thread: start taking its cache lines over now, not at its first store. */
+        for (size_t at = 0; next && at < class_bytes(cls); at += CACHE_LINE)
+            __builtin_prefetch(next + at, 1);
+    } else if (!(mem = event_alloc(bytes))) {
+        return NULL;
+    }
+    return event_init(mem, line, line_len, n_slots, room);
+}
+
+void event_cache_release(EventCache *c, Event *ev)
+{
+    if (!ev || --ev->refs != 0)
+        return;
+    size_t cls = size_class(event_alloc_size(ev));
+    if (!c || cls >= CACHE_CLASSES || c->bytes + class_bytes(cls) > c->max_bytes) {
+        free(ev);
+        return;
+    }
+    *(void **)ev = c->free[cls];
+    c->free[cls] = ev;
+    c->bytes += class_bytes(cls);
+    cached_hide(c, ev, class_bytes(cls));
 }

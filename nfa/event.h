@@ -84,6 +84,34 @@ Event *event_clone(const Event *ev);
 static inline void event_retain(Event *ev) { ev->refs++; }
 void event_release(Event *ev);
 
+/* ---- event caches ------------------------------------------------------------ */
+
+/* A thread's cache of freed event allocations, so that a thread allocating an event
+ * per line reuses the memory of the events it (or, handed back to it, another thread)
+ * freed without a malloc and a free per event: with workers, events are allocated in
+ * bursts on one thread and often freed on another, which glibc serves slowly. Not
+ * thread-safe: one thread uses a cache at a time. Memory still follows the live
+ * events: a cached allocation is one malloc chunk as large as malloc would have made
+ * it (event_new_room rounds every event up to its size class), the cache holds at most
+ * max_bytes, beyond which releases go to free(), and any event, cached or not, may
+ * still be freed anywhere by event_release. */
+typedef struct EventCache EventCache;
+/* NULL on allocation failure. */
+EventCache *event_cache_new(size_t max_bytes);
+/* Frees the cache and what it holds. NULL is ignored. */
+void event_cache_free(EventCache *cache);
+/* Bytes of the allocations it holds. */
+size_t event_cache_bytes(const EventCache *cache);
+/* event_new_room, reusing a cached allocation of the size class if there is one;
+ * cache NULL: event_new_room. */
+Event *event_cache_new_room(EventCache *cache, const char *line, size_t line_len,
+                            size_t n_slots, size_t room);
+/* event_clone from the cache (NULL: event_clone). */
+Event *event_clone_cached(EventCache *cache, const Event *ev);
+/* event_release, keeping the allocation in the cache (NULL: event_release) when this
+ * was the last reference and the cache has room. */
+void event_cache_release(EventCache *cache, Event *ev);
+
 /* ---- match chains --------------------------------------------------------- */
 
 /* The running aggregates of one (step, field) over a chain up to a node, so that

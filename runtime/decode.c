@@ -68,6 +68,8 @@ struct Decoder {
     size_t max_depth;
     char *scratch;              /* decoded escaped strings of the current line; owned */
     size_t scratch_cap;
+    EventCache *cache;          /* where events come from and failed ones go; borrowed,
+                                   or NULL (malloc) */
 };
 
 static void trie_free(TrieNode *n)
@@ -199,6 +201,11 @@ Decoder *decoder_new(const FieldTable *fields, size_t max_depth)
         return NULL;
     }
     return d;
+}
+
+void decoder_set_cache(Decoder *d, EventCache *cache)
+{
+    d->cache = cache;
 }
 
 void decoder_free(Decoder *d)
@@ -723,9 +730,9 @@ static inline const char *moved(const char *p, const char *from, const char *to)
  * from the scratch; the old one is released. NULL on allocation failure. Decoded
  * values all have their raw text in the line, and strings their bytes in the line or
  * in the scratch, so one range check per string tells where each goes. */
-static Event *with_string_room(Event *ev, const char *scratch, size_t used)
+static Event *with_string_room(EventCache *cache, Event *ev, const char *scratch, size_t used)
 {
-    Event *sized = event_new_room(ev->line, ev->line_len, ev->n_slots, used);
+    Event *sized = event_cache_new_room(cache, ev->line, ev->line_len, ev->n_slots, used);
     if (sized != NULL) {
         char *room = event_room(sized);
         memcpy(room, scratch, used);
@@ -739,7 +746,7 @@ static Event *with_string_room(Event *ev, const char *scratch, size_t used)
             sized->slots[i] = v;
         }
     }
-    event_release(ev);
+    event_cache_release(cache, ev);
     return sized;
 }
 
@@ -762,7 +769,7 @@ Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err
         *err = (DecodeError){ "line longer than 4 GiB", lead };
         return NULL;
     }
-    Event *ev = event_new(line + lead, len - lead, d->fields->n);
+    Event *ev = event_cache_new_room(d->cache, line + lead, len - lead, d->fields->n, 0);
     if (ev == NULL) {
         *err = (DecodeError){ "out of memory", 0 };
         return NULL;
@@ -772,10 +779,10 @@ Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err
     if (!scan_json(ev->line, ev->line + ev->line_len, d->root, d->stack, d->max_depth,
                    &target, &e)) {
         *err = (DecodeError){ e.reason, lead + (size_t)(e.at - ev->line) };
-        event_release(ev);
+        event_cache_release(d->cache, ev);
         return NULL;
     }
-    if (target.str_used > 0 && (ev = with_string_room(ev, d->scratch, target.str_used)) == NULL)
+    if (target.str_used > 0 && (ev = with_string_room(d->cache, ev, d->scratch, target.str_used)) == NULL)
         *err = (DecodeError){ "out of memory", 0 };
     return ev;
 }

@@ -25,6 +25,9 @@ typedef struct Decoder Decoder;   /* lookup structure built from the field table
 /* The table must outlive the decoder. NULL on allocation failure. */
 Decoder *decoder_new(const FieldTable *fields, size_t max_depth);
 void decoder_free(Decoder *d);
+/* Events come from this cache from now on (NULL: malloc), and the decoder's own
+ * releases go back to it; it must outlive the decoder's use of it, on one thread. */
+void decoder_set_cache(Decoder *d, EventCache *cache);
 /* A new Event (refs = 1, id/time/origin left for the caller), or NULL with *err set
  * (reason "out of memory" on allocation failure). A trailing "\r" is accepted. */
 Event *decoder_decode(Decoder *d, const char *line, size_t len, DecodeError *err);

@@ -40,6 +40,9 @@
 #define FEED_BATCHES_PER_WORKER 4
 /* Decoded events fetched this many lines ahead of the one being taken. */
 #define FEED_PREFETCH 4
+/* Inline matching frees most events right after matching them: a few batches' worth
+ * of freed events to reuse (EventCache) is plenty. */
+#define ENGINE_CACHE_BYTES ((size_t)256 << 10)
 
 /* What decoding made of one line: the event (NULL: err says why) and, on event
  * time, its time (timed false: the time field is missing or unparsable). A failed
@@ -130,6 +133,7 @@ struct Engine {
     EngineHooks hooks;         /* the caller's sink and warning hook */
     NfaLimits limits;
     Decoder *decoder;
+    EventCache *cache;         /* inline matching: the freed events decoding reuses */
     Reorder reorder;
     Shard *shard;              /* inline matching (one worker), or NULL */
     Workers *workers;          /* N > 1 workers, or NULL */
@@ -162,16 +166,19 @@ static char *dup_message(const char *msg)
     return s;
 }
 
-static Decoder **decoders_new(const CompiledRuleSet *rs, size_t n)
+/* One per worker, each allocating from its worker's event cache. */
+static Decoder **decoders_new(const CompiledRuleSet *rs, Workers *workers, size_t n)
 {
     Decoder **d = calloc(n, sizeof *d);
-    for (size_t i = 0; d && i < n; i++)
+    for (size_t i = 0; d && i < n; i++) {
         if (!(d[i] = decoder_new(&rs->fields, DECODE_MAX_DEPTH))) {
             while (i--)
                 decoder_free(d[i]);
             free(d);
             return NULL;
         }
+        decoder_set_cache(d[i], workers_event_cache(workers, i));
+    }
     return d;
 }
 
@@ -336,6 +343,7 @@ static void decode_batch(void *arg, size_t worker)
     FeedRouter *fr = &e->feed.routers[worker];
     b->n_routes = 0;
     buf_clear(&b->keys);
+    workers_reclaim(e->workers, worker);   /* the memory this batch's events reuse */
     for (size_t i = 0; i < b->n; i++) {
         FeedLine *l = &b->lines[i];
         l->out.routed = false;
@@ -346,7 +354,6 @@ static void decode_batch(void *arg, size_t worker)
             l->out.ev->origin = l->origin;
             l->out.ev->origin_line = l->line_no;
         }
-        workers_free_one(e->workers, worker);
         if (l->out.ev && l->out.timed)
             route_line(b, fr, l);
     }
@@ -360,7 +367,7 @@ static int feed_init(Engine *e)
     Feed *f = &e->feed;
     f->n_ring = e->n_workers * FEED_BATCHES_PER_WORKER;
     f->ring = calloc(f->n_ring, sizeof *f->ring);
-    f->decoders = decoders_new(e->rs, e->n_workers);
+    f->decoders = decoders_new(e->rs, e->workers, e->n_workers);
     f->routers = routers_new(e->rs, e->n_workers);
     if (!f->ring || !f->decoders || !f->routers || pthread_mutex_init(&f->chain.lock, NULL))
         return -1;
@@ -448,9 +455,11 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
             *err = dup_message("cannot start the worker threads");
             return NULL;
         }
-    } else if (!(e->shard = shard_new(rs, &e->limits, &e->hooks))) {
+    } else if (!(e->shard = shard_new(rs, &e->limits, &e->hooks)) ||
+               !(e->cache = event_cache_new(ENGINE_CACHE_BYTES))) {
         goto oom;
     }
+    decoder_set_cache(e->decoder, e->cache);
     return e;
 oom:
     engine_free(e);
@@ -474,6 +483,7 @@ void engine_free(Engine *e)
     buf_free(&e->reason);
     if (e->decoder)
         decoder_free(e->decoder);
+    event_cache_free(e->cache);
     for (size_t i = 0; i < e->n_origins; i++)
         free(e->origins[i]);
     free(e->origins);
@@ -520,7 +530,7 @@ static void match_event(Engine *e, Event *ev)
         return;
     }
     shard_event(e->shard, ev);
-    event_release(ev);
+    event_cache_release(e->cache, ev);
 }
 
 static void release_ready(Engine *e)
@@ -1023,12 +1033,13 @@ int engine_reload(Engine *e, const CompiledRuleSet *next, void (*swap)(void *use
     size_t *from = malloc((next->n_rules ? next->n_rules : 1) * sizeof *from);
     bool *claimed = calloc(e->rs->n_rules ? e->rs->n_rules : 1, sizeof *claimed);
     Decoder *dec = decoder_new(&next->fields, DECODE_MAX_DEPTH);
-    Decoder **feed_dec = e->workers ? decoders_new(next, e->n_workers) : NULL;
+    Decoder **feed_dec = e->workers ? decoders_new(next, e->workers, e->n_workers) : NULL;
     FeedRouter *feed_rt = e->workers ? routers_new(next, e->n_workers) : NULL;
     EngineReloadSummary sum;
     int rc = -1;
     if (!from || !claimed || !dec || (e->workers && (!feed_dec || !feed_rt)))
         goto out;
+    decoder_set_cache(dec, e->cache);
     feed_flush(e);   /* the lines before the reload are decoded for the current rules */
     map_rules(e->rs, next, from, claimed, &sum);
     if (e->rs->event_time && !next->event_time) {

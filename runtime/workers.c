@@ -33,6 +33,10 @@
 #define UNROUTED_BATCH 64
 /* A worker fetches the events of a batch this many items ahead of the one it matches. */
 #define WORKER_PREFETCH 4
+/* Freed event memory a worker keeps for its decoding (EventCache): more than the
+ * events of the batches out for decoding at a time (runtime/engine.c), which the
+ * returns of a batch refill. */
+#define WORKER_CACHE_BYTES ((size_t)1 << 20)
 
 typedef struct Item {
     Event *ev;                 /* one reference, owned by the item */
@@ -69,10 +73,11 @@ typedef struct Worker {
     Batch *spare;              /* emptied batches back for reuse, under lock, so that
                                   batches rarely cross threads to be freed */
     size_t n_spare;
-    /* Events this worker allocated (decoded) that no one holds any more: it frees
-     * them itself, one after each line it decodes (workers_free_one), so that each
-     * free feeds the next allocation from the thread cache, as on one thread; glibc
-     * frees of another thread's chunks, or in bursts, cost more than the decoding. */
+    /* Events this worker allocated (decoded) that no one holds any more: they go
+     * back to its event cache (workers_reclaim), which its decoding allocates from,
+     * so that no event is allocated by one thread and freed by another (glibc frees
+     * of another thread's chunks, and in bursts, cost more than the decoding). */
+    EventCache *cache;         /* the worker's */
     Event **returns;           /* under lock: given back, not yet taken */
     size_t n_returns, cap_returns;
     Event **draining;          /* the worker's: the returns it is freeing */
@@ -198,22 +203,26 @@ static void free_returns(Worker *wk)
         if (wk->at_draining == wk->n_draining)
             return;
         while (wk->at_draining < wk->n_draining)
-            event_release(wk->draining[wk->at_draining++]);
+            event_cache_release(wk->cache, wk->draining[wk->at_draining++]);
     }
 }
 
-void workers_free_one(Workers *ws, size_t worker)
+void workers_reclaim(Workers *ws, size_t worker)
 {
-    Worker *wk = &ws->w[worker];
-    if (wk->at_draining < wk->n_draining)
-        event_release(wk->draining[wk->at_draining++]);
+    free_returns(&ws->w[worker]);
+}
+
+EventCache *workers_event_cache(Workers *ws, size_t worker)
+{
+    return ws->w[worker].cache;
 }
 
 /* Drops the items' references: an event whose last reference this is goes back to
- * the worker that allocated it, this one included (worker thread). */
+ * the worker that allocated it, or to this one's cache (worker thread). */
 static void release_items(Worker *wk, Batch *b)
 {
     Workers *ws = wk->owner;
+    size_t self = (size_t)(wk - ws->w);
     size_t away = 0;
     if (wk->cap_stash < b->n) {
         Event **g = realloc(wk->stash, b->n * sizeof *g);
@@ -226,8 +235,9 @@ static void release_items(Worker *wk, Batch *b)
         Item *it = &b->items[i];
         /* refs > 1: someone else holds it (this shard's partial matches, or a later
          * item of this batch), so this release cannot free it */
-        if (it->home == SIZE_MAX || it->ev->refs > 1 || wk->cap_stash < b->n) {
-            event_release(it->ev);
+        if (it->home == SIZE_MAX || it->home == self || it->ev->refs > 1 ||
+            wk->cap_stash < b->n) {
+            event_cache_release(wk->cache, it->ev);
             it->ev = NULL;
         } else {
             away++;
@@ -518,7 +528,8 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         pthread_cond_init(&wk->nonfull, NULL);
         wk->shard = shard_new(rs, limits, hooks);
         wk->end = batch_new(BATCH_END, 0);
-        if (!wk->shard || !wk->end || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+        wk->cache = event_cache_new(WORKER_CACHE_BYTES);
+        if (!wk->shard || !wk->end || !wk->cache || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
             workers_free(ws);
             return NULL;
         }
@@ -1177,6 +1188,7 @@ void workers_free(Workers *ws)
         free(wk->returns);
         free(wk->draining);
         free(wk->stash);
+        event_cache_free(wk->cache);
         if (wk->end)
             batch_free(wk->end);
         shard_free(wk->shard);

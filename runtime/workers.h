@@ -56,10 +56,13 @@ static inline bool workers_job_done(const WorkerJob *job)
 {
     return atomic_load_explicit(&job->done, memory_order_acquire);
 }
-/* Called by a job on worker `worker` after each allocation of an event: frees one of
- * the events that worker allocated earlier and no one holds any more, so that its
- * allocations and frees alternate as on one thread. */
-void workers_free_one(Workers *w, size_t worker);
+/* Worker `worker`'s event cache: its decoding jobs allocate events from it (and only
+ * they, on that worker's thread); the events it allocated come back to it when freed,
+ * by whichever worker matched them last. */
+EventCache *workers_event_cache(Workers *w, size_t worker);
+/* Called by a job on worker `worker` before it allocates: the events given back to
+ * that worker since go into its cache. */
+void workers_reclaim(Workers *w, size_t worker);
 /* Waits until the job has run. */
 void workers_job_wait(Workers *w, WorkerJob *job);
 /* A rule's routing of an event done elsewhere (the engine's decoding jobs run the

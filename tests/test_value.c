@@ -465,6 +465,83 @@ START_TEST(long_chain_release)
 }
 END_TEST
 
+START_TEST(event_cache_reuses_freed_events)
+{
+    EventCache *c = event_cache_new(4096);
+    ck_assert_ptr_nonnull(c);
+    const char *line = "{\"user\":\"ann\",\"amount\":1200}";
+    Event *a = event_cache_new_room(c, line, strlen(line), 4, 0);
+    ck_assert_ptr_nonnull(a);
+    a->id = 7;
+    a->slots[0] = value_num(3);
+    size_t bytes = event_alloc_size(a);
+    event_retain(a);                      /* held elsewhere: not cached yet */
+    event_cache_release(c, a);
+    ck_assert_uint_eq(event_cache_bytes(c), 0);
+    ck_assert_uint_eq(a->refs, 1);
+    event_cache_release(c, a);            /* the last reference: kept */
+    size_t held = event_cache_bytes(c);
+    ck_assert_uint_ge(held, bytes);       /* rounded up to its class, as malloc does */
+    ck_assert_uint_lt(held, bytes + 16);
+    /* A line a few bytes shorter is of the same size class: the same memory, as new. */
+    const char *shorter = "{\"user\":\"bo\",\"amount\":1200}";
+    Event *b = event_cache_new_room(c, shorter, strlen(shorter), 4, 0);
+    ck_assert_ptr_eq(b, a);
+    ck_assert_uint_eq(event_cache_bytes(c), 0);
+    ck_assert_uint_eq(b->refs, 1);
+    ck_assert_uint_eq(b->id, 0);
+    ck_assert_int_eq(b->slots[0].type, V_MISSING);
+    ck_assert_str_eq(b->line, shorter);
+    /* A much larger event is of another class: not served from the cache. */
+    event_cache_release(c, b);
+    char big[600];
+    memset(big, ' ', sizeof big - 1);
+    big[0] = '{';
+    big[sizeof big - 2] = '}';
+    big[sizeof big - 1] = '\0';
+    Event *d = event_cache_new_room(c, big, strlen(big), 4, 0);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(event_cache_bytes(c), held);
+    ck_assert_ptr_ne(d, a);
+    /* A copy from the cache takes the cached memory of its class. */
+    Event *copy = event_clone_cached(c, d);
+    ck_assert_ptr_nonnull(copy);
+    ck_assert_str_eq(copy->line, big);
+    event_release(copy);                  /* plain release: freed, never cached */
+    ck_assert_uint_eq(event_cache_bytes(c), held);
+    event_cache_release(c, d);
+    ck_assert_uint_gt(event_cache_bytes(c), held + 600);
+    event_cache_free(c);                  /* frees what it holds: leak checkers see it */
+    /* Past max_bytes, releases go to free(). */
+    EventCache *tiny = event_cache_new(bytes + 16);
+    ck_assert_ptr_nonnull(tiny);
+    Event *e1 = event_cache_new_room(tiny, line, strlen(line), 4, 0);
+    Event *e2 = event_cache_new_room(tiny, line, strlen(line), 4, 0);
+    ck_assert(e1 && e2);
+    event_cache_release(tiny, e1);
+    ck_assert_uint_eq(event_cache_bytes(tiny), held);
+    event_cache_release(tiny, e2);
+    ck_assert_uint_eq(event_cache_bytes(tiny), held);
+    event_cache_free(tiny);
+}
+END_TEST
+
+START_TEST(event_cache_null_is_malloc)
+{
+    Event *ev = event_cache_new_room(NULL, "{}", 2, 1, 3);
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_uint_eq(event_room_len(ev), 3);
+    ck_assert_str_eq(ev->line, "{}");
+    Event *c = event_clone_cached(NULL, ev);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(event_room_len(c), 3);
+    event_cache_release(NULL, ev);
+    event_cache_release(NULL, c);
+    event_cache_release(NULL, NULL);
+    event_cache_free(NULL);
+}
+END_TEST
+
 static Suite *value_suite(void)
 {
     Suite *s = suite_create("value");
@@ -487,6 +564,8 @@ static Suite *value_suite(void)
     tcase_add_test(te, event_clone_owns_its_values);
     tcase_add_test(te, match_node_refcounts);
     tcase_add_test(te, long_chain_release);
+    tcase_add_test(te, event_cache_reuses_freed_events);
+    tcase_add_test(te, event_cache_null_is_malloc);
     suite_add_tcase(s, te);
     return s;
 }
