@@ -256,15 +256,7 @@ static Value eval_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalSc
  * value_equal/value_compare); the common case of conditions. */
 static inline bool compare_numbers(int op, double a, double b)
 {
-    switch (op) {
-    case BIN_EQ: return a == b;
-    case BIN_NE: return a != b;
-    case BIN_LT: return a < b;
-    case BIN_LE: return a <= b;
-    case BIN_GT: return a > b;
-    case BIN_GE: return a >= b;
-    default: return false;
-    }
+    return expr_number_holds(op, a, b);
 }
 
 static bool compare_holds(int op, const Value *l, const Value *r)
@@ -1061,6 +1053,17 @@ bool expr_test(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s)
 bool expr_is_iterative(const CExpr *ce)
 {
     return ce->iterative;
+}
+
+bool expr_threshold(const CExpr *ce, ExprThreshold *out)
+{
+    if (!ce->field_vs_const || ce->num_op < 0)
+        return false;
+    if (ce->num_op != BIN_LT && ce->num_op != BIN_LE && ce->num_op != BIN_GT &&
+        ce->num_op != BIN_GE)
+        return false;
+    *out = (ExprThreshold){ce->cmp_slot, ce->num_op, ce->cmp_const.num};
+    return true;
 }
 
 /* ---- compilation ---------------------------------------------------------- */

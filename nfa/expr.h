@@ -63,6 +63,45 @@ int expr_truth(const CExpr *ce, const EvalCtx *ctx, EvalScratch *s);
 /* True if the expression reads the partial match (STEP.x, aggregates, time(STEP)). */
 bool expr_is_iterative(const CExpr *ce);
 
+/* ---- thresholds -------------------------------------------------------------
+ * A condition `FIELD OP NUMBER` (or `NUMBER OP FIELD`) with OP one of < <= > >= is
+ * true on an event exactly when the field holds a number v and
+ * expr_number_holds(op, v, number) with op as written `FIELD OP NUMBER`, and false
+ * otherwise (never unknown). A caller testing many such conditions on one field
+ * reads the field once and, the result being monotone in the number, searches. */
+typedef struct ExprThreshold {
+    int32_t slot;              /* the field */
+    int op;                    /* BIN_LT, BIN_LE, BIN_GT or BIN_GE, the field on the left */
+    double number;
+} ExprThreshold;
+
+/* Is ce such a condition? Then *out describes it. */
+bool expr_threshold(const CExpr *ce, ExprThreshold *out);
+
+/* Numbers compared as doubles (NaN: only != holds), as every comparison of two
+ * numbers in an expression. */
+static inline bool expr_number_holds(int op, double v, double number)
+{
+    switch (op) {
+    case BIN_EQ: return v == number;
+    case BIN_NE: return v != number;
+    case BIN_LT: return v < number;
+    case BIN_LE: return v <= number;
+    case BIN_GT: return v > number;
+    case BIN_GE: return v >= number;
+    default: return false;
+    }
+}
+
+/* The number slot `slot` of ev holds; false when it holds anything else. */
+static inline bool expr_slot_number(const Event *ev, int32_t slot, double *v)
+{
+    if (slot < 0 || (uint32_t)slot >= ev->n_slots || ev->slots[slot].type != V_NUM)
+        return false;
+    *v = ev->slots[slot].num;
+    return true;
+}
+
 /* ---- running aggregates ---------------------------------------------------
  * A rule's compiler binds the count/sum/avg/min/max/first/last aggregates of its
  * conditions to (step, field) keys; its matcher then keeps one AggAcc per key in
