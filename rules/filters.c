@@ -2,7 +2,8 @@
  *
  * Rule sets repeat conditions inside different filters: `type == "tx"` alone in
  * sixty rules and next to `amount > N` in ten more. Whole-filter grouping shares
- * only the first kind; splitting at the logic operators shares the atom itself. */
+ * only the first kind; splitting at the logic operators shares the atom itself.
+ * The rules' relevance trees (rules/relevance.c) are built over the same atoms. */
 #include "rules/filters.h"
 
 #include <stdlib.h>
@@ -10,21 +11,23 @@
 
 #include "base/hash.h"
 #include "dsl/fmt.h"
+#include "rules/relevance.h"
 
 /* Deeper and/or/not nests stay whole atoms: bounds the recursion of the split and
  * of the router's evaluation. */
 #define MAX_SPLIT_DEPTH 64
 
-typedef struct Splitter {
+struct PlanBuilder {
     CompiledRuleSet *rs;
     ExprEnv env;
     Diags *diags;
     char **texts;              /* per atom: its canonical text (heap) */
     uint64_t *hashes;          /* per atom: hash of its text */
     size_t cap_atoms, cap_nodes;
-} Splitter;
+};
 
-static bool room_for_node(Splitter *sp)
+
+static bool room_for_node(PlanBuilder *sp)
 {
     FilterPlan *plan = &sp->rs->filters;
     if (plan->n_nodes < sp->cap_nodes)
@@ -40,7 +43,7 @@ static bool room_for_node(Splitter *sp)
 
 /* Room for one more atom in the three parallel arrays. A failed realloc leaves the
  * arrays already grown bigger than cap_atoms says, which is harmless. */
-static bool room_for_atom(Splitter *sp)
+static bool room_for_atom(PlanBuilder *sp)
 {
     FilterPlan *plan = &sp->rs->filters;
     if (plan->n_atoms < sp->cap_atoms)
@@ -62,7 +65,7 @@ static bool room_for_atom(Splitter *sp)
 }
 
 /* Index of the atom written as `e`, compiling it the first time; -1 on failure. */
-static int64_t atom_of(Splitter *sp, const Expr *e)
+static int64_t atom_of(PlanBuilder *sp, const Expr *e)
 {
     FilterPlan *plan = &sp->rs->filters;
     char *text = dsl_fmt_expr(e);
@@ -92,7 +95,7 @@ static int64_t atom_of(Splitter *sp, const Expr *e)
     return (int64_t)plan->n_atoms++;
 }
 
-static int64_t add_node(Splitter *sp, FilterNode node)
+static int64_t add_node(PlanBuilder *sp, FilterNode node)
 {
     FilterPlan *plan = &sp->rs->filters;
     if (!room_for_node(sp))
@@ -102,7 +105,7 @@ static int64_t add_node(Splitter *sp, FilterNode node)
 }
 
 /* The node testing `e`; -1 on failure. */
-static int64_t split(Splitter *sp, const Expr *e, int depth)
+static int64_t split(PlanBuilder *sp, const Expr *e, int depth)
 {
     FilterNode node = {FILTER_ATOM, 0, 0};
     int64_t a, b;
@@ -124,22 +127,38 @@ static int64_t split(Splitter *sp, const Expr *e, int depth)
     return add_node(sp, node);
 }
 
+int64_t plan_split(PlanBuilder *pb, const Rule *rule, const Expr *e)
+{
+    pb->env.rule = rule;
+    int64_t node = split(pb, e, 0);
+    return node >= 0 && (uint64_t)node < FILTER_NONE ? node : -1;
+}
+
+int64_t plan_join(PlanBuilder *pb, FilterOp op, uint32_t a, uint32_t b)
+{
+    int64_t node = add_node(pb, (FilterNode){op, a, b});
+    return node >= 0 && (uint64_t)node < FILTER_NONE ? node : -1;
+}
+
 int filters_plan(CompiledRuleSet *rs, Diags *diags)
 {
-    Splitter sp = {.rs = rs, .env = {&rs->fields, NULL}, .diags = diags};
+    PlanBuilder sp = {.rs = rs, .env = {&rs->fields, NULL}, .diags = diags};
     int rc = 0;
     for (size_t i = 0; i < rs->n_rules && rc == 0; i++) {
         CompiledRule *cr = &rs->rules[i];
         cr->filter_root = FILTER_NONE;
+        cr->relevance_root = FILTER_NONE;
         if (!cr->ast->filter)
             continue;
-        sp.env.rule = cr->ast;
-        int64_t root = split(&sp, cr->ast->filter, 0);
-        if (root < 0 || (uint64_t)root >= FILTER_NONE)
+        int64_t root = plan_split(&sp, cr->ast, cr->ast->filter);
+        if (root < 0)
             rc = -1;
         else
             cr->filter_root = (uint32_t)root;
     }
+    for (size_t i = 0; i < rs->n_rules && rc == 0; i++)
+        if (relevance_plan(&sp, &rs->rules[i], &rs->fields, !rs->opts.all_relevant) < 0)
+            rc = -1;
     for (size_t i = 0; i < rs->filters.n_atoms; i++)
         free(sp.texts[i]);
     free(sp.texts);

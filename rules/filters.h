@@ -6,10 +6,19 @@
 #include "rules/ruleset.h"
 
 /* Splits the filter of every rule of rs into rs->filters and sets each rule's
- * filter_root. Atoms compile with rs->fields (every field they read is interned
+ * filter_root, then adds the rules' relevance (rules/relevance.h) unless
+ * rs->opts.all_relevant. Atoms compile with rs->fields (every field they read is interned
  * already, by the rules' own filters). Returns -1 after reporting to diags (or on
  * allocation failure, not reported: the caller reports it). */
 int filters_plan(CompiledRuleSet *rs, Diags *diags);
 void filters_free(FilterPlan *plan);
+
+/* The plan under construction, for the relevance analysis. */
+typedef struct PlanBuilder PlanBuilder;
+/* The node testing e, an expression of `rule`, split at and/or/not into shared atoms.
+ * -1 on failure (a compile error is reported, allocation failure is not). */
+int64_t plan_split(PlanBuilder *pb, const Rule *rule, const Expr *e);
+/* A FILTER_AND or FILTER_OR node over nodes a and b; -1 on allocation failure. */
+int64_t plan_join(PlanBuilder *pb, FilterOp op, uint32_t a, uint32_t b);
 
 #endif

@@ -1,2 +1,3 @@
 libvigil_a_SOURCES += \
-	rules/ruleset.c rules/ruleset.h rules/filters.c rules/filters.h
+	rules/ruleset.c rules/ruleset.h rules/filters.c rules/filters.h \
+	rules/relevance.c rules/relevance.h

@@ -116,6 +116,7 @@ static void rule_free(CompiledRule *cr)
     free(cr->keys);
     free(cr->key_names);
     nfa_free(cr->nfa);
+    free(cr->relevance_text);
     for (size_t i = 0; i < cr->n_on_match; i++)
         action_free(&cr->on_match[i]);
     free(cr->on_match);
@@ -192,12 +193,22 @@ CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags)
 CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev,
                                        Diags *diags)
 {
+    return ruleset_compile_with(ast, prev, NULL, diags);
+}
+
+CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
+                                      const RuleSetOptions *opts, Diags *diags)
+{
     CompiledRuleSet *rs = calloc(1, sizeof *rs);
     if (!rs) {
         ast_ruleset_free(ast);
         return NULL;
     }
     rs->ast = ast;
+    if (opts)
+        rs->opts = *opts;
+    else if (prev)
+        rs->opts = prev->opts;
     field_table_init(&rs->fields);
     rs->rules = calloc(ast->n_rules ? ast->n_rules : 1, sizeof *rs->rules);
     if (!rs->rules || fields_inherit(&rs->fields, prev) < 0 || time_compile(rs) < 0)
@@ -232,6 +243,13 @@ CompiledRuleSet *ruleset_load(const char *const *paths, size_t n_paths, Diags *d
 CompiledRuleSet *ruleset_reload(const char *const *paths, size_t n_paths,
                                 const CompiledRuleSet *prev, Diags *diags)
 {
+    return ruleset_load_with(paths, n_paths, prev, NULL, diags);
+}
+
+CompiledRuleSet *ruleset_load_with(const char *const *paths, size_t n_paths,
+                                   const CompiledRuleSet *prev, const RuleSetOptions *opts,
+                                   Diags *diags)
+{
     RuleSet *ast = dsl_load(paths, n_paths, diags);
     if (!ast) {
         diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while loading rules");
@@ -241,7 +259,7 @@ CompiledRuleSet *ruleset_reload(const char *const *paths, size_t n_paths,
         ast_ruleset_free(ast);
         return NULL;
     }
-    return ruleset_compile_after(ast, prev, diags);
+    return ruleset_compile_with(ast, prev, opts, diags);
 }
 
 void ruleset_free(CompiledRuleSet *rs)

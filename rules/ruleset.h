@@ -79,7 +79,22 @@ typedef struct CompiledRule {
     CompiledAction *on_timeout;
     size_t n_on_timeout;
     int64_t suppress_ms;       /* DURATION_NONE if none */
+    /* Relevance (rules/relevance.h): `relaxed` when no step, quantifier or negation
+     * can act on an event whose step conditions are all false; then an event for
+     * which the tree at relevance_root (in the FilterPlan, over the same atoms as the
+     * filters) is not true can neither start nor change a partial match, and the
+     * router treats it as filtered. FILTER_NONE: every event the filter passes is
+     * relevant (not relaxed, a step without an event-only condition, or switched off). */
+    bool relaxed;
+    uint32_t relevance_root;
+    char *relevance_text;      /* the relevance's canonical text (heap, owned), or NULL */
 } CompiledRule;
+
+/* How a rule set is compiled. All zero is the default. */
+typedef struct RuleSetOptions {
+    bool all_relevant;         /* no relevance: every event a filter passes reaches its
+                                  rule (the tests compare both ways) */
+} RuleSetOptions;
 
 typedef struct CompiledRuleSet {
     RuleSet *ast;              /* owned */
@@ -90,7 +105,8 @@ typedef struct CompiledRuleSet {
     int time_slot;             /* slot of the time field, or -1 on processing time */
     TimeFormat time_format;
     int64_t lateness_ms;
-    FilterPlan filters;        /* every rule's filter over shared atoms */
+    FilterPlan filters;        /* every rule's filter (and relevance) over shared atoms */
+    RuleSetOptions opts;       /* as compiled; a reload of this set keeps them */
 } CompiledRuleSet;
 
 /* Loads, checks and compiles FILE|DIR arguments. Returns NULL if any error was
@@ -103,9 +119,16 @@ CompiledRuleSet *ruleset_compile(RuleSet *ast, Diags *diags);
  * same slots under the new rules; new fields get slots after them. */
 CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev,
                                        Diags *diags);
-/* ruleset_load for hot reload: fields keep the slots they had in prev. */
+/* ruleset_load for hot reload: fields keep the slots they had in prev, and so do the
+ * options. */
 CompiledRuleSet *ruleset_reload(const char *const *paths, size_t n_paths,
                                 const CompiledRuleSet *prev, Diags *diags);
+/* The same with options (NULL: prev's, or the defaults without prev). */
+CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
+                                      const RuleSetOptions *opts, Diags *diags);
+CompiledRuleSet *ruleset_load_with(const char *const *paths, size_t n_paths,
+                                   const CompiledRuleSet *prev, const RuleSetOptions *opts,
+                                   Diags *diags);
 void ruleset_free(CompiledRuleSet *rs);
 /* Index of the rule with this name, or -1. */
 int ruleset_find(const CompiledRuleSet *rs, const char *name);

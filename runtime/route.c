@@ -25,6 +25,19 @@ typedef struct FilterShape {
     uint32_t a, b;
 } FilterShape;
 
+/* Relevance trees that are one threshold atom (`amount > 500`, nfa/expr.h) on the
+ * same field with the same operator: rules written with 40 different thresholds
+ * would cost 40 tests per event; the thresholds sorted in the order in which they
+ * stop holding as the number grows (or falls), one read of the field and a binary
+ * search find every rule the event cannot change. */
+typedef struct RelLadder {
+    int32_t slot;
+    int op;
+    size_t n;                  /* rungs */
+    double *numbers;           /* per rung: those that hold on an event come first */
+    uint64_t *unreached;       /* (n + 1) * words: [k] = the rules of rungs k .. n-1 */
+} RelLadder;
+
 #define NOT_TESTED 2   /* atom_truth of an atom not tested for this event yet */
 
 struct Router {
@@ -50,6 +63,24 @@ struct Router {
     size_t n_keys;
     size_t *key_rule;
     uint64_t *key_rules;       /* n_keys * words */
+    /* the distinct relevance trees (CompiledRule.relevance_root, grouped by text):
+     * per tree its shape and a bit per rule that has it. A tree is tested only when
+     * one of its rules' filters passed; when it is not true, its rules' bits go into
+     * `irrelevant`, and those of them with a key are not listed (ROUTE_FILTERED) */
+    size_t n_rel;
+    FilterShape *rel_shape;
+    uint64_t *rel_rules;       /* n_rel * words */
+    uint64_t *irrelevant;      /* words: this event's */
+    uint64_t *keyed;           /* words: the rules whose key this event has */
+    size_t *rel_of;            /* per rule: its tree, or NO_RELEVANCE */
+    uint64_t *rel_gen;         /* router_route's cache, per tree */
+    bool *rel_pass;
+    /* router_route_all tests the trees on ladders through the ladders, the others
+     * (`tested`) one by one */
+    RelLadder *ladders;
+    size_t n_ladders;
+    size_t *tested;
+    size_t n_tested;
     uint64_t gen;              /* the current event */
     /* this event's truth of each atom of the rule set's FilterPlan (1, 0, -1), or
      * NOT_TESTED: an atom shared by several filters is tested once per event */
@@ -67,9 +98,12 @@ struct Router {
     Value *key_vals;           /* n * widest */
 };
 
+#define NO_RELEVANCE SIZE_MAX
+
 /* Canonical text of a rule's filter ("" without one) or of its key tuple; NULL on OOM. */
-static char *filter_text(const Rule *r)
+static char *filter_text(const CompiledRule *cr)
 {
+    const Rule *r = cr->ast;
     if (!r->filter) {
         char *s = malloc(1);
         if (s)
@@ -79,8 +113,9 @@ static char *filter_text(const Rule *r)
     return dsl_fmt_expr(r->filter);
 }
 
-static char *key_text(const Rule *r)
+static char *key_text(const CompiledRule *cr)
 {
+    const Rule *r = cr->ast;
     Buf b = BUF_INIT;
     buf_printf(&b, "%zu", r->n_keys);
     for (size_t k = 0; k < r->n_keys; k++) {
@@ -102,7 +137,7 @@ static char *key_text(const Rule *r)
 
 /* group[i] = the first j <= i whose text equals rule i's (i itself if the text cannot
  * be made: such a rule simply shares nothing). */
-static bool build_groups(const CompiledRuleSet *rs, char *(*text_of)(const Rule *),
+static bool build_groups(const CompiledRuleSet *rs, char *(*text_of)(const CompiledRule *),
                          size_t *group)
 {
     size_t n = rs->n_rules;
@@ -110,7 +145,7 @@ static bool build_groups(const CompiledRuleSet *rs, char *(*text_of)(const Rule 
     uint64_t *hashes = calloc(n ? n : 1, sizeof *hashes);
     bool ok = texts && hashes;
     for (size_t i = 0; ok && i < n; i++) {
-        texts[i] = text_of(rs->rules[i].ast);
+        texts[i] = text_of(&rs->rules[i]);
         group[i] = i;
         if (!texts[i])
             continue;
@@ -154,14 +189,10 @@ static bool index_filters(Router *r)
     return true;
 }
 
-static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
+/* The shape of the tree at `node` of the plan. */
+static FilterShape shape_at(const FilterPlan *plan, uint32_t node)
 {
-    const FilterPlan *plan = &rs->filters;
-    if (!cr->filter)
-        return (FilterShape){SHAPE_NONE, 0, 0};
-    if (cr->filter_root >= plan->n_nodes)
-        return (FilterShape){SHAPE_EXPR, 0, 0};
-    const FilterNode *root = &plan->nodes[cr->filter_root];
+    const FilterNode *root = &plan->nodes[node];
     if (root->op == FILTER_ATOM)
         return (FilterShape){SHAPE_ATOM, root->a, 0};
     if (root->op == FILTER_AND || root->op == FILTER_OR) {
@@ -169,7 +200,123 @@ static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
         if (a->op == FILTER_ATOM && b->op == FILTER_ATOM)
             return (FilterShape){root->op == FILTER_AND ? SHAPE_AND : SHAPE_OR, a->a, b->a};
     }
-    return (FilterShape){SHAPE_TREE, cr->filter_root, 0};
+    return (FilterShape){SHAPE_TREE, node, 0};
+}
+
+static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
+{
+    if (!cr->filter)
+        return (FilterShape){SHAPE_NONE, 0, 0};
+    if (cr->filter_root >= rs->filters.n_nodes)
+        return (FilterShape){SHAPE_EXPR, 0, 0};
+    return shape_at(&rs->filters, cr->filter_root);
+}
+
+/* A copy of the relevance's text, or "" for a rule without one (not used). */
+static char *relevance_text_of(const CompiledRule *cr)
+{
+    return strdup(cr->relevance_text ? cr->relevance_text : "");
+}
+
+typedef struct Rung {
+    size_t group;
+    ExprThreshold th;
+} Rung;
+
+/* Same field and operator together, then in ladder order. */
+static int by_ladder(const void *x, const void *y)
+{
+    const Rung *a = x, *b = y;
+    if (a->th.slot != b->th.slot)
+        return a->th.slot < b->th.slot ? -1 : 1;
+    if (a->th.op != b->th.op)
+        return a->th.op < b->th.op ? -1 : 1;
+    if (a->th.number != b->th.number) {
+        bool rising = a->th.op == BIN_GT || a->th.op == BIN_GE;
+        return (a->th.number < b->th.number) == rising ? -1 : 1;
+    }
+    return a->group < b->group ? -1 : a->group > b->group;
+}
+
+/* One ladder from rungs[0 .. n). False on OOM. */
+static bool build_ladder(Router *r, RelLadder *l, const Rung *rungs, size_t n)
+{
+    *l = (RelLadder){rungs[0].th.slot, rungs[0].th.op, n, NULL, NULL};
+    l->numbers = calloc(n, sizeof *l->numbers);
+    l->unreached = calloc((n + 1) * r->words, sizeof *l->unreached);
+    if (!l->numbers || !l->unreached)
+        return false;
+    for (size_t k = n; k-- > 0;) {
+        l->numbers[k] = rungs[k].th.number;
+        const uint64_t *rules = &r->rel_rules[rungs[k].group * r->words];
+        for (size_t w = 0; w < r->words; w++)
+            l->unreached[k * r->words + w] = l->unreached[(k + 1) * r->words + w] | rules[w];
+    }
+    return true;
+}
+
+/* Ladders from the trees that are one threshold atom; the other trees go to `tested`.
+ * False on OOM. */
+static bool build_ladders(Router *r)
+{
+    size_t n = r->n_rel ? r->n_rel : 1;
+    Rung *rungs = calloc(n, sizeof *rungs);
+    r->tested = calloc(n, sizeof *r->tested);
+    r->ladders = calloc(n, sizeof *r->ladders);
+    bool ok = rungs && r->tested && r->ladders;
+    size_t n_rungs = 0;
+    for (size_t g = 0; ok && g < r->n_rel; g++) {
+        const FilterShape *sh = &r->rel_shape[g];
+        if (sh->kind == SHAPE_ATOM && expr_threshold(r->atoms[sh->a], &rungs[n_rungs].th))
+            rungs[n_rungs++].group = g;
+        else
+            r->tested[r->n_tested++] = g;
+    }
+    if (ok)
+        qsort(rungs, n_rungs, sizeof *rungs, by_ladder);
+    for (size_t i = 0; ok && i < n_rungs;) {
+        size_t j = i + 1;
+        while (j < n_rungs && rungs[j].th.slot == rungs[i].th.slot &&
+               rungs[j].th.op == rungs[i].th.op)
+            j++;
+        ok = build_ladder(r, &r->ladders[r->n_ladders++], &rungs[i], j - i);
+        i = j;
+    }
+    free(rungs);
+    return ok;
+}
+
+/* The relevance trees (see struct Router). False on OOM. */
+static bool index_relevance(Router *r)
+{
+    const CompiledRuleSet *rs = r->rs;
+    size_t n = r->n ? r->n : 1;
+    size_t *group = calloc(n, sizeof *group);
+    r->rel_of = calloc(n, sizeof *r->rel_of);
+    r->rel_shape = calloc(n, sizeof *r->rel_shape);
+    r->rel_rules = calloc(n * r->words, sizeof *r->rel_rules);
+    r->irrelevant = calloc(r->words, sizeof *r->irrelevant);
+    r->keyed = calloc(r->words, sizeof *r->keyed);
+    r->rel_gen = calloc(n, sizeof *r->rel_gen);
+    r->rel_pass = calloc(n, sizeof *r->rel_pass);
+    bool ok = group && r->rel_of && r->rel_shape && r->rel_rules && r->irrelevant && r->keyed &&
+              r->rel_gen && r->rel_pass && build_groups(rs, relevance_text_of, group);
+    r->n_rel = 0;
+    for (size_t i = 0; ok && i < r->n; i++) {
+        const CompiledRule *cr = &rs->rules[i];
+        r->rel_of[i] = NO_RELEVANCE;
+        if (cr->relevance_root >= rs->filters.n_nodes)
+            continue;
+        if (group[i] == i) {   /* a group's first rule comes before its others */
+            r->rel_of[i] = r->n_rel;
+            r->rel_shape[r->n_rel++] = shape_at(&rs->filters, cr->relevance_root);
+        } else {
+            r->rel_of[i] = r->rel_of[group[i]];
+        }
+        r->rel_rules[r->rel_of[i] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+    }
+    free(group);
+    return ok && build_ladders(r);
 }
 
 /* key_rule and key_rules (see struct Router), from the key groups. False on OOM. */
@@ -279,7 +426,7 @@ Router *router_new(const CompiledRuleSet *rs)
     for (size_t i = 0; i < rs->n_rules; i++)
         r->shape[i] = shape_of(rs, &rs->rules[i]);
     memset(r->atom_truth, NOT_TESTED, r->n_atoms);
-    if (!order_tests(r) || !index_keys(r)) {
+    if (!order_tests(r) || !index_keys(r) || !index_relevance(r)) {
         router_free(r);
         return NULL;
     }
@@ -310,6 +457,19 @@ void router_free(Router *r)
     free(r->run_end);
     free(r->key_rule);
     free(r->key_rules);
+    free(r->rel_of);
+    free(r->rel_shape);
+    free(r->rel_rules);
+    free(r->irrelevant);
+    free(r->keyed);
+    free(r->rel_gen);
+    free(r->rel_pass);
+    for (size_t i = 0; r->ladders && i < r->n_ladders; i++) {
+        free(r->ladders[i].numbers);
+        free(r->ladders[i].unreached);
+    }
+    free(r->ladders);
+    free(r->tested);
     free(r);
 }
 
@@ -354,13 +514,12 @@ static int node_truth(Router *r, uint32_t node, const EvalCtx *ctx, EvalScratch 
     return -1;
 }
 
-/* The filter of rule `rule` (a group's first rule): through the shared atoms when
- * the rule set has them, else the rule's own compiled filter. `and`/`or` of two
- * atoms hold exactly when the three-valued result is true, so their unknowns need
- * no tracking here. */
-static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
+/* Is a tree of the plan true? `and`/`or` of two atoms hold exactly when the
+ * three-valued result is true, so their unknowns need no tracking here. SHAPE_EXPR
+ * is not a tree: false. */
+static bool shape_holds(Router *r, const FilterShape *sh, const EvalCtx *ctx,
+                        EvalScratch *scratch)
 {
-    const FilterShape *sh = &r->shape[rule];
     switch (sh->kind) {
     case SHAPE_NONE:
         return true;
@@ -375,7 +534,79 @@ static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch
     case SHAPE_EXPR:
         break;
     }
-    return expr_test(r->rs->rules[rule].filter, ctx, scratch);
+    return false;
+}
+
+/* The filter of rule `rule` (a group's first rule): through the shared atoms when
+ * the rule set has them, else the rule's own compiled filter. */
+static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    const FilterShape *sh = &r->shape[rule];
+    if (sh->kind == SHAPE_EXPR)
+        return expr_test(r->rs->rules[rule].filter, ctx, scratch);
+    return shape_holds(r, sh, ctx, scratch);
+}
+
+/* Can the event change rule `rule` (its filter passed)? */
+static bool relevant(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    size_t g = r->rel_of[rule];
+    if (g == NO_RELEVANCE)
+        return true;
+    if (r->rel_gen[g] != r->gen) {
+        r->rel_pass[g] = shape_holds(r, &r->rel_shape[g], ctx, scratch);
+        r->rel_gen[g] = r->gen;
+    }
+    return r->rel_pass[g];
+}
+
+static bool any_passed(const Router *r, const uint64_t *rules)
+{
+    uint64_t reached = 0;
+    for (size_t w = 0; w < r->words; w++)
+        reached |= rules[w] & r->passed[w];
+    return reached != 0;
+}
+
+static void add_irrelevant(Router *r, const uint64_t *rules)
+{
+    for (size_t w = 0; w < r->words; w++)
+        r->irrelevant[w] |= rules[w];
+}
+
+/* The rules of the ladder's rungs that do not hold on ev. */
+static void mark_ladder(Router *r, const RelLadder *l, const Event *ev)
+{
+    if (!any_passed(r, l->unreached))
+        return;
+    size_t lo = 0;
+    double v;
+    if (expr_slot_number(ev, l->slot, &v)) {   /* else no rung holds */
+        size_t hi = l->n;
+        while (lo < hi) {   /* the first rung that does not hold */
+            size_t mid = lo + (hi - lo) / 2;
+            if (expr_number_holds(l->op, v, l->numbers[mid]))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    add_irrelevant(r, &l->unreached[lo * r->words]);
+}
+
+/* r->irrelevant: the rules whose relevance is not true (of those whose filter passed;
+ * the others' bits do not matter). */
+static void mark_irrelevant(Router *r, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    memset(r->irrelevant, 0, r->words * sizeof *r->irrelevant);
+    for (size_t i = 0; i < r->n_ladders; i++)
+        mark_ladder(r, &r->ladders[i], ctx->event);
+    for (size_t i = 0; i < r->n_tested; i++) {
+        size_t g = r->tested[i];
+        const uint64_t *rules = &r->rel_rules[g * r->words];
+        if (any_passed(r, rules) && !shape_holds(r, &r->rel_shape[g], ctx, scratch))
+            add_irrelevant(r, rules);
+    }
 }
 
 static bool filter_passes(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
@@ -423,9 +654,12 @@ RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *s
         compute_key(r, g, &ctx, scratch);
         r->key_gen[g] = r->gen;
     }
-    if (r->key_res[g] == ROUTE_KEYED)
-        *key = r->key_of[g];
-    return r->key_res[g];
+    if (r->key_res[g] != ROUTE_KEYED)
+        return r->key_res[g];
+    if (!relevant(r, rule, &ctx, scratch))
+        return ROUTE_FILTERED;
+    *key = r->key_of[g];
+    return ROUTE_KEYED;
 }
 
 size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
@@ -448,19 +682,24 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
         for (size_t w = 0; w < r->words; w++)
             r->passed[w] |= rules[w];
     }
+    mark_irrelevant(r, &ctx, scratch);
+    /* every key the passed rules need, relevant or not: a missing key counts anyway */
+    memset(r->keyed, 0, r->words * sizeof *r->keyed);
     for (size_t k = 0; k < r->n_keys; k++) {
         const uint64_t *rules = &r->key_rules[k * r->words];
-        for (size_t w = 0; w < r->words; w++)
-            if (rules[w] & r->passed[w]) {
-                size_t g = r->key_rule[k];
-                compute_key(r, g, &ctx, scratch);
-                r->key_gen[g] = r->gen;   /* for router_route on the same event */
-                break;
-            }
+        if (!any_passed(r, rules))
+            continue;
+        size_t g = r->key_rule[k];
+        compute_key(r, g, &ctx, scratch);
+        r->key_gen[g] = r->gen;   /* for router_route on the same event */
+        if (r->key_res[g] == ROUTE_KEYED)
+            for (size_t w = 0; w < r->words; w++)
+                r->keyed[w] |= rules[w];
     }
     size_t n = 0;
     for (size_t w = 0; w < r->words; w++)
-        for (uint64_t bits = r->passed[w]; bits; bits &= bits - 1) {
+        for (uint64_t bits = r->passed[w] & ~(r->irrelevant[w] & r->keyed[w]); bits;
+             bits &= bits - 1) {
             size_t rule = w * 64 + (size_t)__builtin_ctzll(bits);
             size_t g = r->key_group[rule];
             order[n++] = rule;

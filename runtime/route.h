@@ -37,16 +37,20 @@ Router *router_new(const CompiledRuleSet *rs);
 void router_free(Router *r);
 /* A new event: forgets every cached result. */
 void router_begin(Router *r);
-/* Filter, then key, of rule `rule` for ev. On ROUTE_KEYED *key describes the key; it
+/* Filter, then key, then relevance (ruleset.h) of rule `rule` for ev: an event the
+ * filter passes without a key is ROUTE_NO_KEY whatever its relevance (the filter
+ * alone decides what counts as a missing key); one with a key that cannot change the
+ * rule is ROUTE_FILTERED. On ROUTE_KEYED *key describes the key; it
  * stays valid until router_begin and while scratch is not reset (values may live in
  * it). ev and scratch must be the same for every call between two router_begin. */
 RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
                          RouteKey *key);
 
 /* Every rule at once, for the inline path: a filter group that fails is skipped in
- * one test instead of one lookup per rule. For each rule the filter passes, in rule
- * order, appends its number to `order` and sets res[rule] (and key[rule] on
- * ROUTE_KEYED, valid as for router_route); returns how many. Starts a new event
+ * one test instead of one lookup per rule. For each rule whose result (as
+ * router_route's) is not ROUTE_FILTERED, in rule order, appends its number to `order`
+ * and sets res[rule] (and key[rule] on ROUTE_KEYED, valid as for router_route);
+ * returns how many. Starts a new event
  * itself (router_begin). order, res and key have room for every rule. */
 size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
                         RouteResult *res, RouteKey *key);

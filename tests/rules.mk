@@ -10,3 +10,16 @@ TESTS += tests/test_route
 tests_test_route_SOURCES = tests/test_route.c tests/rulesutil.c tests/rulesutil.h
 tests_test_route_CFLAGS = $(TEST_CFLAGS)
 tests_test_route_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_relevance
+TESTS += tests/test_relevance
+tests_test_relevance_SOURCES = tests/test_relevance.c tests/rulesutil.c tests/rulesutil.h
+tests_test_relevance_CFLAGS = $(TEST_CFLAGS)
+tests_test_relevance_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_relevance_diff
+TESTS += tests/test_relevance_diff
+tests_test_relevance_diff_SOURCES = tests/test_relevance_diff.c
+tests_test_relevance_diff_CFLAGS = $(TEST_CFLAGS)
+tests_test_relevance_diff_LDADD = $(TEST_LIBS)
+EXTRA_DIST += tests/data/relevance/shapes.cep tests/data/relevance/shapes.events.jsonl

@@ -1,0 +1,35 @@
+/* rules/relevance.h — which events can change a rule: the relevance analysis.
+ * Private to rules/.
+ *
+ * A rule is *relaxed* when no step, quantifier or negation acts on an event whose
+ * step conditions (`where`, `until`, and those of `not_followed_by` steps) are all
+ * false: every state where a partial match waits then ignores such an event into
+ * itself, and the start state does nothing with it. Timeouts come from the timers
+ * before each event, not from the key's own events. So for a relaxed rule such an
+ * event is exactly like one its filter rejects.
+ *
+ * Each step condition has a *necessary part*: the conjunction of its top-level `and`
+ * conjuncts that read only the current event (no STEP.x, aggregate or time(STEP):
+ * expr_is_iterative, as the matcher's shared conditions classify them). The rule's
+ * *relevance* is the `or` of the parts: an event for which it is not true fails every
+ * condition. A step without a condition, or whose condition has no such conjunct,
+ * makes the relevance `true`: nothing to gain, so the rule gets none.
+ * nfa/SEMANTICS.md, section "Relevance", gives the argument. */
+#ifndef VIGIL_RULES_RELEVANCE_H
+#define VIGIL_RULES_RELEVANCE_H
+
+#include <stdbool.h>
+
+#include "dsl/ast.h"
+#include "rules/filters.h"
+
+/* Is the rule relaxed (see above)? From its steps and quantifiers alone. */
+bool relevance_relaxed(const Rule *rule);
+
+/* Sets cr->relaxed and, when `enabled` and the rule is relaxed with a relevance other
+ * than `true`, cr->relevance_root (its tree added to the plan) and cr->relevance_text.
+ * Conjuncts are compiled against fields to classify them. -1 on failure (allocation,
+ * or a compile error reported to the plan's diagnostics). */
+int relevance_plan(PlanBuilder *pb, CompiledRule *cr, FieldTable *fields, bool enabled);
+
+#endif
