@@ -26,13 +26,20 @@ static int64_t add_sat(int64_t a, int64_t b)
     return a + b;
 }
 
+/* A run's start against the event (t, id): its first event's time, then input id. */
+static int cmp_start_event(const Run *a, int64_t t, uint64_t id)
+{
+    const Event *e = a->first->event;
+    if (e->time_ms != t)
+        return e->time_ms < t ? -1 : 1;
+    return e->id != id ? (e->id < id ? -1 : 1) : 0;
+}
+
 static int cmp_start(const Run *a, const Run *b)
 {
-    if (a->start_time != b->start_time)
-        return a->start_time < b->start_time ? -1 : 1;
-    if (a->start_id != b->start_id)
-        return a->start_id < b->start_id ? -1 : 1;
-    return 0;
+    if (a->first == b->first)   /* branches of one start */
+        return 0;
+    return cmp_start_event(a, nfa_run_start_time(b), nfa_run_start_id(b));
 }
 
 static bool list_reserve(RunList *l, size_t extra)
@@ -97,7 +104,6 @@ static void set_live_count(NfaKey *k, size_t n)
 
 void nfa_key_init(NfaKey *key)
 {
-    key->deadline = INT64_MAX;
     key->n_live = 0;
     key->cap_live = 1;
 }
@@ -492,9 +498,7 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
         return;
     }
     c->takes++;
-    Run r = {.last = node,
-             .start_time = from ? from->start_time : ev->time_ms,
-             .start_id = from ? from->start_id : ev->id};
+    Run r = {.last = node, .first = from ? from->first : node};
     bool final = nfa->states[e->target].kind == NFA_ST_FINAL;
     if (final || final_after_proceed(d, e->target)) {
         Run m = r;
@@ -541,7 +545,8 @@ static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCo
  * its newest event; *expiry receives the one that has passed at `now`. */
 static int64_t run_deadline(const Nfa *nfa, const Run *r, int64_t now, int64_t *expiry)
 {
-    int64_t d_first = nfa->within_ms > 0 ? add_sat(r->start_time, nfa->within_ms) : INT64_MAX;
+    int64_t d_first =
+        nfa->within_ms > 0 ? add_sat(nfa_run_start_time(r), nfa->within_ms) : INT64_MAX;
     int64_t w = nfa->states[r->state].within_ms;
     int64_t d_step = w > 0 ? add_sat(nfa_run_time(r), w) : INT64_MAX;
     /* Flink reports the step-within expiry when both have passed */
@@ -557,16 +562,19 @@ static bool timed_out(const Nfa *nfa, const Run *r, int64_t now, int64_t *expiry
 }
 
 
-static void update_deadline(const Nfa *nfa, NfaKey *k)
+/* Computed when asked, not stored: 8 bytes less in every key (the runtime keeps a
+ * million), for a loop over the live runs that reads the state table and, with a step
+ * within, the newest node's event, which the matcher reads anyway. */
+static int64_t key_deadline(const Nfa *nfa, const NfaKey *k)
 {
     int64_t best = INT64_MAX, unused;
-    const Run *live = nfa_key_live(k);
+    const Run *live = nfa_key_live_c(k);
     for (size_t i = 0; i < k->n_live; i++) {
         int64_t d = run_deadline(nfa, &live[i], INT64_MIN, &unused);
         if (d < best)
             best = d;
     }
-    k->deadline = best;
+    return best;
 }
 
 /* ---- releasing matches ---------------------------------------------------------- */
@@ -612,10 +620,9 @@ static bool pruning_event(const Nfa *nfa, const MatchNode *last, int64_t *t, uin
 static void prune(const Nfa *nfa, RunList *l, int64_t t, uint64_t id, NfaCounters *c, bool live)
 {
     bool inclusive = nfa->skip == SKIP_TO_NEXT || nfa->skip == SKIP_PAST_LAST_EVENT;
-    Run p = {.start_time = t, .start_id = id};
     size_t w = 0;
     for (size_t i = 0; i < l->n; i++) {
-        int cmp = cmp_start(&l->v[i], &p);
+        int cmp = cmp_start_event(&l->v[i], t, id);
         if (cmp < 0 || (inclusive && cmp == 0)) {
             match_node_release(l->v[i].last);
             if (live)
@@ -704,15 +711,14 @@ static inline void release_any(const Nfa *nfa, NfaKey *k, NfaWork *w, NfaRunCtx 
 }
 
 /* Frees what a key holds once it holds nothing, so that an idle key owns no memory
- * (nfa_key_idle is then exact), or else updates its deadline. */
-static void settle(const Nfa *nfa, NfaKey *k)
+ * (nfa_key_idle is then exact), or else gives back room it no longer needs. */
+static void settle(NfaKey *k)
 {
     if (k->n_live == 0 && nfa_key_n_done(k) == 0) {
         key_release(k);
         return;
     }
     key_compact(k);
-    update_deadline(nfa, k);
 }
 
 /* A heap key that went idle is freed (kept in w for reuse). */
@@ -737,7 +743,7 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
 void nfa_key_advance_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *ctx)
 {
     bool flush = time_ms == INT64_MAX;
-    if (time_ms < k->deadline && !flush)
+    if (!flush && time_ms < key_deadline(nfa, k))
         return;
     NfaWork *work = ctx->work;
     work->fresh.n = 0;
@@ -767,7 +773,7 @@ void nfa_key_advance_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *c
     }
     set_live_count(k, live.n);
     release_any(nfa, k, work, ctx, flush);
-    settle(nfa, k);
+    settle(k);
 }
 
 /* The per-key cap on the next generation: drops the oldest partial matches; true if
@@ -852,7 +858,7 @@ static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx 
     ctx->counters->partials_live += k->n_live;
     ctx->counters->partials_live -= before;
     release_any(nfa, k, w, ctx, false);
-    settle(nfa, k);
+    settle(k);
 }
 
 static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
@@ -976,9 +982,9 @@ bool nfa_key_wakes_from(const Nfa *nfa, Event *ev, NfaRunCtx *ctx, size_t i)
     return false;
 }
 
-int64_t nfa_key_deadline(const NfaKey *key)
+int64_t nfa_key_deadline(const Nfa *nfa, const NfaKey *key)
 {
-    return key ? key->deadline : INT64_MAX;
+    return key ? key_deadline(nfa, key) : INT64_MAX;
 }
 
 void nfa_key_free(NfaKey *key, NfaCounters *counters)
@@ -1013,14 +1019,19 @@ void nfa_key_prefetch(const NfaKey *key, bool deep)
 {
     if (!key || !key->n_live)
         return;
-    const MatchNode *node = nfa_key_live_c(key)[0].last;
+    const Run *r = &nfa_key_live_c(key)[0];
+    const MatchNode *node = r->last;
     if (!deep) {
         __builtin_prefetch(node, 1);   /* its count changes whatever happens */
+        if (r->first != node)
+            __builtin_prefetch(r->first);   /* the rule's within counts from its event */
         return;
     }
     __builtin_prefetch(node->event, 1);
     if (node->prev)
         __builtin_prefetch(node->prev, 1);
+    if (r->first != node)
+        __builtin_prefetch(r->first->event);
 }
 
 NfaKey *nfa_key_new_empty(const Nfa *nfa)
@@ -1044,11 +1055,6 @@ bool nfa_key_adopt(NfaKey *key, RunList *live, RunList *done)
     free(live->v);
     *live = (RunList){0};
     return true;
-}
-
-void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key)
-{
-    update_deadline(nfa, key);
 }
 
 /* ---- conditions shared across rules ------------------------------------------- */

@@ -78,8 +78,10 @@ typedef struct NfaCounters {
 /* A partial match, or (in the done/fresh lists) a completed one. */
 typedef struct NfaRun {   /* Run in nfa_internal.h */
     MatchNode *last;       /* one reference; never NULL */
-    int64_t start_time;    /* its first event: orders release and pruning (Flink's EventId) */
-    uint64_t start_id;
+    const MatchNode *first; /* the first node of last's chain (held through last): its
+                              event's time and input id order release and pruning
+                              (Flink's EventId), and the rule's within counts from that
+                              time; one pointer where the two took 16 bytes */
     union {
         uint32_t state;    /* partial: where it waits (its newest event's time is
                               last->event->time_ms, so it is not stored) */
@@ -98,9 +100,9 @@ struct NfaKeyMore;
 
 /* Only what persists between events: per-event scratch lives in the NfaWork. Most
  * keys hold one partial match and nothing held back, so that one is inline and the
- * key is 48 bytes with no other allocation. */
+ * key is 32 bytes with no other allocation. Its deadline is not stored: it follows
+ * from the runs (nfa_key_deadline). */
 struct NfaKey {   /* fields are the matcher's (nfa_internal.h reads them) */
-    int64_t deadline;      /* earliest deadline of the live runs; INT64_MAX if none */
     uint32_t n_live;       /* partial matches, oldest start first */
     uint32_t cap_live;     /* 1: at most the one inline run and nothing held back;
                               more: live.more (heap) holds the runs, room for cap_live */
@@ -245,8 +247,9 @@ static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
     return false;
 }
 
-/* Earliest time at which advance would produce something or prune state; INT64_MAX if none. */
-int64_t nfa_key_deadline(const NfaKey *key);
+/* Earliest time at which advance would produce something or prune state; INT64_MAX if
+ * none (also for NULL). Computed from the live runs (a loop over them). */
+int64_t nfa_key_deadline(const Nfa *nfa, const NfaKey *key);
 /* Frees a key's state without emitting anything (shutdown, removed rules). */
 void nfa_key_free(NfaKey *key, NfaCounters *counters);
 /* Number of live partial matches of one key. */

@@ -111,6 +111,22 @@ static inline size_t nfa_key_n_done(const NfaKey *k)
 {
     return k->cap_live > 1 ? k->live.more->done.n : 0;
 }
+/* A run's first event's time and input id (see NfaRun). */
+static inline int64_t nfa_run_start_time(const Run *r)
+{
+    return r->first->event->time_ms;
+}
+static inline uint64_t nfa_run_start_id(const Run *r)
+{
+    return r->first->event->id;
+}
+/* The first node of a chain (for a run rebuilt from its newest node). */
+static inline const MatchNode *nfa_chain_first(const MatchNode *n)
+{
+    while (n->prev)
+        n = n->prev;
+    return n;
+}
 /* A partial match's newest event time (step within counts from it). */
 static inline int64_t nfa_run_time(const Run *r)
 {
@@ -144,8 +160,6 @@ NfaKey *nfa_key_new_empty(const Nfa *nfa);
  * freed; both are left empty). False on allocation failure (the lists are then
  * unchanged). */
 bool nfa_key_adopt(NfaKey *key, RunList *live, RunList *done);
-/* Recomputes key->deadline from its live runs (after filling them directly). */
-void nfa_key_refresh_deadline(const Nfa *nfa, NfaKey *key);
 /* The MatchNode for (step, ev) after prev, with the running aggregates the Nfa's
  * conditions need (nfa->aggs; a plain node when there are none). Use it for every
  * node of an Nfa's chains. A prev without accumulators (made by match_node_new) is

@@ -3,7 +3,8 @@
  *   nodes: count, then per node (prev number + 1 or 0, event number, step), every
  *          node after its predecessor;
  *   live:  count, then per run (node, start_time, start_id, time, state); the time
- *          is that of the run's newest node (written for older readers, not read);
+ *          is that of the run's newest node, start_time and start_id those of its
+ *          first node's event (written for older readers, not read);
  *   done:  the same for completed matches held back by a skip strategy (state 0:
  *          a completed match has none). */
 #include "nfa/snapshot.h"
@@ -259,8 +260,8 @@ static void put_runs(Buf *out, const NodeMap *m, const Run *runs, size_t n, bool
     for (size_t i = 0; i < n; i++) {
         const Run *r = &runs[i];
         snap_put_u64(out, node_number(m, r->last));
-        snap_put_i64(out, r->start_time);
-        snap_put_u64(out, r->start_id);
+        snap_put_i64(out, nfa_run_start_time(r));
+        snap_put_u64(out, nfa_run_start_id(r));
         snap_put_i64(out, live ? nfa_run_time(r) : r->time);
         snap_put_u64(out, live ? r->state : 0);
     }
@@ -339,8 +340,8 @@ static const char *get_runs(const Nfa *nfa, SnapReader *r, MatchNode **nodes, si
     for (size_t i = 0; i < n; i++) {
         uint64_t node = snap_get_u64(r);
         Run run = {0};
-        run.start_time = snap_get_i64(r);   /* one statement each: reads in order */
-        run.start_id = snap_get_u64(r);
+        (void)snap_get_i64(r);              /* start_time and start_id: those of the */
+        (void)snap_get_u64(r);              /* first node's event (one each: in order) */
         run.time = snap_get_i64(r);         /* a partial match's is its node's */
         uint64_t state = snap_get_u64(r);
         if (r->bad || node >= n_nodes || state >= nfa->n_states)
@@ -351,6 +352,7 @@ static const char *get_runs(const Nfa *nfa, SnapReader *r, MatchNode **nodes, si
         if (live)
             run.state = (uint32_t)state;
         run.last = nodes[node];
+        run.first = nfa_chain_first(run.last);
         match_node_retain(run.last);
         l->v[l->n++] = run;
     }
@@ -376,7 +378,6 @@ static bool make_key(const Nfa *nfa, RunList *live, RunList *done, NfaKey **key)
         nfa_key_free(k, NULL);
         return false;
     }
-    nfa_key_refresh_deadline(nfa, k);
     *key = k;
     return true;
 }

@@ -6,12 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* heap_pos of an entry in the heap: its index with the top bit set; of one in a
- * ring: the ring's number in the two bits below it, then its sequence number. */
-#define POS_BITS (sizeof(size_t) * 8)
-#define IN_HEAP ((size_t)1 << (POS_BITS - 1))
+/* heap_pos (32 bits) of an entry in the heap: its index with the top bit set; of one
+ * in a ring: the ring's number in the two bits below it, then its sequence number. A
+ * ring whose sequence numbers reach SEQ_LIMIT renumbers its slots from 0 (ring_rebase);
+ * a ring spans at most RING_MAX slots, and the heap HEAP_MAX. */
+#define POS_BITS 32
+#define IN_HEAP ((uint32_t)1 << (POS_BITS - 1))
 #define RING_SHIFT (POS_BITS - 3)
 #define SEQ_LIMIT ((size_t)1 << RING_SHIFT)
+#define RING_MAX (SEQ_LIMIT / 2)
+#define HEAP_MAX ((size_t)IN_HEAP - 1)
+_Static_assert(PART_NOT_TIMED == UINT32_MAX && (IN_HEAP | (HEAP_MAX - 1)) < PART_NOT_TIMED,
+               "no heap position is PART_NOT_TIMED");
 _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
 #define RING_MIN 16
 #define HEAP_MIN 64
@@ -23,15 +29,16 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * slots share one cache line. */
 #define ARITY 4
 
-static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
+/* Entries hold no hash: it is computed here, only on equal deadlines. */
+static bool slot_before(const PartEntry *x, const PartEntry *y)
 {
-    if (a->deadline != b->deadline)
-        return a->deadline < b->deadline;
-    const PartEntry *x = a->entry, *y = b->entry;
-    if (x->hash != y->hash)
-        return x->hash < y->hash;
+    if (x->deadline != y->deadline)
+        return x->deadline < y->deadline;
+    uint64_t hx = part_entry_hash(x), hy = part_entry_hash(y);
+    if (hx != hy)
+        return hx < hy;
     size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(x->kbytes, y->kbytes, n);
+    int c = memcmp(x->tail, y->tail, n);
     return c < 0 || (c == 0 && x->klen < y->klen);
 }
 
@@ -40,7 +47,7 @@ static bool slot_before(const DeadlineSlot *a, const DeadlineSlot *b)
 static void heap_place(DeadlineCore *c, size_t i, DeadlineSlot s)
 {
     c->h[i] = s;
-    s.entry->heap_pos = i | IN_HEAP;
+    s->heap_pos = (uint32_t)i | IN_HEAP;
 }
 
 static void sift_up(DeadlineCore *c, size_t i)
@@ -48,7 +55,7 @@ static void sift_up(DeadlineCore *c, size_t i)
     DeadlineSlot s = c->h[i];
     while (i > 0) {
         size_t parent = (i - 1) / ARITY;
-        if (!slot_before(&s, &c->h[parent]))
+        if (!slot_before(s, c->h[parent]))
             break;
         heap_place(c, i, c->h[parent]);
         i = parent;
@@ -66,9 +73,9 @@ static void sift_down(DeadlineCore *c, size_t i)
         size_t end = first + ARITY < c->hn ? first + ARITY : c->hn;
         size_t child = first;
         for (size_t k = first + 1; k < end; k++)
-            if (slot_before(&c->h[k], &c->h[child]))
+            if (slot_before(c->h[k], c->h[child]))
                 child = k;
-        if (!slot_before(&c->h[child], &s))
+        if (!slot_before(c->h[child], s))
             break;
         heap_place(c, i, c->h[child]);
         i = child;
@@ -80,7 +87,7 @@ static int heap_push(DeadlineCore *c, DeadlineSlot s)
 {
     if (c->hn == c->hcap) {
         size_t cap = c->hcap ? c->hcap * 2 : HEAP_MIN;
-        DeadlineSlot *h = cap < IN_HEAP / sizeof *h ? realloc(c->h, cap * sizeof *h) : NULL;
+        DeadlineSlot *h = cap <= HEAP_MAX ? realloc(c->h, cap * sizeof *h) : NULL;
         if (!h)
             return -1;
         c->h = h;
@@ -97,7 +104,7 @@ static void heap_delete(DeadlineCore *c, size_t i)
     if (i != c->hn) {
         heap_place(c, i, last);
         sift_up(c, i);
-        sift_down(c, last.entry->heap_pos & ~IN_HEAP);
+        sift_down(c, last->heap_pos & ~IN_HEAP);
     }
     if (c->hcap > HEAP_MIN && c->hn <= c->hcap / 4) {   /* memory follows the keys */
         DeadlineSlot *h = realloc(c->h, c->hcap / 2 * sizeof *h);
@@ -125,7 +132,7 @@ static int ring_resize(DeadlineRing *r, size_t cap)
 {
     size_t old = r->cap;
     if (cap > old) {
-        DeadlineSlot *s = cap < IN_HEAP / sizeof *s ? realloc(r->s, cap * sizeof *s) : NULL;
+        DeadlineSlot *s = cap <= RING_MAX ? realloc(r->s, cap * sizeof *s) : NULL;
         if (!s)
             return -1;
         r->s = s;
@@ -145,6 +152,11 @@ static int ring_resize(DeadlineRing *r, size_t cap)
     return 0;
 }
 
+static uint32_t ring_pos(size_t ri, size_t seq)
+{
+    return (uint32_t)(ri << RING_SHIFT | seq);
+}
+
 /* Squeezes the holes out, in place: each entry moves back, never over an unread
  * slot, and gets its new sequence number. */
 static void ring_compact(DeadlineRing *r, size_t ri)
@@ -152,12 +164,24 @@ static void ring_compact(DeadlineRing *r, size_t ri)
     size_t to = r->head;
     for (size_t seq = r->head; seq < r->tail; seq++) {
         DeadlineSlot s = *ring_at(r, seq);
-        if (!s.entry)
+        if (!s)
             continue;
         *ring_at(r, to) = s;
-        s.entry->heap_pos = ri << RING_SHIFT | to++;
+        s->heap_pos = ring_pos(ri, to++);
     }
     r->tail = to;
+}
+
+/* Renumbers the slots from below cap, keeping their places (a shift by a multiple of
+ * cap): sequence numbers must stay below SEQ_LIMIT to fit heap_pos. */
+static void ring_rebase(DeadlineRing *r, size_t ri)
+{
+    size_t shift = r->head & ~(r->cap - 1);
+    for (size_t seq = r->head; seq < r->tail; seq++)
+        if (*ring_at(r, seq))
+            (*ring_at(r, seq))->heap_pos = ring_pos(ri, seq - shift);
+    r->head -= shift;
+    r->tail -= shift;
 }
 
 static void ring_fit(DeadlineRing *r, size_t ri)
@@ -181,28 +205,33 @@ static int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
         else if (ring_resize(r, r->cap ? r->cap * 2 : RING_MIN) < 0)
             return -1;
     }
-    if (r->tail >= SEQ_LIMIT)   /* sequence numbers exhausted (32-bit size_t) */
-        return -1;
+    if (r->tail >= SEQ_LIMIT)
+        ring_rebase(r, ri);
     *ring_at(r, r->tail) = s;
-    s.entry->heap_pos = ri << RING_SHIFT | r->tail++;
+    s->heap_pos = ring_pos(ri, r->tail++);
     if (!r->live++)
-        r->first = s.deadline;
-    r->last = s.deadline;
+        r->first = s->deadline;
+    r->last = s->deadline;
     return 0;
 }
 
+/* The ends' deadlines are read from their entries only when an end moves. */
 static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
 {
-    ring_at(r, seq)->entry = NULL;
+    *ring_at(r, seq) = NULL;
     if (!--r->live) {
         r->head = r->tail = 0;   /* restart the sequence numbers too */
     } else {
-        while (!ring_at(r, r->head)->entry)
-            r->head++;
-        while (!ring_at(r, r->tail - 1)->entry)
-            r->tail--;
-        r->first = ring_at(r, r->head)->deadline;
-        r->last = ring_at(r, r->tail - 1)->deadline;
+        if (seq == r->head) {
+            while (!*ring_at(r, r->head))
+                r->head++;
+            r->first = (*ring_at(r, r->head))->deadline;
+        }
+        if (seq == r->tail - 1) {
+            while (!*ring_at(r, r->tail - 1))
+                r->tail--;
+            r->last = (*ring_at(r, r->tail - 1))->deadline;
+        }
     }
     ring_fit(r, ri);
 }
@@ -210,18 +239,18 @@ static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
 /* The ring to append s to: of those whose last slot precedes it, the one whose last
  * slot is latest; else an empty one; else none (DEADLINE_RINGS). Slots are read only
  * on equal deadlines. */
-static size_t ring_for(const DeadlineCore *c, const DeadlineSlot *s)
+static size_t ring_for(const DeadlineCore *c, const PartEntry *s)
 {
     size_t best = DEADLINE_RINGS;
     for (unsigned m = c->ring_mask; m; m &= m - 1) {
         size_t ri = (size_t)__builtin_ctz(m);
         const DeadlineRing *r = &c->ring[ri];
         if (r->last > s->deadline ||
-            (r->last == s->deadline && !slot_before(ring_at(r, r->tail - 1), s)))
+            (r->last == s->deadline && !slot_before(*ring_at(r, r->tail - 1), s)))
             continue;
         const DeadlineRing *b = &c->ring[best < DEADLINE_RINGS ? best : ri];
         if (best == DEADLINE_RINGS || r->last > b->last ||
-            (r->last == b->last && slot_before(ring_at(b, b->tail - 1), ring_at(r, r->tail - 1))))
+            (r->last == b->last && slot_before(*ring_at(b, b->tail - 1), *ring_at(r, r->tail - 1))))
             best = ri;
     }
     if (best == DEADLINE_RINGS && c->ring_mask != (1u << DEADLINE_RINGS) - 1)
@@ -234,16 +263,16 @@ static size_t ring_for(const DeadlineCore *c, const DeadlineSlot *s)
 static void find_top(DeadlineHeap *d)
 {
     const DeadlineCore *c = d->core;
-    const DeadlineSlot *best = d->n && c->hn ? &c->h[0] : NULL;
+    PartEntry *best = d->n && c->hn ? c->h[0] : NULL;
     int64_t at = best ? best->deadline : INT64_MAX;
     for (unsigned m = d->n ? c->ring_mask : 0; m; m &= m - 1) {
         const DeadlineRing *r = &c->ring[__builtin_ctz(m)];
-        if (!best || r->first < at || (r->first == at && slot_before(ring_at(r, r->head), best))) {
-            best = ring_at(r, r->head);
+        if (!best || r->first < at || (r->first == at && slot_before(*ring_at(r, r->head), best))) {
+            best = *ring_at(r, r->head);
             at = r->first;
         }
     }
-    d->top = best ? best->entry : NULL;
+    d->top = best;
     d->top_deadline = at;
 }
 
@@ -252,13 +281,14 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     if (!d->core && !(d->core = calloc(1, sizeof *d->core)))
         return -1;
     DeadlineCore *c = d->core;
-    DeadlineSlot s = {deadline, e};
-    size_t ri = ring_for(c, &s);
-    if (ri < DEADLINE_RINGS && ring_append(&c->ring[ri], ri, s) == 0)
+    e->deadline = deadline;   /* the order reads it there */
+    size_t ri = ring_for(c, e);
+    if (ri < DEADLINE_RINGS && ring_append(&c->ring[ri], ri, e) == 0) {
         c->ring_mask |= 1u << ri;
-    else if (heap_push(c, s) < 0)
+    } else if (heap_push(c, e) < 0) {
+        e->deadline = INT64_MAX;
         return -1;
-    e->deadline = deadline;
+    }
     d->n++;
     return 0;
 }
@@ -266,7 +296,7 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 static void erase(DeadlineHeap *d, PartEntry *e)
 {
     DeadlineCore *c = d->core;
-    size_t pos = e->heap_pos;
+    uint32_t pos = e->heap_pos;
     if (pos & IN_HEAP) {
         heap_delete(c, pos & ~IN_HEAP);
     } else {
@@ -275,7 +305,7 @@ static void erase(DeadlineHeap *d, PartEntry *e)
         if (!c->ring[ri].live)
             c->ring_mask &= ~(1u << ri);
     }
-    e->heap_pos = SIZE_MAX;
+    e->heap_pos = PART_NOT_TIMED;
     e->deadline = INT64_MAX;
     d->n--;
 }
@@ -285,6 +315,13 @@ void deadline_init(DeadlineHeap *d)
     *d = (DeadlineHeap){.top = NULL, .top_deadline = INT64_MAX, .core = NULL};
 }
 
+/* An entry the timers no longer hold. */
+static void forget(PartEntry *e)
+{
+    e->heap_pos = PART_NOT_TIMED;
+    e->deadline = INT64_MAX;
+}
+
 void deadline_free(DeadlineHeap *d)
 {
     DeadlineCore *c = d->core;
@@ -292,12 +329,12 @@ void deadline_free(DeadlineHeap *d)
         for (size_t ri = 0; ri < DEADLINE_RINGS; ri++) {
             DeadlineRing *r = &c->ring[ri];
             for (size_t seq = r->head; seq < r->tail; seq++)
-                if (ring_at(r, seq)->entry)
-                    ring_at(r, seq)->entry->heap_pos = SIZE_MAX;
+                if (*ring_at(r, seq))
+                    forget(*ring_at(r, seq));
             free(r->s);
         }
         for (size_t i = 0; i < c->hn; i++)
-            c->h[i].entry->heap_pos = SIZE_MAX;
+            forget(c->h[i]);
         free(c->h);
         free(c);
     }
@@ -306,7 +343,7 @@ void deadline_free(DeadlineHeap *d)
 
 int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
-    bool held = e->heap_pos != SIZE_MAX;
+    bool held = e->heap_pos != PART_NOT_TIMED;
     if (held && deadline == e->deadline)
         return 0;
     bool was_top = e == d->top;
@@ -315,9 +352,8 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     int rc = deadline == INT64_MAX ? 0 : insert(d, e, deadline);
     if (was_top || !d->top) {
         find_top(d);
-    } else if (e->heap_pos != SIZE_MAX) {
-        DeadlineSlot mine = {deadline, e}, top = {d->top_deadline, d->top};
-        if (slot_before(&mine, &top)) {
+    } else if (e->heap_pos != PART_NOT_TIMED) {
+        if (slot_before(e, d->top)) {
             d->top = e;
             d->top_deadline = deadline;
         }
@@ -334,7 +370,7 @@ void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **
         at = d->top->heap_pos & (SEQ_LIMIT - 1);
     }
     for (size_t i = 0; i < n; i++)
-        out[i] = r && at + ahead[i] < r->tail ? ring_at(r, at + ahead[i])->entry : NULL;
+        out[i] = r && at + ahead[i] < r->tail ? *ring_at(r, at + ahead[i]) : NULL;
 }
 
 PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
@@ -349,9 +385,9 @@ PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
 {
     const DeadlineCore *c = d->core;
-    size_t pos = e->heap_pos;
+    uint32_t pos = e->heap_pos;
     const DeadlineSlot *s;
-    if (pos == SIZE_MAX || !c)
+    if (pos == PART_NOT_TIMED || !c)
         return false;
     if (pos & IN_HEAP) {
         if ((pos & ~IN_HEAP) >= c->hn)
@@ -363,25 +399,27 @@ bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
             return false;
         s = ring_at(&c->ring[ri], seq);
     }
-    return s->entry == e && s->deadline == e->deadline;
+    return *s == e && e->deadline != INT64_MAX;
 }
 
-static const char *verify_ring(const DeadlineRing *r, size_t ri, const DeadlineSlot **best)
+static const char *verify_ring(const DeadlineRing *r, size_t ri, const PartEntry **best)
 {
     if (r->cap & (r->cap - 1))
         return "ring capacity is not a power of two";
     if (r->tail < r->head || r->tail - r->head > r->cap)
         return "ring span exceeds its capacity";
-    if (r->head != r->tail && (!ring_at(r, r->head)->entry || !ring_at(r, r->tail - 1)->entry))
+    if (r->head != r->tail && (!*ring_at(r, r->head) || !*ring_at(r, r->tail - 1)))
         return "a hole at an end of a ring";
-    const DeadlineSlot *prev = NULL;
+    if (r->tail > SEQ_LIMIT)
+        return "ring sequence numbers beyond heap_pos";
+    const PartEntry *prev = NULL;
     size_t live = 0;
     for (size_t seq = r->head; seq < r->tail; seq++) {
-        const DeadlineSlot *s = ring_at(r, seq);
-        if (!s->entry)
+        const PartEntry *s = *ring_at(r, seq);
+        if (!s)
             continue;
         live++;
-        if (s->entry->heap_pos != (ri << RING_SHIFT | seq) || s->entry->deadline != s->deadline)
+        if (s->heap_pos != ring_pos(ri, seq) || s->deadline == INT64_MAX)
             return "ring slot disagrees with its entry";
         if (prev && !slot_before(prev, s))
             return "ring out of order";
@@ -389,34 +427,34 @@ static const char *verify_ring(const DeadlineRing *r, size_t ri, const DeadlineS
     }
     if (live != r->live)
         return "ring count is wrong";
-    if (live && (r->first != ring_at(r, r->head)->deadline ||
-                 r->last != ring_at(r, r->tail - 1)->deadline))
+    if (live && (r->first != (*ring_at(r, r->head))->deadline ||
+                 r->last != (*ring_at(r, r->tail - 1))->deadline))
         return "ring ends' deadlines are stale";
-    if (live && (!*best || slot_before(ring_at(r, r->head), *best)))
-        *best = ring_at(r, r->head);
+    if (live && (!*best || slot_before(*ring_at(r, r->head), *best)))
+        *best = *ring_at(r, r->head);
     return NULL;
 }
 
-static const char *verify_heap(const DeadlineCore *c, const DeadlineSlot **best)
+static const char *verify_heap(const DeadlineCore *c, const PartEntry **best)
 {
     if (c->hn > c->hcap)
         return "heap count above its capacity";
     for (size_t i = 0; i < c->hn; i++) {
-        const DeadlineSlot *s = &c->h[i];
-        if (s->entry->heap_pos != (i | IN_HEAP) || s->entry->deadline != s->deadline)
+        const PartEntry *s = c->h[i];
+        if (s->heap_pos != ((uint32_t)i | IN_HEAP) || s->deadline == INT64_MAX)
             return "heap slot disagrees with its entry";
-        if (i && slot_before(s, &c->h[(i - 1) / ARITY]))
+        if (i && slot_before(s, c->h[(i - 1) / ARITY]))
             return "heap out of order";
     }
-    if (c->hn && (!*best || slot_before(&c->h[0], *best)))
-        *best = &c->h[0];
+    if (c->hn && (!*best || slot_before(c->h[0], *best)))
+        *best = c->h[0];
     return NULL;
 }
 
 const char *deadline_verify(const DeadlineHeap *d)
 {
     const DeadlineCore *c = d->core;
-    const DeadlineSlot *best = NULL;
+    const PartEntry *best = NULL;
     size_t n = 0;
     const char *why = NULL;
     if (c) {
@@ -433,7 +471,7 @@ const char *deadline_verify(const DeadlineHeap *d)
         return why;
     if (d->n != n)
         return "entry count is wrong";
-    if (d->top != (best ? best->entry : NULL) ||
+    if (d->top != best ||
         d->top_deadline != (best ? best->deadline : INT64_MAX))
         return "cached top is not the earliest entry";
     return NULL;

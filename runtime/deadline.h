@@ -1,10 +1,12 @@
 /* runtime/deadline.h — per-rule timers: partition entries by their next deadline,
  * and the clock that says which rule's timers are due first.
  *
- * Owns: a few sorted rings and a 4-ary heap of (deadline, entry) slots, and the
- * cached earliest entry; the entries are borrowed. Each entry records where its slot is
- * (heap_pos), so a key's deadline is updated or removed without leaving stale copies
- * behind; each entry appears at most once.
+ * Owns: a few sorted rings and a 4-ary heap of entry slots, and the cached earliest
+ * entry; the entries are borrowed. A slot is the entry's address alone (8 bytes per
+ * key): the entry holds its deadline (PartEntry.deadline), which the order reads
+ * there. Each entry records where its slot is (heap_pos), so a key's deadline is
+ * updated or removed without leaving stale copies behind; each entry appears at most
+ * once.
  *
  * Why rings: a rule arms its keys at (event time + a fixed duration: its window, a
  * step's window, its suppression), so its deadlines mostly arrive in increasing order,
@@ -19,10 +21,11 @@
  * ring (a key whose oldest partial match completed, a restored checkpoint, a late
  * event) goes to the heap. The earliest of the heads is the top.
  *
- * Order: by deadline, then by key hash, then by the key bytes (shorter first on a
- * common prefix). It is a total order on the keys of one rule, so the order in which
- * timers fire never depends on the history of the structure: a run restored from a
- * checkpoint fires them, and writes their alerts, exactly as the original would. */
+ * Order: by deadline, then by key hash (part_hash, recomputed from the key bytes on
+ * equal deadlines), then by the key bytes (shorter first on a common prefix). It is a
+ * total order on the keys of one rule, so the order in which timers fire never depends
+ * on the history of the structure: a run restored from a checkpoint fires them, and
+ * writes their alerts, exactly as the original would. */
 #ifndef VIGIL_RUNTIME_DEADLINE_H
 #define VIGIL_RUNTIME_DEADLINE_H
 
@@ -32,10 +35,8 @@
 
 #include "runtime/partition.h"
 
-typedef struct DeadlineSlot {
-    int64_t deadline;
-    PartEntry *entry;      /* borrowed; NULL: a hole in a ring */
-} DeadlineSlot;
+/* An entry (borrowed), or NULL: a hole in a ring. */
+typedef PartEntry *DeadlineSlot;
 
 /* Slots in increasing (deadline, key) order, holes aside. */
 typedef struct DeadlineRing {
@@ -68,9 +69,10 @@ typedef struct DeadlineHeap {
 } DeadlineHeap;
 
 void deadline_init(DeadlineHeap *d);
-/* Frees the storage; every entry still held is marked as not held (heap_pos). */
+/* Frees the storage; every entry still held is marked as not held (heap_pos:
+ * PART_NOT_TIMED). */
 void deadline_free(DeadlineHeap *d);
-/* Sets the entry's deadline (also stored in entry->deadline); INT64_MAX removes it.
+/* Sets the entry's deadline (stored in entry->deadline); INT64_MAX removes it.
  * Any value below INT64_MAX is allowed, earlier or later than any set before.
  * -1 on allocation failure (the entry is then not held). */
 int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline);

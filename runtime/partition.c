@@ -38,13 +38,15 @@ struct PartSlab {
     uint32_t cap;                 /* entries the slab holds */
 };
 
-#define SLAB_HEAD ((sizeof(PartSlab) + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1))
+/* Entries start at a cache line, so that those of 64 bytes (the fixed part and a key
+ * of up to 7 bytes) sit in one line each. */
+#define SLAB_HEAD ((sizeof(PartSlab) + 63) & ~(size_t)63)
 _Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_BYTES - SLAB_HEAD,
                "a slab holds at least sixteen entries of its largest class");
 
-size_t part_entry_bytes(size_t klen)
+size_t part_entry_bytes(size_t klen, size_t pre)
 {
-    size_t n = offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
+    size_t n = pre + offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
     return (n + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1);
 }
 
@@ -97,7 +99,8 @@ static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
     return sl;
 }
 
-static PartEntry *entry_alloc(PartPool *pool, size_t bytes)
+/* Room for an entry and the pre bytes before it; the start of that room. */
+static void *entry_alloc(PartPool *pool, size_t bytes)
 {
     size_t cls = slab_class(bytes);
     if (cls == SLAB_CLASSES)
@@ -117,14 +120,15 @@ static PartEntry *entry_alloc(PartPool *pool, size_t bytes)
     return e;
 }
 
-static void entry_release(PartPool *pool, PartEntry *e)
+static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
 {
-    size_t cls = slab_class(part_entry_bytes(e->klen));
+    size_t cls = slab_class(part_entry_bytes(entry->klen, pre));
+    void *e = (char *)entry - pre;
     if (cls == SLAB_CLASSES) {
         free(e);
         return;
     }
-    PartSlab *sl = slab_of(e);
+    PartSlab *sl = slab_of(entry);
     if (sl->live-- == sl->cap)
         slab_push(pool, cls, sl);
     if (!sl->live) {
@@ -159,8 +163,16 @@ void part_pool_free(PartPool *pool)
 
 void part_table_init(PartTable *t)
 {
-    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL};
+    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0};
     part_pool_init(&t->own);
+}
+
+void part_table_set_extras(PartTable *t, unsigned extras)
+{
+    if (t->count)
+        return;
+    t->extras = extras;
+    t->pre = extras & PART_X_SUPPRESS ? sizeof(int64_t) : 0;
 }
 
 void part_table_set_probe(PartTable *t, PartProbe *probe)
@@ -251,15 +263,15 @@ PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint
         if (!part_slot_tagged(t->slots[i], hash))
             continue;
         PartEntry *e = part_slot_entry(t->slots[i]);
-        if (e->hash == hash && e->klen == klen && !memcmp(e->kbytes, kbytes, klen))
+        if (part_entry_is(e, kbytes, klen))
             return e;
     }
     return NULL;
 }
 
-static uint64_t slot_of(const PartEntry *e, size_t dist)
+static uint64_t slot_of(const PartEntry *e, uint64_t hash, size_t dist)
 {
-    return part_slot_tag(e->hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e |
+    return part_slot_tag(hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e |
            (dist < PART_DIST_MAX ? dist : PART_DIST_MAX);
 }
 
@@ -269,15 +281,17 @@ static size_t slot_dist(const PartTable *t, size_t i)
     size_t d = t->slots[i] & PART_DIST_MAX;
     if (d < PART_DIST_MAX)
         return d;
-    return (i - (part_slot_entry(t->slots[i])->hash & (t->n_slots - 1))) & (t->n_slots - 1);
+    uint64_t hash = part_entry_hash(part_slot_entry(t->slots[i]));
+    return (i - (hash & (t->n_slots - 1))) & (t->n_slots - 1);
 }
 
-static void place_slot(uint64_t *slots, uint64_t *used, size_t n_slots, PartEntry *e)
+static void place_slot(uint64_t *slots, uint64_t *used, size_t n_slots, PartEntry *e,
+                       uint64_t hash)
 {
-    size_t mask = n_slots - 1, i = e->hash & mask, dist = 0;
+    size_t mask = n_slots - 1, i = hash & mask, dist = 0;
     for (; slots[i]; dist++)
         i = (i + 1) & mask;
-    slots[i] = slot_of(e, dist);
+    slots[i] = slot_of(e, hash, dist);
     mark_used(used, i, true);
 }
 
@@ -292,9 +306,12 @@ static bool resize(PartTable *t, size_t n_slots)
         free(nu);
         return false;
     }
-    for (size_t i = 0; i < t->n_slots; i++)
-        if (t->slots[i])
-            place_slot(ns, nu, n_slots, part_slot_entry(t->slots[i]));
+    for (size_t i = 0; i < t->n_slots; i++) {
+        if (!t->slots[i])
+            continue;
+        PartEntry *e = part_slot_entry(t->slots[i]);
+        place_slot(ns, nu, n_slots, e, part_entry_hash(e));
+    }
     free(t->slots);
     free(t->used);
     t->slots = ns;
@@ -322,25 +339,25 @@ PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash
 {
     if (klen >= UINT32_MAX || !room_for_one(t))
         return NULL;
-    PartEntry *e = entry_alloc(pool_of(t), part_entry_bytes(klen));
-    if (!e)
+    char *room = entry_alloc(pool_of(t), part_entry_bytes(klen, t->pre));
+    if (!room)
         return NULL;
-    e->hash = hash;
+    PartEntry *e = (PartEntry *)(void *)(room + t->pre);
     e->klen = (uint32_t)klen;
     if (!addressable(e)) {
-        entry_release(pool_of(t), e);
+        entry_release(pool_of(t), e, t->pre);
         return NULL;
     }
     nfa_key_init(&e->nfa);
-    e->suppress_until = INT64_MIN;
+    if (t->extras & PART_X_SUPPRESS)
+        *part_suppress_until(e) = INT64_MIN;
+    e->held = 0;
     e->deadline = INT64_MAX;
-    e->heap_pos = SIZE_MAX;
-    e->held = e->charged = 0;
+    e->heap_pos = PART_NOT_TIMED;
     if (klen)
         memcpy(e->tail, kbytes, klen);
     e->tail[klen] = '\0';
-    e->kbytes = e->tail;
-    place_slot(t->slots, t->used, t->n_slots, e);
+    place_slot(t->slots, t->used, t->n_slots, e, hash);
     t->count++;
     return e;
 }
@@ -529,12 +546,12 @@ void part_remove(PartTable *t, PartEntry *e)
 {
     if (!t->n_slots)
         return;
-    size_t mask = t->n_slots - 1, gap = e->hash & mask;
+    size_t mask = t->n_slots - 1, gap = part_entry_hash(e) & mask;
     while (t->slots[gap] && part_slot_entry(t->slots[gap]) != e)
         gap = (gap + 1) & mask;
     if (!t->slots[gap])
         return;
-    entry_release(pool_of(t), e);
+    entry_release(pool_of(t), e, t->pre);
     t->count--;
     /* backward shift: pull later entries of the probe run into the gap, unless their
      * home lies after the gap (closer than the gap to them) */
@@ -572,13 +589,15 @@ void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void 
             continue;
         if (drop)
             drop(e, user);
-        entry_release(pool_of(t), e);
+        entry_release(pool_of(t), e, t->pre);
     }
     free(t->slots);
     free(t->used);
     part_pool_free(&t->own);
     PartPool *shared = t->shared;
     PartProbe *probe = t->probe;
+    unsigned extras = t->extras;
     part_table_init_shared(t, shared);
+    part_table_set_extras(t, extras);
     part_table_set_probe(t, probe);
 }

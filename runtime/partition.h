@@ -23,27 +23,50 @@
 #include "nfa/value.h"
 
 /* Every byte is paid once per live key (scenario 5 holds a million), so each field
- * says what it is for. Fields in the order a lookup reads them; `charged` sits after
- * the NfaKey, since among the 8-byte fields it would cost 4 bytes of padding. The
- * entry lives in a slab of its size class (part_entry_bytes: 8-byte steps, no
+ * says what it is for. 52 bytes before the key bytes, so that an entry with a key of up
+ * to 11 bytes (`"k123456"` is 9) is 64: one cache line (slabs place such entries on
+ * line boundaries). What is not here, and why:
+ *   - the key's hash: the caller has it on every lookup and add; the table
+ *     recomputes it from the key bytes where it needs it without a caller (a resize,
+ *     a removal, a probe distance past PART_DIST_MAX, the timers' tie order), which
+ *     is a few nanoseconds for a short key;
+ *   - a pointer to the key bytes: they are always the entry's own `tail`;
+ *   - the matcher's own deadline: nfa_key_deadline computes it from the runs (the
+ *     timers' time, here, may differ: the end of a suppression, or one past the time
+ *     just handled);
+ *   - what the key counts for in the --max-memory estimate: a function of the entry's
+ *     size, its partial matches and `held`, recomputed to take it back (runtime/shard.c);
+ *   - the end of suppression: only rules with suppression use it, so their tables
+ *     hold it before their entries (part_table_set_extras), at a negative offset, and
+ *     the other tables pay nothing.
+ * The entry lives in a slab of its size class (part_entry_bytes: 8-byte steps, no
  * allocator header). */
 typedef struct PartEntry {
-    uint64_t hash;            /* part_hash of the key bytes: resizes and the timers'
-                                 tie order read it */
-    const char *kbytes;       /* canonical key bytes, NUL-terminated; in `tail` (timer
-                                 tests point it at bytes of their own) */
-    size_t heap_pos;          /* where the timers hold it (runtime/deadline.c), or
-                                 SIZE_MAX */
-    int64_t deadline;         /* time registered in the timers (runtime/deadline.h) */
-    int64_t suppress_until;   /* alerts before this time are suppressed; INT64_MIN: none */
+    int64_t deadline;         /* the time the timers hold it under (runtime/deadline.h),
+                                 INT64_MAX while they do not: they read it from here */
+    uint32_t heap_pos;        /* where the timers hold it (runtime/deadline.c), or
+                                 PART_NOT_TIMED */
     uint32_t klen;            /* length of the key bytes */
-    /* --max-memory accounting (runtime/budget.h), kept by the shard; 32 bits (they
-     * saturate) to keep the entry small: */
-    uint32_t held;            /* estimated bytes of the events and nodes its matches hold */
-    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none) */
-    uint32_t charged;         /* what this key counts for in the budget now */
-    char tail[];              /* the key bytes (part_add allocates them here) */
+    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none): 32 */
+    uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
+                                 of the events and nodes its matches hold; saturates */
+    char tail[];              /* the key bytes (canonical, part_key_bytes), NUL-terminated */
 } PartEntry;
+
+#define PART_NOT_TIMED UINT32_MAX
+
+/* The optional fields of a table's entries (part_table_set_extras), each just before
+ * the entry. */
+enum {
+    PART_X_SUPPRESS = 1u,     /* int64_t: alerts before this time are suppressed
+                                 (INT64_MIN: none); part_suppress_until */
+};
+
+/* Only for entries of a table with PART_X_SUPPRESS. */
+static inline int64_t *part_suppress_until(PartEntry *e)
+{
+    return (int64_t *)(void *)((char *)e - sizeof(int64_t));
+}
 
 /* Entries of one size, carved from one aligned block: no allocator header per entry,
  * and the churn of keys that start and die reuses freed entries at once. */
@@ -93,6 +116,8 @@ typedef struct PartTable {
     PartPool own;             /* the entries' pool, unless shared is set */
     PartPool *shared;         /* borrowed; NULL: own */
     PartProbe *probe;         /* borrowed; NULL: none; kept equal to the fields above */
+    unsigned extras;          /* PART_X_* its entries have */
+    size_t pre;               /* the bytes they take before each entry */
 } PartTable;
 
 static inline uint64_t part_slot_tag(uint64_t hash)
@@ -113,6 +138,9 @@ static inline bool part_slot_tagged(uint64_t slot, uint64_t hash)
 void part_table_init(PartTable *t);
 /* A table whose entries come from pool, which must outlive it. */
 void part_table_init_shared(PartTable *t, PartPool *pool);
+/* The optional fields (PART_X_*) of the entries added from now on: only while the table
+ * is empty. */
+void part_table_set_extras(PartTable *t, unsigned extras);
 /* From now on the table keeps *probe (borrowed; NULL: none) up to date. */
 void part_table_set_probe(PartTable *t, PartProbe *probe);
 void part_pool_init(PartPool *pool);
@@ -127,7 +155,12 @@ bool part_key_bytes(const Value *vals, size_t n, Buf *out);
  * text, which is cleared first. Both must outlive the values. False on malformed
  * bytes, the wrong number of values or allocation failure. */
 bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf *text);
+/* The hash of key bytes, the only one a table takes: the table recomputes it. */
 uint64_t part_hash(const char *kbytes, size_t klen);
+static inline uint64_t part_entry_hash(const PartEntry *e)
+{
+    return part_hash(e->tail, e->klen);
+}
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
 /* False when no entry can have this hash: its home slot is empty, and with linear
  * probing and backward-shift removal every entry sits in an unbroken run from its
@@ -178,20 +211,21 @@ static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
 /* Is e the entry of these key bytes? */
 static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t klen)
 {
-    return e->klen == klen && !memcmp(e->kbytes, kbytes, klen);
+    return e->klen == klen && !memcmp(e->tail, kbytes, klen);
 }
-/* A new idle entry with a copy of the key bytes; NULL on allocation failure (or a key
- * of 4 GiB or more, or an address beyond PART_PTR_BITS). */
+/* A new idle entry with a copy of the key bytes (nothing held; no suppression); hash
+ * is part_hash of the bytes. NULL on allocation failure (or a
+ * key of 4 GiB or more, or an address beyond PART_PTR_BITS). */
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
-/* The bytes an entry with klen key bytes takes in its slab (or its own malloc). */
-size_t part_entry_bytes(size_t klen);
+/* The bytes an entry with klen key bytes takes in its slab (or its own malloc), its
+ * optional fields (pre bytes: PartTable.pre) included. */
+size_t part_entry_bytes(size_t klen, size_t pre);
 /* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
- * short key's bytes: two or three cache lines), from its address alone. */
+ * short key's bytes: one cache line, or two), from its address alone. */
 static inline void part_entry_prefetch(const PartEntry *e)
 {
     const char *p = (const char *)e;
     __builtin_prefetch(p);
-    __builtin_prefetch(p + 64);
     __builtin_prefetch(p + sizeof *e + 7);
 }
 /* Starts loading what removing e reads besides e and its slot: its slab's header (an

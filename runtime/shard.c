@@ -61,10 +61,25 @@ struct Shard {
 
 static void on_result(void *user, const NfaResult *r);
 static PartEntry *materialize(Shard *s, size_t ri);
+static uint32_t charge_now(const PartTable *t, const PartEntry *pe);
 
-static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits)
+static bool rule_suppresses(const CompiledRule *rule)
+{
+    return rule->suppress_ms != DURATION_NONE && rule->suppress_ms > 0;
+}
+
+/* The optional entry fields (partition.h) a rule's keys need: the end of suppression
+ * for a rule with suppression. */
+static unsigned entry_extras(const CompiledRule *rule)
+{
+    return rule_suppresses(rule) ? PART_X_SUPPRESS : 0u;
+}
+
+static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
+                            const CompiledRule *rule)
 {
     part_table_init_shared(&st->keys, &s->pool);
+    part_table_set_extras(&st->keys, entry_extras(rule));
     deadline_init(&st->timers);
     ctx->scratch = s->scratch;
     ctx->limits = limits;
@@ -166,18 +181,24 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     }
     s->limits = limits;
     for (size_t i = 0; i < rs->n_rules; i++) {
-        rule_state_init(s, &s->rules[i], &s->ctxs[i], limits);
+        rule_state_init(s, &s->rules[i], &s->ctxs[i], limits, &rs->rules[i]);
         part_table_set_probe(&s->rules[i].keys, &s->probes[i]);
     }
     wire_matcher_parts(s);
     return s;
 }
 
+/* The end of a key's suppression (INT64_MIN: none, always so without the field). */
+static int64_t suppressed_until(const RuleState *st, PartEntry *pe)
+{
+    return st->keys.extras & PART_X_SUPPRESS ? *part_suppress_until(pe) : INT64_MIN;
+}
+
 static void drop_entry(PartEntry *pe, void *user)
 {
     RuleState *st = user;
+    budget_add(st->mem, -(int64_t)charge_now(&st->keys, pe));
     nfa_key_clear(&pe->nfa, &st->counters);
-    budget_add(st->mem, -(int64_t)pe->charged);
 }
 
 static void rule_state_free(RuleState *st)
@@ -251,14 +272,15 @@ static void on_result(void *user, const NfaResult *r)
         st->stats.timeouts++;
     if (!rule_alerts_on(rule, r->kind))
         return;
-    if (rule->suppress_ms != DURATION_NONE && rule->suppress_ms > 0) {
-        if (r->time_ms < pe->suppress_until) {
+    if (rule_suppresses(rule) && (st->keys.extras & PART_X_SUPPRESS)) {
+        int64_t *until = part_suppress_until(pe);
+        if (r->time_ms < *until) {
             st->stats.suppressed++;
             return;
         }
-        pe->suppress_until = add_saturating(r->time_ms, rule->suppress_ms);
+        *until = add_saturating(r->time_ms, rule->suppress_ms);
     }
-    if (!part_key_values(pe->kbytes, pe->klen, s->key_vals, rule->n_keys, &s->key_text)) {
+    if (!part_key_values(pe->tail, pe->klen, s->key_vals, rule->n_keys, &s->key_text)) {
         s->failed = true;   /* the bytes are ours: only allocation can fail */
         return;
     }
@@ -278,16 +300,9 @@ static void on_result(void *user, const NfaResult *r)
 /* The entry's bytes rounded up as a malloc chunk's would be (an 8-byte header, 16-byte
  * steps): its slab holds it in fewer, but partly filled slabs cost about the
  * difference. The entry holds the NfaKey, so it is most of a key's memory. */
-static size_t entry_chunk(const PartEntry *pe)
+static size_t entry_chunk(const PartTable *t, const PartEntry *pe)
 {
-    return (part_entry_bytes(pe->klen) + 8 + 15) & ~(size_t)15;
-}
-
-static size_t key_bytes(const PartEntry *pe)
-{
-    size_t p = nfa_key_partials(&pe->nfa);
-    size_t matcher = p ? KEY_MATCHER_BYTES + (p - 1) * PARTIAL_BYTES : 0;
-    return entry_chunk(pe) + ENTRY_OVERHEAD_BYTES + matcher + pe->held;
+    return (part_entry_bytes(pe->klen, t->pre) + 8 + 15) & ~(size_t)15;
 }
 
 static uint32_t saturate32(size_t n)
@@ -295,13 +310,30 @@ static uint32_t saturate32(size_t n)
     return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
 }
 
-/* What one NFA run did to a key's memory: `before` partial matches on entry, and
- * `retained` bytes of the event it took into new nodes. Which events the dropped
- * partial matches released is not known here: the held bytes shrink in proportion
- * to the partial matches that went (an approximation). */
+/* What a key counts for in the budget with `partials` partial matches: a function of
+ * its entry's size, that count and its held bytes, so that the entry keeps only `held`
+ * and the charge is recomputed, exactly, to take it back (between two runs of a key
+ * neither changes). */
+static uint32_t charge_of(const PartTable *t, const PartEntry *pe, size_t partials)
+{
+    size_t matcher = partials ? KEY_MATCHER_BYTES + (partials - 1) * PARTIAL_BYTES : 0;
+    return saturate32(entry_chunk(t, pe) + ENTRY_OVERHEAD_BYTES + matcher + pe->held);
+}
+
+static uint32_t charge_now(const PartTable *t, const PartEntry *pe)
+{
+    return charge_of(t, pe, nfa_key_partials(&pe->nfa));
+}
+
+/* What one NFA run did to a key's memory: `before` partial matches on entry (`fresh`:
+ * an entry made by this run, charged nothing yet), and `retained` bytes of the event
+ * it took into new nodes. Which events the dropped partial matches released is not
+ * known here: the held bytes shrink in proportion to the partial matches that went
+ * (an approximation). */
 typedef struct KeyGrowth {
     size_t before;
     size_t retained;
+    bool fresh;
 } KeyGrowth;
 
 /* The growth of a run of `ev` (NULL: a timer) that took `takes` nodes of it. Counted
@@ -311,23 +343,22 @@ typedef struct KeyGrowth {
  * event is charged for it: the estimate errs on the safe side. */
 static KeyGrowth growth_of(size_t before, const Event *ev, uint64_t takes)
 {
-    KeyGrowth g = {before, 0};
+    KeyGrowth g = {before, 0, false};
     if (ev && takes)
         g.retained = budget_event_bytes(ev) + (size_t)takes * NODE_BYTES;
     return g;
 }
 
-static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
+static void recharge(Shard *s, const PartTable *t, PartEntry *pe, KeyGrowth g)
 {
+    uint32_t was = g.fresh ? 0 : charge_of(t, pe, g.before);
     size_t after = nfa_key_partials(&pe->nfa);
     if (!after)
         pe->held = 0;
     else if (after < g.before)
         pe->held = (uint32_t)(pe->held / g.before * after);
     pe->held = saturate32((size_t)pe->held + (after ? g.retained : 0));
-    uint32_t now = saturate32(key_bytes(pe));
-    budget_add(&s->mem, (int64_t)now - (int64_t)pe->charged);
-    pe->charged = now;
+    budget_add(&s->mem, (int64_t)charge_of(t, pe, after) - (int64_t)was);
 }
 
 /* After the NFA ran for a key at time `now`: drop the entry if the key went idle
@@ -337,15 +368,16 @@ static void recharge(Shard *s, PartEntry *pe, KeyGrowth g)
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
-    recharge(s, pe, g);
+    recharge(s, &st->keys, pe, g);
     bool idle = nfa_key_idle(&pe->nfa);
-    if (idle && pe->suppress_until <= now) {
-        budget_add(&s->mem, -(int64_t)pe->charged);
+    int64_t until = suppressed_until(st, pe);
+    if (idle && until <= now) {
+        budget_add(&s->mem, -(int64_t)charge_now(&st->keys, pe));
         deadline_remove(&st->timers, pe);
         part_remove(&st->keys, pe);
         return;
     }
-    int64_t due = idle ? pe->suppress_until : nfa_key_deadline(&pe->nfa);
+    int64_t due = idle ? until : nfa_key_deadline(s->nfas[ri], &pe->nfa);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&st->timers, pe, due) < 0)
@@ -394,7 +426,7 @@ static void prefetch_due(const DeadlineHeap *timers, const PartProbe *probe)
     if (e[DUE_ENTRY])
         part_entry_prefetch(e[DUE_ENTRY]);
     if (e[DUE_SLOT]) {
-        part_probe_prefetch(probe, e[DUE_SLOT]->hash);
+        part_probe_prefetch(probe, part_entry_hash(e[DUE_SLOT]));
         part_slab_prefetch(e[DUE_SLOT]);
     }
     if (e[DUE_NODE])
@@ -512,11 +544,11 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
     s->cur_entry = pe;
-    KeyGrowth g = {nfa_key_partials(&pe->nfa), 0};
+    size_t before = nfa_key_partials(&pe->nfa);
     uint64_t takes0 = s->rules[ri].counters.takes;
     nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->ctxs[ri]);
     settle(s, ri, pe, ev->time_ms,
-           growth_of(g.before, ev, s->rules[ri].counters.takes - takes0));
+           growth_of(before, ev, s->rules[ri].counters.takes - takes0));
     clock_rule(s, ri);
     warn_if_needed(s, ri);
 }
@@ -576,7 +608,9 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
         nfa_key_clear(&fresh, &st->counters);
     } else {
         pe->nfa = fresh;   /* the key moves into its entry (made idle) */
-        settle(s, ri, pe, ev->time_ms, growth_of(0, ev, st->counters.takes - takes0));
+        KeyGrowth g = growth_of(0, ev, st->counters.takes - takes0);
+        g.fresh = true;
+        settle(s, ri, pe, ev->time_ms, g);
         clock_rule(s, ri);
     }
     warn_if_needed(s, ri);
@@ -822,15 +856,15 @@ int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex inde
     for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && rc == 0;
          pe = part_next(&st->keys, &bucket, pe)) {
         snap_put_u64(out, 1);
-        snap_put_bytes(out, pe->kbytes, pe->klen);
-        if (!part_key_values(pe->kbytes, pe->klen, vals, rule->n_keys, &text)) {
+        snap_put_bytes(out, pe->tail, pe->klen);
+        if (!part_key_values(pe->tail, pe->klen, vals, rule->n_keys, &text)) {
             rc = -1;
             break;
         }
         snap_put_u64(out, rule->n_keys);
         for (size_t k = 0; k < rule->n_keys; k++)
             put_value(out, &vals[k]);
-        snap_put_i64(out, pe->suppress_until);
+        snap_put_i64(out, suppressed_until(st, pe));
         rc = nfa_key_snapshot(rule->nfa, nfa_key_idle(&pe->nfa) ? NULL : &pe->nfa, out,
                               index, user);
     }
@@ -856,6 +890,8 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         }
     }
     int64_t suppress_until = snap_get_i64(r);
+    if (!(st->keys.extras & PART_X_SUPPRESS))
+        suppress_until = INT64_MIN;   /* a rule that no longer suppresses */
     NfaKey *nk = NULL;
     if (r->bad || nfa_key_restore(rule->nfa, r, &nk, &st->counters, lookup, user, err) < 0) {
         if (r->bad)
@@ -873,10 +909,12 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         return -1;
     }
     nfa_key_move_in(&pe->nfa, nk);
-    pe->suppress_until = suppress_until;
-    recharge(s, pe, (KeyGrowth){0, 0});   /* the events it holds are not known here */
+    if (st->keys.extras & PART_X_SUPPRESS)
+        *part_suppress_until(pe) = suppress_until;
+    /* the events it holds are not known here */
+    recharge(s, &st->keys, pe, (KeyGrowth){0, 0, true});
     int rc = deadline_set(&st->timers, pe,
-                          nk ? nfa_key_deadline(&pe->nfa) : suppress_until);
+                          nk ? nfa_key_deadline(rule->nfa, &pe->nfa) : suppress_until);
     rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
     if (rc < 0) {
         *err = "out of memory";
@@ -920,6 +958,47 @@ struct ShardSwap {
     size_t *probe_order;
     NfaRunCtx *ctxs;
 };
+
+/* A kept rule whose suppression came or went (fingerprints leave it out) moves its keys
+ * to entries with the fields it needs now, re-arming their timers; the matchers move
+ * as they are. On allocation failure the keys not moved are dropped, and the shard
+ * fails. */
+static void relayout(Shard *s, RuleState *st, unsigned extras)
+{
+    if (st->keys.extras == extras)
+        return;
+    PartTable next;
+    part_table_init_shared(&next, &s->pool);
+    part_table_set_extras(&next, extras);
+    DeadlineHeap timers;
+    deadline_init(&timers);
+    bool with_suppress = extras & st->keys.extras & PART_X_SUPPRESS;
+    size_t bucket = 0;
+    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && !s->failed;
+         pe = part_next(&st->keys, &bucket, pe)) {
+        PartEntry *moved = part_add(&next, pe->tail, pe->klen, part_entry_hash(pe));
+        if (!moved) {
+            s->failed = true;
+            break;
+        }
+        int64_t was = charge_now(&st->keys, pe);
+        moved->nfa = pe->nfa;
+        moved->held = pe->held;
+        nfa_key_init(&pe->nfa);
+        if (with_suppress)
+            *part_suppress_until(moved) = *part_suppress_until(pe);
+        /* the entry's size changed, and with it the charge; part_table_free below takes
+         * back what the old entry, idle now, counts for */
+        budget_add(&s->mem, (int64_t)charge_now(&next, moved) - was +
+                                (int64_t)charge_now(&st->keys, pe));
+        if (pe->deadline != INT64_MAX && deadline_set(&timers, moved, pe->deadline) < 0)
+            s->failed = true;
+    }
+    deadline_free(&st->timers);
+    part_table_free(&st->keys, drop_entry, st);
+    st->keys = next;
+    st->timers = timers;
+}
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
 {
@@ -978,10 +1057,11 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     for (size_t j = 0; j < sw->next->n_rules; j++) {
         RuleState *st = &sw->rules[j];
         if (from[j] == SIZE_MAX) {
-            rule_state_init(s, st, &sw->ctxs[j], s->limits);
+            rule_state_init(s, st, &sw->ctxs[j], s->limits, &sw->next->rules[j]);
             continue;
         }
         *st = s->rules[from[j]];
+        relayout(s, st, entry_extras(&sw->next->rules[j]));
         sw->ctxs[j] = s->ctxs[from[j]];
         sw->ctxs[j].counters = &st->counters;   /* it pointed into the old array */
         sw->taken[from[j]] = true;

@@ -312,7 +312,7 @@ START_TEST(partition_grows_and_finds_every_key)
         ck_assert_ptr_nonnull(e);
         Value key;
         Buf text = BUF_INIT;
-        ck_assert(part_key_values(e->kbytes, e->klen, &key, 1, &text));
+        ck_assert(part_key_values(e->tail, e->klen, &key, 1, &text));
         ck_assert_int_eq(key.type, V_STR);
         ck_assert_mem_eq(key.s, name, strlen(name));
         buf_free(&text);
@@ -380,11 +380,11 @@ START_TEST(partition_entry_owns_copies_of_the_key)
     src[0] = 'X';
     Value key;
     Buf text = BUF_INIT;
-    ck_assert(part_key_values(e->kbytes, e->klen, &key, 1, &text));
+    ck_assert(part_key_values(e->tail, e->klen, &key, 1, &text));
     ck_assert_mem_eq(key.s, "abc", 3);
     ck_assert_ptr_ne(key.s, src);
     ck_assert_mem_eq(key.raw, "\"abc\"", 5);
-    ck_assert_str_eq(e->kbytes, "\"abc\"");
+    ck_assert_str_eq(e->tail, "\"abc\"");
     buf_free(&text);
     buf_free(&kb);
     part_table_free(&t, NULL, NULL);
@@ -403,9 +403,8 @@ START_TEST(partition_entry_holds_an_idle_matcher_inline)
         ck_assert_ptr_nonnull(e);
         ck_assert(nfa_key_idle(&e->nfa));
         ck_assert_uint_eq(nfa_key_partials(&e->nfa), 0);
-        ck_assert_int_eq(nfa_key_deadline(&e->nfa), INT64_MAX);
-        ck_assert_ptr_eq(e->kbytes, e->tail);
-        ck_assert((const char *)(&e->nfa + 1) <= e->kbytes);
+        ck_assert_int_eq(e->deadline, INT64_MAX);   /* no timer either */
+        ck_assert((const char *)(&e->nfa + 1) <= e->tail);
         /* dirty the memory the next add probably gets (the table never reads it) */
         memset(&e->nfa, 0x5a, sizeof e->nfa);
         part_remove(&t, e);
@@ -487,7 +486,7 @@ START_TEST(partition_iteration_visits_every_entry_once)
     }
     size_t bucket = 0, n = 0;
     for (PartEntry *e = part_next(&t, &bucket, NULL); e; e = part_next(&t, &bucket, e)) {
-        ck_assert_ptr_eq(part_lookup(&t, e->kbytes, e->klen, part_hash(e->kbytes, e->klen)), e);
+        ck_assert_ptr_eq(part_lookup(&t, e->tail, e->klen, part_hash(e->tail, e->klen)), e);
         n++;
     }
     ck_assert_uint_eq(n, 300);
@@ -516,7 +515,7 @@ START_TEST(deadline_heap_orders_updates_and_removes)
     deadline_set(&d, e[0], 5);             /* earlier */
     ck_assert_ptr_eq(deadline_top(&d), e[0]);
     deadline_remove(&d, e[4]);             /* from the middle */
-    ck_assert_uint_eq(e[4]->heap_pos, SIZE_MAX);
+    ck_assert_uint_eq(e[4]->heap_pos, PART_NOT_TIMED);
     int64_t expect[] = {5, 30, 40, 45};
     for (int i = 0; i < 4; i++) {
         PartEntry *top = deadline_top(&d);

@@ -490,7 +490,7 @@ const Nfa *nh_nfa(const NfaHarness *h, size_t rule) { return h->rules[rule].nfa;
 
 long long nh_deadline(const NfaHarness *h, size_t rule)
 {
-    return (long long)nfa_key_deadline(&h->rules[rule].keys[h->cur_key]);
+    return (long long)nfa_key_deadline(h->rules[rule].nfa, &h->rules[rule].keys[h->cur_key]);
 }
 
 /* ---- comparing ------------------------------------------------------------------ */

@@ -385,7 +385,7 @@ START_TEST(test_held_back_match_survives_snapshot)
     ck_assert_uint_eq(key->n_live, 1);
     ck_assert_uint_gt(key->cap_live, 1);
     ck_assert_uint_eq(nfa_key_n_done(key), 1);
-    ck_assert_int_eq(nfa_key_deadline(key), 1000);
+    ck_assert_int_eq(nfa_key_deadline(w.nfa, key), 1000);
 
     Buf b = BUF_INIT;
     ck_assert_int_eq(nfa_key_snapshot(w.nfa, key, &b, index_by_id, NULL), 0);
@@ -399,11 +399,11 @@ START_TEST(test_held_back_match_survives_snapshot)
     ck_assert_ptr_nonnull(copy);
     ck_assert_uint_eq(copy->n_live, 1);
     ck_assert_uint_eq(nfa_key_n_done(copy), 1);
-    ck_assert_int_eq(nfa_key_deadline(copy), 1000);
-    ck_assert_int_eq(nfa_key_live(copy)[0].start_time, 0);
+    ck_assert_int_eq(nfa_key_deadline(w.nfa, copy), 1000);
+    ck_assert_int_eq(nfa_run_start_time(&nfa_key_live(copy)[0]), 0);
     ck_assert_int_eq(nfa_run_time(&nfa_key_live(copy)[0]), 0);
     ck_assert_int_eq(nfa_key_done_c(copy)[0].time, 12);
-    ck_assert_int_eq(nfa_key_done_c(copy)[0].start_time, 10);
+    ck_assert_int_eq(nfa_run_start_time(&nfa_key_done_c(copy)[0]), 10);
 
     nfa_key_advance(w.nfa, &key, 1000, &w.ctx);
     ck_assert_ptr_null(key);
@@ -512,7 +512,7 @@ START_TEST(test_key_in_caller_storage)
     NfaKey key;
     nfa_key_init(&key);
     ck_assert(nfa_key_idle(&key));
-    ck_assert_int_eq(nfa_key_deadline(&key), INT64_MAX);
+    ck_assert_int_eq(nfa_key_deadline(w.nfa, &key), INT64_MAX);
     Event *x = make_event(&w, "x", 0);
     nfa_key_event_in(w.nfa, &key, x, &w.ctx);   /* starts nothing */
     ck_assert(nfa_key_idle(&key));
@@ -528,7 +528,7 @@ START_TEST(test_key_in_caller_storage)
     }
     ck_assert_uint_eq(w.matches, 1);
     ck_assert_uint_eq(nfa_key_n_done(&key), 0);
-    ck_assert_int_eq(nfa_key_deadline(&key), INT64_MAX);
+    ck_assert_int_eq(nfa_key_deadline(w.nfa, &key), INT64_MAX);
     ck_assert_uint_eq(w.work->n_spare, 0);          /* no heap key was ever made */
     for (int i = 0; i < 4; i++)
         ck_assert_uint_eq(evs[i]->refs, 1);

@@ -4,6 +4,7 @@
  * itself changes no result; these say that what it is pointed at is right, and that
  * a candidate never stands in for a different key. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,22 +14,26 @@
 
 enum { N_KEYS = 40 };
 
+/* Entries as the shard makes them, in a partition table. */
 typedef struct Keys {
-    PartEntry e[N_KEYS];
-    char name[N_KEYS][8];
+    PartTable t;
+    PartEntry *e[N_KEYS];
 } Keys;
 
 static void keys_init(Keys *k)
 {
-    memset(k, 0, sizeof *k);
+    part_table_init(&k->t);
     for (size_t i = 0; i < N_KEYS; i++) {
-        snprintf(k->name[i], sizeof k->name[i], "k%zu", i);
-        k->e[i].kbytes = k->name[i];
-        k->e[i].klen = (uint32_t)strlen(k->name[i]);
-        k->e[i].hash = i * UINT64_C(0x9e3779b97f4a7c15);
-        k->e[i].deadline = INT64_MAX;
-        k->e[i].heap_pos = SIZE_MAX;
+        char name[8];
+        int len = snprintf(name, sizeof name, "k%zu", i);
+        k->e[i] = part_add(&k->t, name, (size_t)len, part_hash(name, (size_t)len));
+        ck_assert_ptr_nonnull(k->e[i]);
     }
+}
+
+static void keys_free(Keys *k)
+{
+    part_table_free(&k->t, NULL, NULL);
 }
 
 /* One stream of increasing deadlines, as a rule arms its keys: peeking `ahead` names
@@ -42,25 +47,26 @@ START_TEST(peek_follows_firing_order)
     deadline_init(&d);
     ck_assert_ptr_null(deadline_peek(&d, 1));
     for (size_t i = 0; i < N_KEYS; i++)
-        ck_assert_int_eq(deadline_set(&d, &k.e[i], 1000 + 10 * (int64_t)i), 0);
+        ck_assert_int_eq(deadline_set(&d, k.e[i], 1000 + 10 * (int64_t)i), 0);
     for (size_t fired = 0; fired < N_KEYS; fired++) {
-        ck_assert_ptr_eq(deadline_top(&d), &k.e[fired]);
-        ck_assert_ptr_eq(deadline_peek(&d, 0), &k.e[fired]);
+        ck_assert_ptr_eq(deadline_top(&d), k.e[fired]);
+        ck_assert_ptr_eq(deadline_peek(&d, 0), k.e[fired]);
         size_t aheads[9];
         PartEntry *many[9];
         for (size_t ahead = 1; ahead < 10; ahead++) {
-            PartEntry *want = fired + ahead < N_KEYS ? &k.e[fired + ahead] : NULL;
+            PartEntry *want = fired + ahead < N_KEYS ? k.e[fired + ahead] : NULL;
             ck_assert_ptr_eq(deadline_peek(&d, ahead), want);
             aheads[9 - ahead] = ahead;   /* in decreasing order, as the shard asks */
         }
         deadline_peek_many(&d, aheads, many, 9);
         for (size_t i = 0; i < 9; i++)
-            ck_assert_ptr_eq(many[i], fired + aheads[i] < N_KEYS ? &k.e[fired + aheads[i]] : NULL);
-        deadline_remove(&d, &k.e[fired]);
+            ck_assert_ptr_eq(many[i], fired + aheads[i] < N_KEYS ? k.e[fired + aheads[i]] : NULL);
+        deadline_remove(&d, k.e[fired]);
         ck_assert_ptr_null(deadline_verify(&d));
     }
     ck_assert_ptr_null(deadline_peek(&d, 1));
     deadline_free(&d);
+    keys_free(&k);
 }
 END_TEST
 
@@ -73,12 +79,13 @@ START_TEST(peek_skips_nothing_after_a_hole)
     DeadlineHeap d;
     deadline_init(&d);
     for (size_t i = 0; i < 8; i++)
-        ck_assert_int_eq(deadline_set(&d, &k.e[i], 100 + (int64_t)i), 0);
-    deadline_remove(&d, &k.e[3]);
-    ck_assert_ptr_eq(deadline_peek(&d, 2), &k.e[2]);
+        ck_assert_int_eq(deadline_set(&d, k.e[i], 100 + (int64_t)i), 0);
+    deadline_remove(&d, k.e[3]);
+    ck_assert_ptr_eq(deadline_peek(&d, 2), k.e[2]);
     ck_assert_ptr_null(deadline_peek(&d, 3));
-    ck_assert_ptr_eq(deadline_peek(&d, 4), &k.e[4]);
+    ck_assert_ptr_eq(deadline_peek(&d, 4), k.e[4]);
     deadline_free(&d);
+    keys_free(&k);
 }
 END_TEST
 
@@ -93,7 +100,7 @@ START_TEST(peek_names_held_later_keys)
     uint64_t x = 12345;
     for (size_t i = 0; i < N_KEYS; i++) {
         x = x * UINT64_C(6364136223846793005) + 1442695040888963407u;
-        ck_assert_int_eq(deadline_set(&d, &k.e[i], (int64_t)(x >> 40) % 500), 0);
+        ck_assert_int_eq(deadline_set(&d, k.e[i], (int64_t)(x >> 40) % 500), 0);
     }
     static const size_t aheads[] = {8, 4, 2, 1, 0, 40};
     enum { N_AHEADS = sizeof aheads / sizeof aheads[0] };
@@ -113,52 +120,83 @@ START_TEST(peek_names_held_later_keys)
         deadline_remove(&d, deadline_top(&d));
     }
     deadline_free(&d);
+    keys_free(&k);
 }
 END_TEST
 
-/* Two keys under one hash: the candidate is the first of them whatever key is asked
- * for, so it must be confirmed; the confirmation tells the keys apart and the full
- * lookup finds the second. A hash no entry has gives no candidate. Slots keep only the
- * hash's top bits (a tag): HASH_C and HASH_OTHER differ from HASH_AB there. */
-#define TAG_BIT (UINT64_C(1) << 60)
-#define HASH_AB UINT64_C(7)
-#define HASH_C (UINT64_C(8) | TAG_BIT)
-#define HASH_OTHER (UINT64_C(9) | TAG_BIT << 1)
+/* A key name "<prefix>N" (into name, its length returned) whose hash has the home
+ * `home` in a table of 16 slots and, unless any_tag, the slot tag `tag` (the hash's
+ * top bits), or (with avoid_tag) any tag but that one: found by trying N in turn,
+ * since the table takes only the hash of the key bytes. */
+static size_t key_at(char name[24], const char *prefix, size_t home, uint64_t tag, int tag_rule)
+{
+    for (unsigned n = 0;; n++) {
+        size_t len = (size_t)snprintf(name, 24, "%s%u", prefix, n);
+        uint64_t h = part_hash(name, len);
+        bool tag_ok = tag_rule == 0 || (tag_rule > 0) == (part_slot_tag(h) == tag);
+        if ((h & 15) == home && tag_ok)
+            return len;
+    }
+}
 
+/* Keys of one home and one slot tag: the candidate is the first of them whatever key
+ * is asked for, so it must be confirmed; the confirmation tells the keys apart and the
+ * full lookup finds the second. A key of that home with another tag gets its own
+ * candidate, and an absent one with a third tag none. */
 START_TEST(candidate_needs_confirming)
 {
+    char a_name[24], b_name[24], c_name[24], other[24];
+    size_t a_len = key_at(a_name, "alice", 7, 0, 0);
+    uint64_t a_hash = part_hash(a_name, a_len), tag = part_slot_tag(a_hash);
+    size_t b_len = key_at(b_name, "bob", 7, tag, 1);
+    size_t c_len = key_at(c_name, "carol", 7, tag, -1);
+    uint64_t b_hash = part_hash(b_name, b_len), c_hash = part_hash(c_name, c_len);
+    uint64_t other_hash;
+    size_t other_len;
+    char prefix[] = "otherA";
+    do {   /* absent, at the same home, with neither tag */
+        other_len = key_at(other, prefix, 7, tag, -1);
+        other_hash = part_hash(other, other_len);
+        prefix[5]++;
+    } while (part_slot_tag(other_hash) == part_slot_tag(c_hash));
     PartTable t;
     part_table_init(&t);
-    ck_assert_ptr_null(part_candidate(&t, HASH_AB));
-    PartEntry *a = part_add(&t, "alice", 5, HASH_AB);
-    PartEntry *b = part_add(&t, "bob", 3, HASH_AB);
-    PartEntry *c = part_add(&t, "carol", 5, HASH_C);
+    ck_assert_ptr_null(part_candidate(&t, a_hash));
+    PartEntry *a = part_add(&t, a_name, a_len, a_hash);
+    PartEntry *b = part_add(&t, b_name, b_len, b_hash);
+    PartEntry *c = part_add(&t, c_name, c_len, c_hash);
     ck_assert(a && b && c);
-    ck_assert_ptr_eq(part_candidate(&t, HASH_AB), a);
-    ck_assert(part_entry_is(a, "alice", 5));
-    ck_assert(!part_entry_is(a, "bob", 3));
-    ck_assert(!part_entry_is(a, "alic", 4));
-    ck_assert_ptr_eq(part_lookup(&t, "bob", 3, HASH_AB), b);
-    ck_assert_ptr_eq(part_candidate(&t, HASH_C), c);
-    ck_assert_ptr_null(part_candidate(&t, HASH_OTHER));
+    ck_assert_ptr_eq(part_candidate(&t, b_hash), a);
+    ck_assert(part_entry_is(a, a_name, a_len));
+    ck_assert(!part_entry_is(a, b_name, b_len));
+    ck_assert(!part_entry_is(a, a_name, a_len - 1));
+    ck_assert_ptr_eq(part_lookup(&t, b_name, b_len, b_hash), b);
+    ck_assert_ptr_eq(part_candidate(&t, c_hash), c);
+    ck_assert_ptr_null(part_candidate(&t, other_hash));
     part_remove(&t, a);
-    ck_assert_ptr_eq(part_candidate(&t, HASH_AB), b);
+    ck_assert_ptr_eq(part_candidate(&t, b_hash), b);
+    ck_assert_ptr_eq(part_lookup(&t, c_name, c_len, c_hash), c);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
 
-/* A candidate is chosen by the tag alone: an entry of another hash with the same top
- * bits may stand first, and only the full lookup, which compares whole hashes and
- * bytes, tells them apart. */
+/* A candidate is chosen by the tag alone: an entry of another key with the same home
+ * and tag stands first, and only the lookup, which compares the bytes, tells them
+ * apart. */
 START_TEST(candidate_by_tag_is_confirmed_by_lookup)
 {
+    char a_name[24], b_name[24];
+    size_t a_len = key_at(a_name, "alice", 7, 0, 0);
+    uint64_t a_hash = part_hash(a_name, a_len);
+    size_t b_len = key_at(b_name, "bob", 7, part_slot_tag(a_hash), 1);
+    uint64_t b_hash = part_hash(b_name, b_len);
     PartTable t;
     part_table_init(&t);
-    PartEntry *a = part_add(&t, "alice", 5, 7);
+    PartEntry *a = part_add(&t, a_name, a_len, a_hash);
     ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_eq(part_candidate(&t, 7 + 16 * 64), a);   /* same home and tag */
-    ck_assert_ptr_null(part_lookup(&t, "alice", 5, 7 + 16 * 64));
-    ck_assert_ptr_eq(part_lookup(&t, "alice", 5, 7), a);
+    ck_assert_ptr_eq(part_candidate(&t, b_hash), a);   /* same home and tag */
+    ck_assert_ptr_null(part_lookup(&t, b_name, b_len, b_hash));
+    ck_assert_ptr_eq(part_lookup(&t, a_name, a_len, a_hash), a);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
