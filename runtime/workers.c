@@ -805,8 +805,9 @@ static Batch *split_room(Workers *ws, WorkerSplit *s, size_t w)
 
 /* The object owner w gets, with a reference for its item: the original for the first
  * owner (its first item takes over the caller's reference), a copy (made here, on the
- * event's home thread) for each other one. */
-static Event *split_event_for(WorkerSplit *s, size_t w, Event *ev, bool *original_used)
+ * event's home thread, from its cache, to which it comes back) for each other one. */
+static Event *split_event_for(Worker *home, WorkerSplit *s, size_t w, Event *ev,
+                              bool *original_used)
 {
     Event *mine = s->copies[w];
     if (mine) {
@@ -814,7 +815,7 @@ static Event *split_event_for(WorkerSplit *s, size_t w, Event *ev, bool *origina
         return mine;
     }
     if (*original_used) {
-        mine = event_clone(ev);
+        mine = event_clone_cached(home->cache, ev);
     } else {
         mine = ev;
         *original_used = true;
@@ -856,7 +857,7 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
             break;
         size_t off = b->keys.len;
         buf_append(&b->keys, key_base + r->key_off, r->key_len);
-        Event *mine = b->keys.failed ? NULL : split_event_for(s, w, ev, &original_used);
+        Event *mine = b->keys.failed ? NULL : split_event_for(&ws->w[home], s, w, ev, &original_used);
         if (!mine)
             break;
         b->items[b->n++] = (Item){mine, home, r->rule, r->hash, off, r->key_len, seq};
@@ -908,7 +909,11 @@ bool workers_split_deliver(Workers *ws, WorkerSplit *s, size_t worker, uint64_t 
             continue;
         s->sub[i] = NULL;
         s->delivered[i] = true;
-        b->id_base = id_base;
+        /* the ids are set here, where the events were just written, so that the
+         * owner only reads their first cache line, which then comes back here for
+         * reuse without being taken from the other core's cache first */
+        for (size_t j = 0; j < b->n; j++)
+            b->items[j].ev->id = id_base + b->items[j].seq;
         b->upto = upto;
         /* never waits: the sending thread, seeing the backlog, stops reading, and the
          * batches out for decoding bound what passes QUEUE_ITEMS */
