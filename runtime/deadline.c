@@ -13,7 +13,12 @@
 #define POS_BITS 32
 #define IN_HEAP ((uint32_t)1 << (POS_BITS - 1))
 #define RING_SHIFT (POS_BITS - 3)
-#define SEQ_LIMIT ((size_t)1 << RING_SHIFT)
+#ifndef DEADLINE_SEQ_BITS   /* a test builds this file with fewer, to reach the limits */
+#define DEADLINE_SEQ_BITS RING_SHIFT
+#endif
+_Static_assert(DEADLINE_SEQ_BITS >= 6 && DEADLINE_SEQ_BITS <= RING_SHIFT,
+               "sequence numbers fit below the ring's number");
+#define SEQ_LIMIT ((size_t)1 << DEADLINE_SEQ_BITS)
 #define RING_MAX (SEQ_LIMIT / 2)
 #define HEAP_MAX ((size_t)IN_HEAP - 1)
 _Static_assert(PART_NOT_TIMED == UINT32_MAX && (IN_HEAP | (HEAP_MAX - 1)) < PART_NOT_TIMED,

@@ -21,6 +21,15 @@ static uint64_t next_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* Built with runtime/deadline.c and DEADLINE_SEQ_BITS (tests/speed.mk), rings hold at
+ * most 2^(bits-1) slots and renumber them every 2^bits appends: the assertions on
+ * where entries went hold only for the usual limits. */
+#ifdef DEADLINE_SEQ_BITS
+#define SMALL_RINGS 1
+#else
+#define SMALL_RINGS 0
+#endif
+
 /* ---- the reference model --------------------------------------------------------- */
 
 enum { MAX_KEYS = 600 };
@@ -392,15 +401,20 @@ START_TEST(holes_are_squeezed_out_and_memory_shrinks)
     for (size_t i = 0; i < k.n; i++)
         bad += set_both(&d, &m, k.e[i], 1000 + (int64_t)i);
     ck_assert_uint_eq(bad, 0);
-    ck_assert_uint_eq(d.core->hn, 0);   /* all in order: nothing in the heap */
-    ck_assert_uint_eq(d.core->ring[0].live, k.n);
+    if (!SMALL_RINGS) {
+        ck_assert_uint_eq(d.core->hn, 0);   /* all in order: nothing in the heap */
+        ck_assert_uint_eq(d.core->ring[0].live, k.n);
+    }
     size_t full = d.core->ring[0].cap;
     for (size_t i = 1; i < k.n; i++)
         if (i % 8)
             bad += set_both(&d, &m, k.e[i], INT64_MAX);
     ck_assert_uint_eq(bad, 0);
-    ck_assert_uint_lt(d.core->ring[0].tail - d.core->ring[0].head, k.n / 2);   /* the holes are gone */
-    ck_assert_uint_lt(d.core->ring[0].cap, full);
+    if (!SMALL_RINGS) {
+        /* the holes are gone */
+        ck_assert_uint_lt(d.core->ring[0].tail - d.core->ring[0].head, k.n / 2);
+        ck_assert_uint_lt(d.core->ring[0].cap, full);
+    }
     for (size_t i = 1; i < k.n; i++)
         if (i % 8)   /* back in, later than everything: appended again */
             bad += set_both(&d, &m, k.e[i], 5000 + (int64_t)i);
@@ -428,7 +442,8 @@ START_TEST(interleaved_streams_keep_to_rings)
     for (size_t i = 0; i < k.n; i++, now += 7)
         bad += set_both(&d, &m, k.e[i], now + durations[i % 3]);
     ck_assert_uint_eq(bad, 0);
-    ck_assert_uint_eq(d.core->hn, 0);
+    if (!SMALL_RINGS)
+        ck_assert_uint_eq(d.core->hn, 0);
     bad += drain_and_free(&d, &m, &k);
     ck_assert_uint_eq(bad, 0);
 }
