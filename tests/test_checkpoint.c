@@ -732,6 +732,68 @@ START_TEST(changed_rule_starts_empty_and_others_keep_state)
 }
 END_TEST
 
+/* The rules without `burst`'s suppression: the same fingerprint (a reload keeps the
+ * rule's state), entries without the suppression field (runtime/partition.h). */
+static char *rules_without_suppress(void)
+{
+    char *text = strdup(rules_text);
+    char *at = strstr(text, "  suppress 20s;");
+    memmove(at, at + strlen("  suppress 20s;"), strlen(at + strlen("  suppress 20s;")) + 1);
+    return text;
+}
+
+/* A reload that gives a kept rule suppression, or takes it away, moves its keys to
+ * entries with or without the field: their partial matches and timers go along. Going
+ * there and back at once changes nothing, and the suppression works once added. */
+START_TEST(suppression_added_or_removed_on_reload_moves_the_keys)
+{
+    char *plain_text = rules_without_suppress();
+    CompiledRuleSet *plain = test_rules_compile(plain_text, NULL);
+    CompiledRuleSet *with = test_rules_compile(rules_text, plain);
+    CompiledRuleSet *plain2 = test_rules_compile(plain_text, with);
+    Seen whole, there_and_back;
+    seen_init(&whole);
+    seen_init(&there_and_back);
+    run_whole(plain, 1, &whole);
+    Engine *e = start_engine(plain, &there_and_back, 1);
+    feed_range(e, 0, N_EVENTS / 2);
+    EngineRuleStats st;
+    engine_rule_stats(e, 2, &st);                  /* burst */
+    ck_assert_uint_gt(st.keys_live, 0);
+    EngineReloadSummary sum;
+    ck_assert_int_eq(engine_reload(e, with, NULL, NULL, &sum), 0);
+    ck_assert_uint_eq(sum.kept, 5);
+    ck_assert_int_eq(engine_reload(e, plain2, NULL, NULL, &sum), 0);
+    ck_assert_uint_eq(sum.kept, 5);
+    feed_range(e, N_EVENTS / 2, N_EVENTS);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    same_text(there_and_back.lines.data, whole.lines.data, N_EVENTS / 2);
+
+    Seen added;
+    seen_init(&added);
+    CompiledRuleSet *with2 = test_rules_compile(rules_text, plain);
+    e = start_engine(plain, &added, 1);
+    feed_range(e, 0, N_EVENTS / 2);
+    engine_rule_stats(e, 2, &st);
+    ck_assert_uint_eq(st.suppressed, 0);
+    ck_assert_int_eq(engine_reload(e, with2, NULL, NULL, &sum), 0);
+    feed_range(e, N_EVENTS / 2, N_EVENTS);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_rule_stats(e, 2, &st);
+    ck_assert_uint_gt(st.suppressed, 0);
+    engine_free(e);
+    seen_free(&added);
+    seen_free(&whole);
+    seen_free(&there_and_back);
+    ruleset_free(with2);
+    ruleset_free(plain2);
+    ruleset_free(with);
+    ruleset_free(plain);
+    free(plain_text);
+}
+END_TEST
+
 START_TEST(malformed_engine_state_is_refused)
 {
     CompiledRuleSet *rs = test_rules_compile(rules_text, NULL);
@@ -782,6 +844,7 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(t, long_shared_chains_round_trip);
     tcase_add_test(t, engine_restores_across_worker_counts);
     tcase_add_test(t, changed_rule_starts_empty_and_others_keep_state);
+    tcase_add_test(t, suppression_added_or_removed_on_reload_moves_the_keys);
     tcase_add_test(t, malformed_engine_state_is_refused);
     suite_add_tcase(s, t);
     return s;

@@ -4,6 +4,7 @@
  * once, also across tables sharing a pool, and a pool that no longer holds keys keeps
  * at most one empty slab. */
 #include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,71 @@ START_TEST(large_keys)
 }
 END_TEST
 
+/* An entry is 52 bytes and its key: with a key of up to 11 bytes (and its NUL) one
+ * 64-byte entry, which its slab places on a cache line. */
+START_TEST(short_keys_take_one_cache_line)
+{
+    ck_assert_uint_eq(offsetof(PartEntry, tail), 52);
+    ck_assert_uint_eq(part_entry_bytes(11, 0), 64);
+    ck_assert_uint_eq(part_entry_bytes(12, 0), 72);
+    ck_assert_uint_eq(part_entry_bytes(11, sizeof(int64_t)), 72);
+    PartTable t;
+    part_table_init(&t);
+    char name[16];
+    for (int i = 0; i < 600; i++) {
+        int n = snprintf(name, sizeof name, "\"k%d\"", i * 1000);
+        PartEntry *e = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+        ck_assert_ptr_nonnull(e);
+        ck_assert_uint_eq((uintptr_t)e % 64, 0);
+        ck_assert_str_eq(e->tail, name);
+        ck_assert_uint_eq(e->held, 0);
+        ck_assert_uint_eq(e->heap_pos, PART_NOT_TIMED);
+    }
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* A table with the suppression field keeps it before each entry, where nothing else
+ * writes: set on every entry, it survives the adds, removals and reuse of the others.
+ * The fields are chosen only while the table is empty. */
+START_TEST(suppression_field_sits_before_each_entry)
+{
+    PartTable t;
+    part_table_init(&t);
+    part_table_set_extras(&t, PART_X_SUPPRESS);
+    ck_assert_uint_eq(t.pre, sizeof(int64_t));
+    static PartEntry *e[MAX_KEYS];
+    char name[32];
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < MAX_KEYS; i++) {
+            if (round && i % 3)
+                continue;   /* the second round re-adds a third of them */
+            int n = snprintf(name, sizeof name, "key-%zu", i);
+            e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+            ck_assert_ptr_nonnull(e[i]);
+            ck_assert_uint_eq((uintptr_t)e[i] % 8, 0);
+            ck_assert(*part_suppress_until(e[i]) == INT64_MIN);
+            *part_suppress_until(e[i]) = (int64_t)i;
+            e[i]->held = (uint32_t)i;
+        }
+        if (!round)
+            for (size_t i = 0; i < MAX_KEYS; i += 3)
+                part_remove(&t, e[i]);
+    }
+    part_table_set_extras(&t, 0);   /* not empty: ignored */
+    ck_assert_uint_eq(t.pre, sizeof(int64_t));
+    size_t bad = 0;
+    for (size_t i = 0; i < MAX_KEYS; i++) {
+        int n = snprintf(name, sizeof name, "key-%zu", i);
+        PartEntry *found = part_lookup(&t, name, (size_t)n, part_hash(name, (size_t)n));
+        bad += found != e[i] || *part_suppress_until(found) != (int64_t)i || found->held != i;
+    }
+    ck_assert_uint_eq(bad, 0);
+    part_table_free(&t, NULL, NULL);
+    ck_assert_uint_eq(t.pre, sizeof(int64_t));   /* a freed table keeps its fields */
+}
+END_TEST
+
 /* part_table_free hands every live entry to drop, once. */
 static void count_drop(PartEntry *e, void *user)
 {
@@ -258,6 +324,8 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, freed_entry_is_reused_at_once);
     tcase_add_test(tc, pool_keeps_one_empty_slab);
     tcase_add_test(tc, large_keys);
+    tcase_add_test(tc, short_keys_take_one_cache_line);
+    tcase_add_test(tc, suppression_field_sits_before_each_entry);
     tcase_add_test(tc, free_drops_every_entry);
     tcase_add_test(tc, probe_follows_the_table);
     suite_add_tcase(s, tc);
