@@ -8,8 +8,8 @@
  * reference and every MatchNode holding the event owns one more; the event is freed
  * when the last reference goes. One allocation holds the struct, its slots, the line
  * text and, only for strings that had escapes, their decoded bytes (the "string
- * room", between the slots and the line, so its size is implied); strings without
- * escapes point into the line.
+ * room", between the slots and the line, so its size is implied), rounded up to
+ * malloc's size class (see EventCache); strings without escapes point into the line.
  * A held event thus costs about its line plus 56 + 32 bytes per slot.
  *
  * MatchNode: one (step, event) element of a partial match, linked to its

@@ -12,6 +12,8 @@
  * happens. Events are
  * reference-counted without atomics, so an event needed by several workers is
  * copied: each event object is only ever touched by one thread at a time. Each
+ * worker has an event cache (nfa/event.h) that its decoding allocates from, and an
+ * event it made goes back there when the last worker holding it lets it go. Each
  * worker fires its own timers: before each of its events, after each batch (up to
  * the latest released time) and, on processing time, on a real timer. */
 #ifndef VIGIL_RUNTIME_WORKERS_H
