@@ -72,33 +72,28 @@ struct Router {
     uint64_t *rel_rules;       /* n_rel * words */
     uint64_t *irrelevant;      /* words: this event's */
     uint64_t *keyed;           /* words: the rules whose key this event has */
-    size_t *rel_of;            /* per rule: its tree, or NO_RELEVANCE */
-    uint64_t *rel_gen;         /* router_route's cache, per tree */
-    bool *rel_pass;
-    /* router_route_all tests the trees on ladders through the ladders, the others
-     * (`tested`) one by one */
+    /* the trees on ladders are settled through the ladders, the others (`tested`) one
+     * by one */
     RelLadder *ladders;
     size_t n_ladders;
     size_t *tested;
     size_t n_tested;
-    uint64_t gen;              /* the current event */
+    /* router_route: the current event has been routed (the bitmaps above hold its
+     * results for every rule) */
+    bool routed;
     /* this event's truth of each atom of the rule set's FilterPlan (1, 0, -1), or
      * NOT_TESTED: an atom shared by several filters is tested once per event */
     size_t n_atoms;
     CExpr *const *atoms;
     int8_t *atom_truth;
     FilterShape *shape;        /* per rule */
-    /* cache, indexed by a group's first rule */
-    uint64_t *filter_gen;
-    bool *filter_pass;
-    uint64_t *key_gen;
+    /* this event's keys, indexed by a key group's first rule; set for the groups of
+     * the rules whose filter passed */
     RouteResult *key_res;
     RouteKey *key_of;          /* on ROUTE_KEYED: bytes, hash and values */
     Buf *key_bytes;
     Value *key_vals;           /* n * widest */
 };
-
-#define NO_RELEVANCE SIZE_MAX
 
 /* Canonical text of a rule's filter ("" without one) or of its key tuple; NULL on OOM. */
 static char *filter_text(const CompiledRule *cr)
@@ -292,30 +287,26 @@ static bool index_relevance(Router *r)
     const CompiledRuleSet *rs = r->rs;
     size_t n = r->n ? r->n : 1;
     size_t *group = calloc(n, sizeof *group);
-    r->rel_of = calloc(n, sizeof *r->rel_of);
+    size_t *tree_of = calloc(n, sizeof *tree_of);   /* per group's first rule */
     r->rel_shape = calloc(n, sizeof *r->rel_shape);
     r->rel_rules = calloc(n * r->words, sizeof *r->rel_rules);
     r->irrelevant = calloc(r->words, sizeof *r->irrelevant);
     r->keyed = calloc(r->words, sizeof *r->keyed);
-    r->rel_gen = calloc(n, sizeof *r->rel_gen);
-    r->rel_pass = calloc(n, sizeof *r->rel_pass);
-    bool ok = group && r->rel_of && r->rel_shape && r->rel_rules && r->irrelevant && r->keyed &&
-              r->rel_gen && r->rel_pass && build_groups(rs, relevance_text_of, group);
+    bool ok = group && tree_of && r->rel_shape && r->rel_rules && r->irrelevant && r->keyed &&
+              build_groups(rs, relevance_text_of, group);
     r->n_rel = 0;
     for (size_t i = 0; ok && i < r->n; i++) {
         const CompiledRule *cr = &rs->rules[i];
-        r->rel_of[i] = NO_RELEVANCE;
         if (cr->relevance_root >= rs->filters.n_nodes)
             continue;
         if (group[i] == i) {   /* a group's first rule comes before its others */
-            r->rel_of[i] = r->n_rel;
+            tree_of[i] = r->n_rel;
             r->rel_shape[r->n_rel++] = shape_at(&rs->filters, cr->relevance_root);
-        } else {
-            r->rel_of[i] = r->rel_of[group[i]];
         }
-        r->rel_rules[r->rel_of[i] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+        r->rel_rules[tree_of[group[i]] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
     }
     free(group);
+    free(tree_of);
     return ok && build_ladders(r);
 }
 
@@ -400,12 +391,8 @@ Router *router_new(const CompiledRuleSet *rs)
     for (size_t i = 0; i < rs->n_rules; i++)
         if (rs->rules[i].n_keys > r->widest)
             r->widest = rs->rules[i].n_keys;
-    r->gen = 1;
     r->filter_group = calloc(n, sizeof *r->filter_group);
     r->key_group = calloc(n, sizeof *r->key_group);
-    r->filter_gen = calloc(n, sizeof *r->filter_gen);
-    r->filter_pass = calloc(n, sizeof *r->filter_pass);
-    r->key_gen = calloc(n, sizeof *r->key_gen);
     r->key_res = calloc(n, sizeof *r->key_res);
     r->key_of = calloc(n, sizeof *r->key_of);
     r->key_bytes = calloc(n, sizeof *r->key_bytes);
@@ -416,8 +403,8 @@ Router *router_new(const CompiledRuleSet *rs)
     r->atom_truth = calloc(n_atoms, sizeof *r->atom_truth);
     r->shape = calloc(n, sizeof *r->shape);
     if (!r->atom_truth || !r->shape ||
-        !r->filter_group || !r->key_group || !r->filter_gen || !r->filter_pass ||
-        !r->key_gen || !r->key_res || !r->key_of || !r->key_bytes || !r->key_vals ||
+        !r->filter_group || !r->key_group || !r->key_res || !r->key_of || !r->key_bytes ||
+        !r->key_vals ||
         !build_groups(rs, filter_text, r->filter_group) ||
         !build_groups(rs, key_text, r->key_group) || !index_filters(r)) {
         router_free(r);
@@ -441,9 +428,6 @@ void router_free(Router *r)
         buf_free(&r->key_bytes[i]);
     free(r->filter_group);
     free(r->key_group);
-    free(r->filter_gen);
-    free(r->filter_pass);
-    free(r->key_gen);
     free(r->key_res);
     free(r->key_of);
     free(r->key_bytes);
@@ -457,13 +441,10 @@ void router_free(Router *r)
     free(r->run_end);
     free(r->key_rule);
     free(r->key_rules);
-    free(r->rel_of);
     free(r->rel_shape);
     free(r->rel_rules);
     free(r->irrelevant);
     free(r->keyed);
-    free(r->rel_gen);
-    free(r->rel_pass);
     for (size_t i = 0; r->ladders && i < r->n_ladders; i++) {
         free(r->ladders[i].numbers);
         free(r->ladders[i].unreached);
@@ -475,7 +456,7 @@ void router_free(Router *r)
 
 void router_begin(Router *r)
 {
-    r->gen++;
+    r->routed = false;
     memset(r->atom_truth, NOT_TESTED, r->n_atoms);
 }
 
@@ -547,19 +528,6 @@ static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch
     return shape_holds(r, sh, ctx, scratch);
 }
 
-/* Can the event change rule `rule` (its filter passed)? */
-static bool relevant(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
-{
-    size_t g = r->rel_of[rule];
-    if (g == NO_RELEVANCE)
-        return true;
-    if (r->rel_gen[g] != r->gen) {
-        r->rel_pass[g] = shape_holds(r, &r->rel_shape[g], ctx, scratch);
-        r->rel_gen[g] = r->gen;
-    }
-    return r->rel_pass[g];
-}
-
 static bool any_passed(const Router *r, const uint64_t *rules)
 {
     uint64_t reached = 0;
@@ -609,18 +577,6 @@ static void mark_irrelevant(Router *r, const EvalCtx *ctx, EvalScratch *scratch)
     }
 }
 
-static bool filter_passes(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
-{
-    size_t g = r->filter_group[rule];
-    if (!r->rs->rules[g].filter)
-        return true;
-    if (r->filter_gen[g] != r->gen) {
-        r->filter_pass[g] = filter_holds(r, g, ctx, scratch);
-        r->filter_gen[g] = r->gen;
-    }
-    return r->filter_pass[g];
-}
-
 static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *scratch)
 {
     const CompiledRule *rule = &r->rs->rules[g];
@@ -643,29 +599,9 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
     r->key_res[g] = ROUTE_KEYED;
 }
 
-RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
-                         RouteKey *key)
+/* passed, irrelevant, keyed and the keys of the passed rules, for the current event. */
+static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
 {
-    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
-    if (!filter_passes(r, rule, &ctx, scratch))
-        return ROUTE_FILTERED;
-    size_t g = r->key_group[rule];
-    if (r->key_gen[g] != r->gen) {
-        compute_key(r, g, &ctx, scratch);
-        r->key_gen[g] = r->gen;
-    }
-    if (r->key_res[g] != ROUTE_KEYED)
-        return r->key_res[g];
-    if (!relevant(r, rule, &ctx, scratch))
-        return ROUTE_FILTERED;
-    *key = r->key_of[g];
-    return ROUTE_KEYED;
-}
-
-size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
-                        RouteResult *res, RouteKey *key)
-{
-    router_begin(r);
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     memset(r->passed, 0, r->words * sizeof *r->passed);
     for (size_t k = 0; k < r->n_filters;) {
@@ -691,11 +627,61 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
             continue;
         size_t g = r->key_rule[k];
         compute_key(r, g, &ctx, scratch);
-        r->key_gen[g] = r->gen;   /* for router_route on the same event */
         if (r->key_res[g] == ROUTE_KEYED)
             for (size_t w = 0; w < r->words; w++)
                 r->keyed[w] |= rules[w];
     }
+    r->routed = true;
+}
+
+static bool has_bit(const uint64_t *bits, size_t rule)
+{
+    return bits[rule / 64] >> (rule % 64) & 1;
+}
+
+/* Rule `rule`'s result from the bitmaps of an event already routed. */
+static inline RouteResult rule_result(const Router *r, size_t rule, RouteKey *key)
+{
+    if (!has_bit(r->passed, rule))
+        return ROUTE_FILTERED;
+    size_t g = r->key_group[rule];
+    if (r->key_res[g] != ROUTE_KEYED)
+        return r->key_res[g];
+    if (has_bit(r->irrelevant, rule))
+        return ROUTE_FILTERED;
+    *key = r->key_of[g];
+    return ROUTE_KEYED;
+}
+
+/* The first call for an event: routes it, then answers. Not inlined, so that
+ * router_route's common case, a lookup, saves no registers for this call (callgrind,
+ * scenario 4 on processing time, --workers 2: 25 instructions per lookup inlined,
+ * 16 not). */
+__attribute__((noinline)) static RouteResult route_then_answer(Router *r, size_t rule,
+                                                               const Event *ev,
+                                                               EvalScratch *scratch,
+                                                               RouteKey *key)
+{
+    route_event(r, ev, scratch);
+    return rule_result(r, rule, key);
+}
+
+/* The first call for an event routes it for every rule, in the few tests per group
+ * and ladder of router_route_all; this and the next calls read their rule's bits.
+ * The workers' dispatcher asks for every rule of every event, so nothing is wasted. */
+RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
+                         RouteKey *key)
+{
+    if (!r->routed)
+        return route_then_answer(r, rule, ev, scratch, key);
+    return rule_result(r, rule, key);
+}
+
+size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
+                        RouteResult *res, RouteKey *key)
+{
+    router_begin(r);
+    route_event(r, ev, scratch);
     size_t n = 0;
     for (size_t w = 0; w < r->words; w++)
         for (uint64_t bits = r->passed[w] & ~(r->irrelevant[w] & r->keyed[w]); bits;

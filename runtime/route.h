@@ -42,7 +42,10 @@ void router_begin(Router *r);
  * alone decides what counts as a missing key); one with a key that cannot change the
  * rule is ROUTE_FILTERED. On ROUTE_KEYED *key describes the key; it
  * stays valid until router_begin and while scratch is not reset (values may live in
- * it). ev and scratch must be the same for every call between two router_begin. */
+ * it). ev and scratch must be the same for every call between two router_begin.
+ * The first call after router_begin routes ev for every rule at once (as
+ * router_route_all: groups, shared atoms, ladders) and the others only look up their
+ * rule, so asking for each rule of an event costs about what router_route_all does. */
 RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
                          RouteKey *key);
 
