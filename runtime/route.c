@@ -454,6 +454,15 @@ void router_free(Router *r)
     free(r);
 }
 
+/* One way to forget an event: its results are cleared by memset, here (atom truths)
+ * and where they are built (the passed, irrelevant and keyed bitmaps), and key results
+ * are written before they are read; no generation counters. Measured with callgrind on
+ * scenario 4's first 100k lines, one worker: stamping each atom with the event's
+ * generation instead of clearing the truths costs 1,221.9M instructions against
+ * 1,219.0M (router_route_all 1,993 against 1,963 per event): clearing a few dozen bytes
+ * once is cheaper than one more load and compare per atom test. The mix this replaced
+ * (generations per filter group, key group and tree, memsets for the rest) cost
+ * 1,223.3M. */
 void router_begin(Router *r)
 {
     r->routed = false;
