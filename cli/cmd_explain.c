@@ -1,5 +1,6 @@
 /* cli/cmd_explain.c — `vigil explain [--dot] FILE|DIR [RULE]`: print the compiled
- * NFA of each rule (or of RULE) as text or Graphviz dot.
+ * NFA of each rule (or of RULE) as text or Graphviz dot; the text ends each rule with
+ * its relevance (rules/relevance.h), what decides which events it costs anything.
  *
  * Owns nothing beyond the call: the compiled rule set is freed before return. */
 #include <stdbool.h>
@@ -15,7 +16,10 @@ static void explain_usage(FILE *out)
 {
     fprintf(out, "usage: vigil explain [--dot] FILE|DIR [RULE]\n\n"
                  "Shows the automaton each rule compiles to: its states and their take,\n"
-                 "ignore and proceed edges with conditions. With --dot, prints Graphviz\n"
+                 "ignore and proceed edges with conditions, then its relevance: the\n"
+                 "condition an event its filter passes must meet to reach it (other\n"
+                 "events skip it like filtered ones), or `none` and why (the step or\n"
+                 "quantifier that makes it strict). With --dot, prints Graphviz\n"
                  "(render with `dot -Tsvg`). With RULE, only that rule.\n");
 }
 
@@ -58,6 +62,22 @@ static bool parse_args(int argc, char **argv, ExplainArgs *a)
     return true;
 }
 
+/* The rule's last line: the events it skips, or why it skips none. */
+static void relevance_line(const CompiledRule *cr, FILE *out)
+{
+    if (cr->relevance_text)
+        fprintf(out, "  relevance: %s\n", cr->relevance_text);
+    else
+        fprintf(out, "  relevance: none, %s\n", cr->relevance_why ? cr->relevance_why : "?");
+}
+
+static void explain_rule(const CompiledRule *cr, FILE *out, bool dot)
+{
+    nfa_explain(cr->nfa, out, dot);
+    if (!dot)
+        relevance_line(cr, out);
+}
+
 int cmd_explain(int argc, char **argv)
 {
     ExplainArgs a = {0};
@@ -85,13 +105,13 @@ int cmd_explain(int argc, char **argv)
             fprintf(stderr, "vigil explain: no rule '%s' in %s\n", a.rule, a.path);
             rc = EXIT_USAGE;
         } else {
-            nfa_explain(rs->rules[ri].nfa, stdout, a.dot);
+            explain_rule(&rs->rules[ri], stdout, a.dot);
         }
     } else {
         for (size_t i = 0; i < rs->n_rules; i++) {
             if (i > 0 && !a.dot)
                 fputc('\n', stdout);
-            nfa_explain(rs->rules[i].nfa, stdout, a.dot);
+            explain_rule(&rs->rules[i], stdout, a.dot);
         }
     }
     if (fflush(stdout) != 0)

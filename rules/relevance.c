@@ -12,23 +12,38 @@
 /* Deeper `and` nests stay one conjunct (bounds the recursion). */
 #define MAX_AND_DEPTH 64
 
-/* A step whose states wait for the events it takes and ignore every other event into
- * themselves (nfa/compile.c): relaxed contiguity, and a quantifier without optional
- * states or loop states (an ignored event moves a partial match out of those). */
-static bool step_relaxed(const Step *s)
+/* What makes a step strict, for `vigil explain`: NULL for a step whose states wait
+ * for the events it takes and ignore every other event into themselves
+ * (nfa/compile.c): relaxed contiguity, and a quantifier without optional states or
+ * loop states (an ignored event moves a partial match out of those). The texts
+ * name the construct as the rule language writes it. */
+static const char *strict_construct(const Step *s)
 {
     const Quantifier *q = &s->quant;
-    if (s->kind == STEP_NEXT || s->kind == STEP_NOT_NEXT)
-        return false;
-    if (q->optional || q->greedy || q->consecutive)
-        return false;
-    return !q->looping || (q->min >= 1 && q->max == q->min);
+    if (s->kind == STEP_NEXT)
+        return "is next: strict contiguity, an event that does not match ends a partial "
+               "match";
+    if (s->kind == STEP_NOT_NEXT)
+        return "is not_next: strict contiguity, the event right after decides";
+    if (q->consecutive)
+        return "is consecutive: strict contiguity inside its loop";
+    if (q->optional)
+        return "is optional: an event it ignores branches a partial match";
+    if (q->greedy)
+        return "is greedy: it rewrites the states after its loop";
+    if (!q->looping || (q->min >= 1 && q->max == q->min))
+        return NULL;
+    if (q->max == QUANT_UNBOUNDED)
+        return "loops (one_or_more, times N+): an event it ignores branches a partial "
+               "match";
+    return "has a range (times N..M, times 0): an event it ignores branches a partial "
+           "match";
 }
 
 bool relevance_relaxed(const Rule *rule)
 {
     for (size_t i = 0; i < rule->n_steps; i++)
-        if (!step_relaxed(&rule->steps[i]))
+        if (strict_construct(&rule->steps[i]))
             return false;
     return rule->n_steps > 0;
 }
@@ -42,6 +57,9 @@ typedef struct Parts {
     char **texts;
     size_t n, cap;
     bool oom;
+    /* when a condition's part is `true`: its step, and whether it is the `until` */
+    const Step *blocker;
+    bool blocker_until;
 } Parts;
 
 static void parts_free(Parts *p)
@@ -169,12 +187,45 @@ static bool collect_parts(Parts *p, const Rule *rule, const ExprEnv *env)
 {
     for (size_t i = 0; i < rule->n_steps; i++) {
         const Step *s = &rule->steps[i];
+        p->blocker = s;
+        p->blocker_until = false;
         if (!add_part(p, s->where, env))
             return false;
+        p->blocker_until = true;
         if (s->quant.until && !add_part(p, s->quant.until, env))
             return false;
     }
+    p->blocker = NULL;
     return true;
+}
+
+static bool step_negated(const Step *s)
+{
+    return s->kind == STEP_NOT_NEXT || s->kind == STEP_NOT_FOLLOWED_BY;
+}
+
+/* Why the rule gets no relevance (see CompiledRule.relevance_why); p: its parts as
+ * collected, when it is relaxed. NULL on allocation failure. */
+static char *why_none(const Rule *rule, bool enabled, const Parts *p)
+{
+    if (!enabled)
+        return buf_format("switched off (all_relevant)");
+    for (size_t i = 0; i < rule->n_steps; i++) {
+        const char *strict = strict_construct(&rule->steps[i]);
+        if (strict)
+            return buf_format("step %s %s", rule->steps[i].name, strict);
+    }
+    const Step *s = p->blocker;
+    if (!s)
+        return buf_format("the rule has no steps");
+    if (!s->where && !p->blocker_until)
+        return buf_format(step_negated(s) ? "step %s has no condition: every event ends a "
+                                            "partial match"
+                                          : "step %s has no where: it takes every event",
+                          s->name);
+    return buf_format("no conjunct of step %s's %s reads only the event (STEP.x, "
+                      "aggregates and time(STEP) read the partial match)",
+                      s->name, p->blocker_until ? "until" : "where");
 }
 
 /* The relevance's text: the parts joined by `or`. */
@@ -218,12 +269,13 @@ int relevance_plan(PlanBuilder *pb, CompiledRule *cr, FieldTable *fields, bool e
 {
     cr->relaxed = relevance_relaxed(cr->ast);
     cr->relevance_root = FILTER_NONE;
-    if (!enabled || !cr->relaxed)
-        return 0;
     ExprEnv env = {fields, cr->ast};
     Parts p = {0};
     int rc = 0;
-    if (collect_parts(&p, cr->ast, &env) && p.n > 0) {
+    if (!enabled || !cr->relaxed || !collect_parts(&p, cr->ast, &env) || p.n == 0) {
+        if (!p.oom && !(cr->relevance_why = why_none(cr->ast, enabled, &p)))
+            rc = -1;
+    } else {
         int64_t root = build_tree(pb, cr->ast, &p);
         cr->relevance_text = relevance_text(&p);
         if (root < 0 || !cr->relevance_text)

@@ -117,6 +117,7 @@ static void rule_free(CompiledRule *cr)
     free(cr->key_names);
     nfa_free(cr->nfa);
     free(cr->relevance_text);
+    free(cr->relevance_why);
     for (size_t i = 0; i < cr->n_on_match; i++)
         action_free(&cr->on_match[i]);
     free(cr->on_match);

@@ -88,6 +88,11 @@ typedef struct CompiledRule {
     bool relaxed;
     uint32_t relevance_root;
     char *relevance_text;      /* the relevance's canonical text (heap, owned), or NULL */
+    /* Without a relevance, why not, for `vigil explain`: the step and the construct
+     * that make the rule strict ("step b is next: ..."), or the step whose condition
+     * has no part that reads only the event, or "switched off" (heap, owned); NULL
+     * when relevance_text is set. */
+    char *relevance_why;
 } CompiledRule;
 
 /* How a rule set is compiled. All zero is the default. */

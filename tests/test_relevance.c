@@ -41,30 +41,39 @@ static const char *relevance_of(const CompiledRuleSet *rs, const char *name)
     return cr->relevance_text;
 }
 
-/* One rule per shape: is it relaxed? */
+/* One rule per shape: is it relaxed, and if not, how does `vigil explain` say why
+ * (the start of CompiledRule.relevance_why)? */
 static const struct {
     const char *body;
     bool relaxed;
+    const char *why;
 } SHAPES[] = {
-    {"begin a where x > 1; followed_by b where x > 2;", true},
-    {"begin a where x > 1; followed_by_any b where x > 2;", true},
-    {"begin a where x > 1; next b where x > 2;", false},
-    {"begin a where x > 1; not_next b where x > 2; followed_by c where x > 3;", false},
-    {"begin a where x > 1; not_followed_by b where x > 2; followed_by c where x > 3;", true},
-    {"begin a where x > 1; not_followed_by b where x > 2;", true},
-    {"begin a where x > 1 times 3;", true},
-    {"begin a where x > 1; followed_by b where x > 2 times 2;", true},
-    {"begin a where x > 1; followed_by b where x > 2 times 2 allow_combinations;", true},
-    {"begin a where x > 1 times 3 consecutive;", false},
-    {"begin a where x > 1; followed_by b where x > 2 times 2..4;", false},
-    {"begin a where x > 1; followed_by b where x > 2 times 0..2;", false},
-    {"begin a where x > 1; followed_by b where x > 2 times 2+; followed_by c where x > 3;", false},
-    {"begin a where x > 1; followed_by b where x > 2 one_or_more; followed_by c where x > 3;", false},
-    {"begin a where x > 1; followed_by b where x > 2 one_or_more until x > 9; followed_by c where x > 3;", false},
-    {"begin a where x > 1; followed_by b where x > 2 one_or_more greedy; followed_by c where x > 3;", false},
-    {"begin a where x > 1; followed_by b where x > 2 optional; followed_by c where x > 3;", false},
-    {"begin a where x > 1 optional; followed_by c where x > 3;", false},
-    {"begin a where x > 1 times 1;", true},
+    {"begin a where x > 1; followed_by b where x > 2;", true, NULL},
+    {"begin a where x > 1; followed_by_any b where x > 2;", true, NULL},
+    {"begin a where x > 1; next b where x > 2;", false, "step b is next: strict contiguity"},
+    {"begin a where x > 1; not_next b where x > 2; followed_by c where x > 3;", false,
+     "step b is not_next: strict contiguity"},
+    {"begin a where x > 1; not_followed_by b where x > 2; followed_by c where x > 3;", true, NULL},
+    {"begin a where x > 1; not_followed_by b where x > 2;", true, NULL},
+    {"begin a where x > 1 times 3;", true, NULL},
+    {"begin a where x > 1; followed_by b where x > 2 times 2;", true, NULL},
+    {"begin a where x > 1; followed_by b where x > 2 times 2 allow_combinations;", true, NULL},
+    {"begin a where x > 1 times 3 consecutive;", false, "step a is consecutive"},
+    {"begin a where x > 1; followed_by b where x > 2 times 2..4;", false,
+     "step b has a range (times N..M"},
+    {"begin a where x > 1; followed_by b where x > 2 times 0..2;", false,
+     "step b has a range"},
+    {"begin a where x > 1; followed_by b where x > 2 times 2+; followed_by c where x > 3;", false,
+     "step b loops (one_or_more, times N+)"},
+    {"begin a where x > 1; followed_by b where x > 2 one_or_more; followed_by c where x > 3;",
+     false, "step b loops"},
+    {"begin a where x > 1; followed_by b where x > 2 one_or_more until x > 9; followed_by c where x > 3;", false, "step b loops"},
+    {"begin a where x > 1; followed_by b where x > 2 one_or_more greedy; followed_by c where x > 3;", false, "step b is greedy"},
+    {"begin a where x > 1; followed_by b where x > 2 optional; followed_by c where x > 3;", false,
+     "step b is optional: an event it ignores branches a partial match"},
+    {"begin a where x > 1 optional; followed_by c where x > 3;", false, "step a is optional"},
+    {"begin a where x > 1 times 1;", true, NULL},
+    {"begin a where x > 1; next b where x > 2 optional;", false, "step b is next"},
 };
 
 START_TEST(relaxed_by_step_kind_and_quantifier)
@@ -79,11 +88,17 @@ START_TEST(relaxed_by_step_kind_and_quantifier)
         const CompiledRule *cr = rule_named(rs, name);
         ck_assert_msg(cr->relaxed == SHAPES[i].relaxed, "%s: %s", SHAPES[i].body,
                       cr->relaxed ? "relaxed" : "not relaxed");
-        /* a rule that is not relaxed gets no relevance, whatever its conditions */
-        if (!cr->relaxed)
+        /* a rule that is not relaxed gets no relevance, whatever its conditions, and
+         * the reason names its first strict step and construct */
+        if (!cr->relaxed) {
             ck_assert_str_eq(relevance_of(rs, name), "-");
-        else
+            ck_assert_ptr_nonnull(cr->relevance_why);
+            ck_assert_msg(!strncmp(cr->relevance_why, SHAPES[i].why, strlen(SHAPES[i].why)),
+                          "%s: %s", SHAPES[i].body, cr->relevance_why);
+        } else {
             ck_assert_str_ne(relevance_of(rs, name), "-");
+            ck_assert_ptr_null(cr->relevance_why);
+        }
     }
     ruleset_free(rs);
     buf_free(&text);
@@ -130,10 +145,22 @@ START_TEST(a_condition_without_event_only_conjunct_switches_it_off)
         "rule control { key u; begin a where x == 1; followed_by b where y == 1 or y == 2; }\n",
         NULL);
     const char *off[] = {"no_where", "only_step", "only_agg", "only_time", "bare_not", "or_of_step"};
+    const char *why[] = {
+        "step b has no where: it takes every event",
+        "no conjunct of step b's where reads only the event",
+        "no conjunct of step b's where reads only the event",
+        "no conjunct of step b's where reads only the event",
+        "step n has no condition: every event ends a partial match",
+        "no conjunct of step b's where reads only the event",
+    };
     for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
-        ck_assert_msg(rule_named(rs, off[i])->relaxed, "%s", off[i]);
+        const CompiledRule *cr = rule_named(rs, off[i]);
+        ck_assert_msg(cr->relaxed, "%s", off[i]);
         ck_assert_msg(!strcmp(relevance_of(rs, off[i]), "-"), "%s: %s", off[i],
                       relevance_of(rs, off[i]));
+        ck_assert_ptr_nonnull(cr->relevance_why);
+        ck_assert_msg(!strncmp(cr->relevance_why, why[i], strlen(why[i])), "%s: %s", off[i],
+                      cr->relevance_why);
     }
     ck_assert_str_eq(relevance_of(rs, "control"), "x == 1 or y == 1 or y == 2");
     ruleset_free(rs);
@@ -157,6 +184,7 @@ START_TEST(the_switch_turns_it_off_and_a_reload_keeps_it)
     ck_assert_ptr_nonnull(rs);
     ck_assert(rs->rules[0].relaxed);
     ck_assert_str_eq(relevance_of(rs, "r"), "-");
+    ck_assert_str_eq(rs->rules[0].relevance_why, "switched off (all_relevant)");
     CompiledRuleSet *again = ruleset_reload(&p, 1, rs, &d);
     ck_assert_ptr_nonnull(again);
     ck_assert(again->opts.all_relevant);
