@@ -29,7 +29,7 @@ static int64_t add_sat(int64_t a, int64_t b)
 /* A run's start against the event (t, id): its first event's time, then input id. */
 static int cmp_start_event(const Run *a, int64_t t, uint64_t id)
 {
-    const Event *e = a->first->event;
+    const Event *e = a->start;
     if (e->time_ms != t)
         return e->time_ms < t ? -1 : 1;
     return e->id != id ? (e->id < id ? -1 : 1) : 0;
@@ -37,7 +37,7 @@ static int cmp_start_event(const Run *a, int64_t t, uint64_t id)
 
 static int cmp_start(const Run *a, const Run *b)
 {
-    if (a->first == b->first)   /* branches of one start */
+    if (a->start == b->start)   /* branches of one start */
         return 0;
     return cmp_start_event(a, nfa_run_start_time(b), nfa_run_start_id(b));
 }
@@ -498,7 +498,7 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
         return;
     }
     c->takes++;
-    Run r = {.last = node, .first = from ? from->first : node};
+    Run r = {.last = node, .start = from ? from->start : ev};
     bool final = nfa->states[e->target].kind == NFA_ST_FINAL;
     if (final || final_after_proceed(d, e->target)) {
         Run m = r;
@@ -1023,15 +1023,12 @@ void nfa_key_prefetch(const NfaKey *key, bool deep)
     const MatchNode *node = r->last;
     if (!deep) {
         __builtin_prefetch(node, 1);   /* its count changes whatever happens */
-        if (r->first != node)
-            __builtin_prefetch(r->first);   /* the rule's within counts from its event */
+        __builtin_prefetch(r->start);  /* the rule's within counts from its time */
         return;
     }
     __builtin_prefetch(node->event, 1);
     if (node->prev)
         __builtin_prefetch(node->prev, 1);
-    if (r->first != node)
-        __builtin_prefetch(r->first->event);
 }
 
 NfaKey *nfa_key_new_empty(const Nfa *nfa)

@@ -78,10 +78,11 @@ typedef struct NfaCounters {
 /* A partial match, or (in the done/fresh lists) a completed one. */
 typedef struct NfaRun {   /* Run in nfa_internal.h */
     MatchNode *last;       /* one reference; never NULL */
-    const MatchNode *first; /* the first node of last's chain (held through last): its
-                              event's time and input id order release and pruning
+    const Event *start;    /* the event of the first node of last's chain (held through
+                              last): its time and input id order release and pruning
                               (Flink's EventId), and the rule's within counts from that
-                              time; one pointer where the two took 16 bytes */
+                              time; one pointer where the two took 16 bytes, to the
+                              event itself, so that fetching it waits for no node */
     union {
         uint32_t state;    /* partial: where it waits (its newest event's time is
                               last->event->time_ms, so it is not stored) */
@@ -255,8 +256,9 @@ void nfa_key_free(NfaKey *key, NfaCounters *counters);
 /* Number of live partial matches of one key. */
 size_t nfa_key_partials(const NfaKey *key);
 /* Starts loading what the matcher touches first of a key (NULL: nothing): the newest
- * node of its oldest partial match (this reads the key), and with `deep` that node's
- * event and previous node too (this reads the node, so prefetch it first). A caller
+ * node of its oldest partial match and that match's first event (this reads the key),
+ * and with `deep` the node's event and previous node too (this reads the node, so
+ * prefetch it first). A caller
  * with many keys to run calls it for several of them ahead, so that their cache
  * misses overlap instead of queueing. */
 void nfa_key_prefetch(const NfaKey *key, bool deep);

@@ -114,11 +114,11 @@ static inline size_t nfa_key_n_done(const NfaKey *k)
 /* A run's first event's time and input id (see NfaRun). */
 static inline int64_t nfa_run_start_time(const Run *r)
 {
-    return r->first->event->time_ms;
+    return r->start->time_ms;
 }
 static inline uint64_t nfa_run_start_id(const Run *r)
 {
-    return r->first->event->id;
+    return r->start->id;
 }
 /* The first node of a chain (for a run rebuilt from its newest node). */
 static inline const MatchNode *nfa_chain_first(const MatchNode *n)

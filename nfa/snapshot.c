@@ -352,7 +352,7 @@ static const char *get_runs(const Nfa *nfa, SnapReader *r, MatchNode **nodes, si
         if (live)
             run.state = (uint32_t)state;
         run.last = nodes[node];
-        run.first = nfa_chain_first(run.last);
+        run.start = nfa_chain_first(run.last)->event;
         match_node_retain(run.last);
         l->v[l->n++] = run;
     }
