@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dsl/diag.h"
+#include "tests/checkmain.h"
 
 /* Prints `d` into a heap string. */
 static char *print_to_string(const Diags *d)
@@ -151,9 +152,5 @@ static Suite *diag_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(diag_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(diag_suite());
 }

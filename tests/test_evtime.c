@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/evtime.h"
+#include "tests/checkmain.h"
 
 #define T_2024_02_29_123456_789 INT64_C(1709210096789)
 
@@ -179,9 +180,5 @@ static Suite *evtime_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(evtime_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(evtime_suite());
 }

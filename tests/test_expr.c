@@ -16,6 +16,7 @@
 #include "dsl/parse.h"
 #include "nfa/event.h"
 #include "nfa/expr.h"
+#include "tests/checkmain.h"
 
 #define N_SLOTS 64
 #define MAX_COMPILED 64
@@ -1419,9 +1420,5 @@ static Suite *expr_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(expr_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(expr_suite());
 }

@@ -9,6 +9,7 @@
 #include "dsl/ast.h"
 #include "dsl/diag.h"
 #include "dsl/parser.h"
+#include "tests/checkmain.h"
 
 struct yy_buffer_state;
 int yylex_init_extra(struct ParseCtx *extra, void **scanner);
@@ -411,9 +412,5 @@ static Suite *lexer_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(lexer_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(lexer_suite());
 }

@@ -11,6 +11,7 @@
 #include "dsl/ast.h"
 #include "dsl/diag.h"
 #include "dsl/parse.h"
+#include "tests/checkmain.h"
 
 typedef struct Parsed {
     RuleSet *rs;
@@ -950,9 +951,5 @@ static Suite *parser_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(parser_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(parser_suite());
 }

@@ -18,6 +18,7 @@
 #include "runtime/decode.h"
 #include "runtime/engine.h"
 #include "runtime/route.h"
+#include "tests/checkmain.h"
 #include "tests/rulesutil.h"
 
 /* ---- analysis ----------------------------------------------------------------- */
@@ -476,9 +477,5 @@ static Suite *relevance_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(relevance_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(relevance_suite());
 }

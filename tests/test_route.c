@@ -8,6 +8,7 @@
 
 #include "base/buf.h"
 #include "runtime/route.h"
+#include "tests/checkmain.h"
 #include "tests/rulesutil.h"
 
 static const char *const RULES =
@@ -221,9 +222,5 @@ int main(void)
     tcase_add_test(tc, router_agrees_with_each_filter);
     tcase_add_test(tc, many_rules_over_several_words);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(s);
 }

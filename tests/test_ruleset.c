@@ -8,6 +8,7 @@
 #include "dsl/parse.h"
 #include "dsl/check.h"
 #include "rules/ruleset.h"
+#include "tests/checkmain.h"
 
 /* Writes text to a fresh temporary .cep file; returns its heap path. */
 static char *write_rules(const char *text)
@@ -130,9 +131,5 @@ int main(void)
     tcase_add_test(tc, errors_give_null_and_diagnostics);
     tcase_add_test(tc, reload_keeps_field_slots);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(s);
 }

@@ -17,6 +17,7 @@
 #include "runtime/engine.h"
 #include "runtime/input.h"
 #include "runtime/reorder.h"
+#include "tests/checkmain.h"
 #include "tests/rulesutil.h"
 
 /* ---- fixtures --------------------------------------------------------------- */
@@ -423,9 +424,5 @@ static Suite *limits_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(limits_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(limits_suite());
 }

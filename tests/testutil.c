@@ -1,0 +1,44 @@
+/* tests/testutil.c — see testutil.h. */
+#include "tests/testutil.h"
+
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "base/buf.h"
+
+char *test_read_stream(FILE *f, size_t *len)
+{
+    Buf b = BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_append(&b, chunk, n);
+    ck_assert_msg(!ferror(f), "read error: %s", strerror(errno));
+    ck_assert_msg(!b.failed, "out of memory reading a stream");
+    if (len)
+        *len = b.len;
+    char *text = buf_steal(&b);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+char *test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = test_read_stream(f, len);
+    fclose(f);
+    return text;
+}
+
+int test_run_command(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    *out = test_read_stream(p, NULL);
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
