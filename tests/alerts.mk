@@ -1,13 +1,13 @@
 # tests: alerts (see tests/local.mk)
 check_PROGRAMS += tests/test_alerts_out
 TESTS += tests/test_alerts_out
-tests_test_alerts_out_SOURCES = tests/test_alerts_out.c
+tests_test_alerts_out_SOURCES = tests/test_alerts_out.c $(TEST_UTIL)
 tests_test_alerts_out_CFLAGS = $(TEST_CFLAGS)
 tests_test_alerts_out_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/data/alerts/capture.sh tests/data/alerts/fail.sh tests/data/alerts/hang.sh
 check_PROGRAMS += tests/test_alerts
 TESTS += tests/test_alerts
-tests_test_alerts_SOURCES = tests/test_alerts.c
+tests_test_alerts_SOURCES = tests/test_alerts.c $(TEST_UTIL)
 tests_test_alerts_CFLAGS = $(TEST_CFLAGS)
 tests_test_alerts_LDADD = $(TEST_LIBS)
 EXTRA_DIST += docs/alerts.md

@@ -4,17 +4,17 @@ TESTS += tests/test_diag tests/test_check tests/test_fmt
 tests_test_diag_SOURCES = tests/test_diag.c
 tests_test_diag_CFLAGS = $(TEST_CFLAGS)
 tests_test_diag_LDADD = $(TEST_LIBS)
-tests_test_check_SOURCES = tests/test_check.c
+tests_test_check_SOURCES = tests/test_check.c $(TEST_UTIL)
 tests_test_check_CFLAGS = $(TEST_CFLAGS)
 tests_test_check_LDADD = $(TEST_LIBS)
-tests_test_fmt_SOURCES = tests/test_fmt.c
+tests_test_fmt_SOURCES = tests/test_fmt.c $(TEST_UTIL)
 tests_test_fmt_CFLAGS = $(TEST_CFLAGS)
 tests_test_fmt_LDADD = $(TEST_LIBS)
 
 # The rules fuzz corpus replayed as a plain test (tests/fuzz/replay.c, shared).
 check_PROGRAMS += tests/test_fuzz_rules_replay
 TESTS += tests/test_fuzz_rules_replay
-tests_test_fuzz_rules_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_rules.c
+tests_test_fuzz_rules_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_rules.c $(TEST_UTIL)
 tests_test_fuzz_rules_replay_CFLAGS = $(TEST_CFLAGS) -DFUZZ_CORPUS='"rules"'
 tests_test_fuzz_rules_replay_LDADD = $(TEST_LIBS)
 

@@ -2,10 +2,11 @@
 # run-time path, and their corpora replayed as plain tests in every build.
 check_PROGRAMS += tests/test_fuzz_decode_replay tests/test_fuzz_pipeline_replay
 TESTS += tests/test_fuzz_decode_replay tests/test_fuzz_pipeline_replay
-tests_test_fuzz_decode_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_decode.c
+tests_test_fuzz_decode_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_decode.c $(TEST_UTIL)
 tests_test_fuzz_decode_replay_CFLAGS = $(TEST_CFLAGS) -DFUZZ_CORPUS='"decode"'
 tests_test_fuzz_decode_replay_LDADD = $(TEST_LIBS)
-tests_test_fuzz_pipeline_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_pipeline.c
+tests_test_fuzz_pipeline_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_pipeline.c \
+	$(TEST_UTIL)
 tests_test_fuzz_pipeline_replay_CFLAGS = $(TEST_CFLAGS) -DFUZZ_CORPUS='"pipeline"'
 tests_test_fuzz_pipeline_replay_LDADD = $(TEST_LIBS)
 

@@ -18,6 +18,8 @@
 #include "dsl/load.h"
 #include "rules/ruleset.h"
 #include "runtime/decode.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 #define T_2026 INT64_C(1767225600000)   /* 2026-01-01T00:00:00Z */
 #define MIN_MS INT64_C(60000)
@@ -764,20 +766,6 @@ static AlertRouter *router_with_stdout_file(char *out_path, size_t cap)
     return ar;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&b, chunk, n);
-    fclose(f);
-    return buf_steal(&b);
-}
-
 static int count_lines(const char *s)
 {
     int n = 0;
@@ -836,13 +824,13 @@ START_TEST(deliver_to_declared_outputs)
     buf_free(&stats);
     alerts_free(ar);
 
-    char *std = slurp(out_path);
+    char *std = test_read_file(out_path, NULL);
     ck_assert_int_eq(count_lines(std), 2);
     ck_assert_ptr_nonnull(strstr(std, "\"message\":\"m $(rm -rf /)\""));
     ck_assert_ptr_nonnull(strstr(std, "\"severity\":\"info\",\"key\":{\"user_id\":\"$(rm -rf /)\"}"));
     char archive[160];
     snprintf(archive, sizeof archive, "%s/archive/both/2026-01-01.jsonl", fx.dir);
-    char *arch = slurp(archive);
+    char *arch = test_read_file(archive, NULL);
     ck_assert_int_eq(count_lines(arch), 1);
     ck_assert_ptr_nonnull(strstr(std, arch));   /* the same record as on stdout */
     char cmd[128];
@@ -914,7 +902,7 @@ START_TEST(delivered_records_equal_rendered_ones)
     ck_assert_int_eq(alert_render(plain, NULL, pkey, 1, &res_p, fx.scratch, &fx.out), 0);
     buf_append(&want, fx.out.data, fx.out.len);
     buf_putc(&want, '\n');
-    char *got = slurp(out_path);
+    char *got = test_read_file(out_path, NULL);
     ck_assert_ptr_nonnull(got);
     ck_assert_str_eq(got, want.data);
     ck_assert_ptr_nonnull(strstr(got, "\"events\":{\"a\":[{\"k1\""));
@@ -965,7 +953,7 @@ START_TEST(failing_output_does_not_stop_the_others)
     buf_free(&log);
     char path[128];
     snprintf(path, sizeof path, "%s/ok.jsonl", fx.dir);
-    char *ok = slurp(path);
+    char *ok = test_read_file(path, NULL);
     ck_assert_int_eq(count_lines(ok), 3);
     free(ok);
 }
@@ -1009,9 +997,5 @@ static Suite *alerts_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(alerts_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(alerts_suite());
 }

@@ -18,6 +18,8 @@
 
 #include "alerts/outputs.h"
 #include "base/arena.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 #define T_2026 INT64_C(1767225600000)   /* 2026-01-01T00:00:00Z */
 #define HOUR_MS INT64_C(3600000)
@@ -142,21 +144,6 @@ static char *path_in_tmp(const char *rel)
     return p;
 }
 
-/* Whole file as a heap string, or NULL if it does not exist. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&b, chunk, n);
-    fclose(f);
-    return buf_steal(&b);
-}
-
 static void send_line(Output *o, const AlertMeta *m, const char *line)
 {
     o->ops->write(o, m, line, strlen(line));
@@ -182,9 +169,9 @@ START_TEST(file_templates_create_folders)
     send_line(o, &a, "{\"n\":4}");
     ck_assert_int_eq(o->ops->flush(o, 1000), 0);
 
-    char *f1 = slurp(path_in_tmp("out/dt=2026-01-01/hour=00/burst.jsonl"));
-    char *f2 = slurp(path_in_tmp("out/dt=2026-01-01/hour=02/burst.jsonl"));
-    char *f3 = slurp(path_in_tmp("out/dt=2026-01-01/hour=00/login.jsonl"));
+    char *f1 = test_read_file(path_in_tmp("out/dt=2026-01-01/hour=00/burst.jsonl"), NULL);
+    char *f2 = test_read_file(path_in_tmp("out/dt=2026-01-01/hour=02/burst.jsonl"), NULL);
+    char *f3 = test_read_file(path_in_tmp("out/dt=2026-01-01/hour=00/login.jsonl"), NULL);
     ck_assert_str_eq(f1, "{\"n\":1}\n{\"n\":4}\n");
     ck_assert_str_eq(f2, "{\"n\":2}\n");
     ck_assert_str_eq(f3, "{\"n\":3}\n");
@@ -222,7 +209,7 @@ START_TEST(file_appends_across_reopen_and_lru)
     for (int r = 0; r < 3; r++) {
         char rel[16];
         snprintf(rel, sizeof rel, "%s.jsonl", rules[r]);
-        char *text = slurp(path_in_tmp(rel));
+        char *text = test_read_file(path_in_tmp(rel), NULL);
         ck_assert_str_eq(text, "{\"round\":0}\n{\"round\":1}\n{\"round\":2}\n");
         free(text);
     }
@@ -247,8 +234,8 @@ START_TEST(file_rotates_by_alert_time)
     send_line(o, &m3, "{\"n\":3}");
     send_line(o, &m4, "{\"n\":4}");
     ck_assert_int_eq(o->ops->flush(o, 1000), 0);
-    char *old = slurp(path_in_tmp("alerts.jsonl.20260101T000500Z"));
-    char *cur = slurp(path_in_tmp("alerts.jsonl"));
+    char *old = test_read_file(path_in_tmp("alerts.jsonl.20260101T000500Z"), NULL);
+    char *cur = test_read_file(path_in_tmp("alerts.jsonl"), NULL);
     ck_assert_ptr_nonnull(old);
     ck_assert_str_eq(old, "{\"n\":1}\n{\"n\":2}\n");
     ck_assert_str_eq(cur, "{\"n\":3}\n{\"n\":4}\n");
@@ -292,7 +279,7 @@ START_TEST(dev_full_reported_once_and_others_still_written)
     ck_assert(log_contains("output full: cannot write to /dev/full: No space left on device"));
     ck_assert(log_contains("output stdout: cannot write to /dev/full"));
     ck_assert_int_eq(logs.lines, 2);   /* once per output, not once per alert */
-    char *text = slurp(tmplt);
+    char *text = test_read_file(tmplt, NULL);
     ck_assert_str_eq(text, "{}\n{}\n{}\n{}\n{}\n");
     free(text);
     bad->ops->destroy(bad);
@@ -315,12 +302,12 @@ START_TEST(stdout_file_buffered_but_never_lost)
     o->ops->stats(o, &st);
     ck_assert_uint_eq(st.buffered, 2);   /* batched: not written yet */
     o->ops->drain(o);
-    char *text = slurp(path);
+    char *text = test_read_file(path, NULL);
     ck_assert_str_eq(text, "{\"a\":1}\n{\"b\":2}\n");
     free(text);
     send_line(o, &m, "{\"c\":3}");
     o->ops->destroy(o);                  /* at exit the batch is written too */
-    text = slurp(path);
+    text = test_read_file(path, NULL);
     ck_assert_str_eq(text, "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
     free(text);
 }
@@ -369,20 +356,15 @@ static OutputDecl exec_decl(const char *name, const char *const *argv, size_t n,
     return d;
 }
 
-/* Text of the single capture.*.out file in dir; NULL if there is none yet. */
+/* Text of the single capture.*.out file in dir; "" if there is none yet (which is all
+ * that cat's failing status would say). */
 static char *read_capture(const char *dir)
 {
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "cat %s/capture.*.out 2>/dev/null", dir);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        buf_append(&b, chunk, n);
-    pclose(p);
-    return buf_steal(&b);
+    char *text;
+    test_run_command(cmd, &text);
+    return text;
 }
 
 START_TEST(exec_hostile_key_stays_one_argument)
@@ -437,7 +419,7 @@ START_TEST(exec_failure_retried_then_logged)
     ck_assert_uint_eq(st.failed, 1);
     ck_assert_uint_eq(st.sent, 0);
     ck_assert(!st.healthy);
-    char *attempts = slurp(path_in_tmp("attempts"));
+    char *attempts = test_read_file(path_in_tmp("attempts"), NULL);
     ck_assert_str_eq(attempts, "x\nx\nx\n");
     free(attempts);
     ck_assert(log_contains("failed 3 time(s)"));
@@ -762,9 +744,5 @@ static Suite *alerts_out_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(alerts_out_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(alerts_out_suite());
 }

@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "dsl/fmt.h"
 #include "dsl/parse.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 /* Parses `text`; asserts no syntax errors. */
 static RuleSet *parse_ok(const char *name, const char *text)
@@ -366,21 +367,6 @@ END_TEST
 
 /* ---- round trip over every rule file we can find ----------------------------------- */
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&b, chunk, n);
-    fclose(f);
-    ck_assert(!b.failed);
-    return buf_steal(&b);
-}
-
 /* Round-trips every *.cep below `dir`; returns how many. */
 static int round_trip_tree(const char *dir)
 {
@@ -407,7 +393,7 @@ static int round_trip_tree(const char *dir)
             continue;
         if (strstr(path, "fuzz/corpus"))
             continue;
-        char *text = read_all(path);
+        char *text = test_read_file(path, NULL);
         ck_assert_ptr_nonnull(text);
         /* Test inputs that are broken on purpose carry this marker in a comment. */
         bool broken = strstr(text, "vigil:broken-on-purpose") != NULL;
@@ -456,21 +442,6 @@ END_TEST
 
 /* ---- the `vigil fmt` command ------------------------------------------------------ */
 
-static int run_command(const char *cmd, char **out)
-{
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        buf_append(&b, chunk, n);
-    int status = pclose(p);
-    ck_assert(!b.failed);
-    *out = buf_steal(&b);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static size_t count_entries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -503,18 +474,18 @@ START_TEST(cli_prints_checks_and_rewrites)
     const char *canonical = "rule r {\n  begin a where x > 1;\n}\n";
 
     snprintf(cmd, sizeof cmd, "'%s' fmt '%s'", vigil, path);
-    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(test_run_command(cmd, &out), 0);
     ck_assert_str_eq(out, canonical);
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' fmt --check '%s'", vigil, path);
-    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_int_eq(test_run_command(cmd, &out), 1);
     ck_assert_ptr_nonnull(strstr(out, "r.cep"));
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' fmt -w '%s'", vigil, path);
-    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(test_run_command(cmd, &out), 0);
     ck_assert_str_eq(out, "");
     free(out);
-    char *text = read_all(path);
+    char *text = test_read_file(path, NULL);
     ck_assert_str_eq(text, canonical);
     free(text);
     struct stat st;
@@ -522,7 +493,7 @@ START_TEST(cli_prints_checks_and_rewrites)
     ck_assert_int_eq(st.st_mode & 0777, 0640);
     ck_assert_uint_eq(count_entries(dir), 1);   /* no temporary file left behind */
     snprintf(cmd, sizeof cmd, "'%s' fmt --check '%s'", vigil, path);
-    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(test_run_command(cmd, &out), 0);
     free(out);
 
     f = fopen(path, "w");
@@ -530,13 +501,13 @@ START_TEST(cli_prints_checks_and_rewrites)
     fputs("rule r { begin a where ; }\n", f);
     fclose(f);
     snprintf(cmd, sizeof cmd, "'%s' fmt -w '%s' 2>/dev/null", vigil, path);
-    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_int_eq(test_run_command(cmd, &out), 1);
     free(out);
-    text = read_all(path);
+    text = test_read_file(path, NULL);
     ck_assert_str_eq(text, "rule r { begin a where ; }\n");   /* left untouched */
     free(text);
     snprintf(cmd, sizeof cmd, "'%s' fmt 2>/dev/null", vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 2);
+    ck_assert_int_eq(test_run_command(cmd, &out), 2);
     free(out);
 
     remove(path);
@@ -610,9 +581,5 @@ static Suite *fmt_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(fmt_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(fmt_suite());
 }

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "tests/checkmain.h"
 #include "tests/test_nfa_harness.h"
+#include "tests/testutil.h"
 
 #define MAX_CASES 512
 
@@ -19,26 +21,6 @@ typedef struct Case {
 
 static Case cases[MAX_CASES];
 static size_t n_cases;
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&b, chunk, n);
-    fclose(f);
-    if (b.failed) {
-        buf_free(&b);
-        return NULL;
-    }
-    if (!b.data)
-        buf_puts(&b, "");
-    return buf_steal(&b);
-}
 
 /* ---- a tiny scanner for expect lines ------------------------------------------- */
 
@@ -155,7 +137,7 @@ static char *expect_line(const char *line)
 
 static char *expected_text(const char *path)
 {
-    char *text = read_all(path);
+    char *text = test_read_file(path, NULL);
     if (!text)
         return NULL;
     Buf all = BUF_INIT;
@@ -181,14 +163,14 @@ START_TEST(test_case)
     const Case *c = &cases[_i];
     char path[4096];
     snprintf(path, sizeof path, "%s/rules.cep", c->dir);
-    char *rules = read_all(path);
+    char *rules = test_read_file(path, NULL);
     ck_assert_msg(rules != NULL, "cannot read %s", path);
     char *err = NULL;
     NfaHarness *h = nh_new(rules, NH_WITH_RULE | NH_BY_ACTIONS, 0, &err);
     ck_assert_msg(h != NULL, "%s: %s", path, err ? err : "?");
 
     snprintf(path, sizeof path, "%s/cases/%s.events.jsonl", c->dir, c->name);
-    char *evs = read_all(path);
+    char *evs = test_read_file(path, NULL);
     ck_assert_msg(evs != NULL, "cannot read %s", path);
     for (char *line = strtok(evs, "\n"); line; line = strtok(NULL, "\n")) {
         if (strspn(line, " \t\r") == strlen(line))
@@ -275,13 +257,10 @@ int main(void)
     TCase *tc = tcase_create("cases");
     tcase_add_loop_test(tc, test_case, 0, (int)n_cases);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = check_run_suite(s);
     for (size_t i = 0; i < n_cases; i++) {
         free(cases[i].dir);
         free(cases[i].name);
     }
-    return failed ? 1 : 0;
+    return status;
 }

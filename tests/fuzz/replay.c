@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
+
 #ifndef FUZZ_CORPUS
 #error "define FUZZ_CORPUS to the corpus folder name"
 #endif
@@ -89,35 +92,16 @@ static void corpus_free(Corpus *c)
     free(c->paths);
 }
 
-static uint8_t *read_all(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    size_t cap = 4096, len = 0;
-    uint8_t *data = must(malloc(cap));
-    size_t got;
-    while ((got = fread(data + len, 1, cap - len, f)) > 0) {
-        len += got;
-        if (len == cap) {
-            cap *= 2;
-            data = must(realloc(data, cap));
-        }
-    }
-    ck_assert_msg(!ferror(f), "cannot read %s", path);
-    fclose(f);
-    *size = len;
-    return data;
-}
-
 /* One loop iteration per corpus file, so a crash names the file's index. */
 START_TEST(test_corpus_file)
 {
     Corpus c = corpus_list();
     ck_assert_msg((size_t)_i < c.n, "corpus shrank to %zu files", c.n);
     size_t size = 0;
-    uint8_t *data = read_all(c.paths[_i], &size);
+    char *data = test_read_file(c.paths[_i], &size);
+    ck_assert_msg(data != NULL, "cannot open %s", c.paths[_i]);
     fprintf(stderr, "replay %s\n", c.paths[_i]);
-    ck_assert_int_eq(LLVMFuzzerTestOneInput(data, size), 0);
+    ck_assert_int_eq(LLVMFuzzerTestOneInput((const uint8_t *)data, size), 0);
     free(data);
     corpus_free(&c);
 }
@@ -143,9 +127,5 @@ int main(void)
     tcase_add_test(tc, test_corpus_present);
     tcase_add_loop_test(tc, test_corpus_file, 0, (int)n);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(s);
 }
