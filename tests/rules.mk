@@ -19,7 +19,8 @@ tests_test_relevance_LDADD = $(TEST_LIBS)
 
 check_PROGRAMS += tests/test_relevance_diff
 TESTS += tests/test_relevance_diff
-tests_test_relevance_diff_SOURCES = tests/test_relevance_diff.c
+tests_test_relevance_diff_SOURCES = tests/test_relevance_diff.c tests/rulesutil.c \
+	tests/rulesutil.h $(TEST_UTIL)
 tests_test_relevance_diff_CFLAGS = $(TEST_CFLAGS)
 tests_test_relevance_diff_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/data/relevance/shapes.cep tests/data/relevance/shapes.events.jsonl

@@ -11,6 +11,12 @@
 
 CompiledRuleSet *test_rules_compile(const char *text, const CompiledRuleSet *prev)
 {
+    return test_rules_compile_with(text, prev, NULL);
+}
+
+CompiledRuleSet *test_rules_compile_with(const char *text, const CompiledRuleSet *prev,
+                                         const RuleSetOptions *opts)
+{
     char path[] = "/tmp/vigil-test-rules-XXXXXX.cep";
     int fd = mkstemps(path, 4);
     ck_assert_int_ge(fd, 0);
@@ -19,7 +25,7 @@ CompiledRuleSet *test_rules_compile(const char *text, const CompiledRuleSet *pre
     Diags d;
     diags_init(&d);
     const char *p = path;
-    CompiledRuleSet *rs = prev ? ruleset_reload(&p, 1, prev, &d) : ruleset_load(&p, 1, &d);
+    CompiledRuleSet *rs = ruleset_load_with(&p, 1, prev, opts, &d);
     if (!rs)
         diags_print(&d, stderr);
     diags_free(&d);

@@ -10,4 +10,8 @@
  * the running test, with the diagnostics on stderr, if the text does not compile. */
 CompiledRuleSet *test_rules_compile(const char *text, const CompiledRuleSet *prev);
 
+/* test_rules_compile with compile options; opts NULL gives the defaults. */
+CompiledRuleSet *test_rules_compile_with(const char *text, const CompiledRuleSet *prev,
+                                         const RuleSetOptions *opts);
+
 #endif

@@ -5,21 +5,24 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dsl/check.h"
 #include "dsl/load.h"
 #include "dsl/parse.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
 
-/* Parses and checks `text` as t.cep; returns the printed diagnostics. */
-static char *check_text(const char *text, size_t *errors, size_t *warnings)
+/* Parses and checks `text` as the file `name`; returns the printed diagnostics, their
+ * counts in *errors and *warnings when these are not NULL. */
+static char *check_named_text(const char *name, const char *text, size_t *errors,
+                              size_t *warnings)
 {
     RuleSet *rs = ast_ruleset_new();
     ck_assert_ptr_nonnull(rs);
     Diags d;
     diags_init(&d);
-    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
+    dsl_parse_text(rs, name, text, strlen(text), &d);
     dsl_check(rs, &d);
     char *out = NULL;
     size_t len = 0;
@@ -34,6 +37,11 @@ static char *check_text(const char *text, size_t *errors, size_t *warnings)
     diags_free(&d);
     ast_ruleset_free(rs);
     return out;
+}
+
+static char *check_text(const char *text, size_t *errors, size_t *warnings)
+{
+    return check_named_text("t.cep", text, errors, warnings);
 }
 
 typedef struct BadCase {
@@ -515,25 +523,6 @@ END_TEST
 
 /* ---- the `vigil check` command ------------------------------------------------ */
 
-/* Runs a shell command; returns its exit status and its stdout (heap) in *out. */
-static int run_command(const char *cmd, char **out)
-{
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    ck_assert_ptr_nonnull(m);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(m);
-    int status = pclose(p);
-    *out = text;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static const char *vigil_binary(char *buf, size_t size)
 {
     const char *top = getenv("top_builddir");
@@ -567,7 +556,7 @@ START_TEST(cli_accepts_every_conformance_rule_file)
             continue;
         char cmd[4096], *out = NULL;
         snprintf(cmd, sizeof cmd, "'%s' check '%s/%s/rules.cep' 2>/dev/null", vigil, dir, e->d_name);
-        int rc = run_command(cmd, &out);
+        int rc = test_run_command(cmd, &out);
         ck_assert_msg(rc == 0, "%s: vigil check exited %d", e->d_name, rc);
         ck_assert_msg(strncmp(out, "1 file, ", 8) == 0 && strstr(out, ", 0 errors"),
                       "%s: summary was '%s'", e->d_name, out);
@@ -587,23 +576,23 @@ START_TEST(cli_reports_errors_and_usage)
     write_file(dir, "bad.cep", "rule r { begin a where lenght(x) > 1; }\n");
     write_file(dir, "good.cep", "rule g { begin a one_or_more; }\n");
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check bad.cep 2>&1", dir, vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_int_eq(test_run_command(cmd, &out), 1);
     ck_assert_str_eq(out, "bad.cep:1:24: error: unknown function 'lenght' (did you mean 'len'?)\n"
                           "rule r { begin a where lenght(x) > 1; }\n"
                           "                       ^~~~~~\n");
     free(out);
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' check good.cep 2>/dev/null", dir, vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(test_run_command(cmd, &out), 0);
     ck_assert_str_eq(out, "1 file, 1 rule, 0 errors, 1 warning\n");
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' check 2>/dev/null", vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 2);
+    ck_assert_int_eq(test_run_command(cmd, &out), 2);
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' check --bogus x.cep 2>/dev/null", vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 2);
+    ck_assert_int_eq(test_run_command(cmd, &out), 2);
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' check --help", vigil);
-    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(test_run_command(cmd, &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: vigil check"));
     free(out);
     remove_dir(dir);
@@ -612,24 +601,6 @@ START_TEST(cli_reports_errors_and_usage)
 END_TEST
 
 /* ---- bad rule files with their expected output ---------------------------------- */
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    ck_assert_ptr_nonnull(m);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        fwrite(chunk, 1, n, m);
-    fclose(m);
-    fclose(f);
-    return text;
-}
 
 START_TEST(data_files_match_expected_output)
 {
@@ -652,24 +623,13 @@ START_TEST(data_files_match_expected_output)
         char cep[600], expect[600];
         snprintf(cep, sizeof cep, "%s/%s", dir, e->d_name);
         snprintf(expect, sizeof expect, "%s/%.*s.expect", dir, (int)(n - 4), e->d_name);
-        char *text = read_all(cep);
-        char *want = read_all(expect);
+        char *text = test_read_file(cep, NULL);
+        char *want = test_read_file(expect, NULL);
         ck_assert_msg(text && want, "missing %s or its .expect", cep);
-        RuleSet *rs = ast_ruleset_new();
-        Diags dg;
-        diags_init(&dg);
-        dsl_parse_text(rs, e->d_name, text, strlen(text), &dg);
-        dsl_check(rs, &dg);
-        char *out = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&out, &len);
-        diags_print(&dg, m);
-        fclose(m);
+        char *out = check_named_text(e->d_name, text, NULL, NULL);
         ck_assert_msg(strcmp(out, want) == 0, "%s:\n--- expected\n%s--- got\n%s", e->d_name, want,
                       out);
         free(out);
-        diags_free(&dg);
-        ast_ruleset_free(rs);
         free(text);
         free(want);
         checked++;
@@ -710,9 +670,5 @@ static Suite *check_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(check_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(check_suite());
 }

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "nfa/nfa.h"
+#include "tests/checkmain.h"
 #include "tests/test_nfa_harness.h"
+#include "tests/testutil.h"
 
 static const char RULES[] =
     "time ts;\n"
@@ -73,6 +75,17 @@ static int run(const char *cmd)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* rules in a new temporary file; path is a mkstemp template, which becomes its name. */
+static void write_temp_rules(char *path, const char *rules)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(rules, f);
+    fclose(f);
+}
+
 /* `vigil explain` on rules, as one string; NULL without top_builddir. */
 static char *vigil_explain(const char *rules, const char *args)
 {
@@ -80,26 +93,11 @@ static char *vigil_explain(const char *rules, const char *args)
     if (!bdir)
         return NULL;
     char path[] = "/tmp/vigil-explain-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(rules, f);
-    fclose(f);
+    write_temp_rules(path, rules);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s/vigil' explain %s '%s'", bdir, args, path);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    ck_assert_ptr_nonnull(out);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        fwrite(chunk, 1, n, out);
-    fclose(out);
-    ck_assert_int_eq(pclose(p), 0);
+    char *text;
+    ck_assert_int_eq(test_run_command(cmd, &text), 0);
     remove(path);
     return text;
 }
@@ -144,12 +142,7 @@ START_TEST(test_cli)
         return;
     }
     char path[] = "/tmp/vigil-explain-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(RULES, f);
-    fclose(f);
+    write_temp_rules(path, RULES);
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s/vigil' explain '%s' r | grep -q 'rule r: '", bdir, path);
     ck_assert_int_eq(run(cmd), 0);
@@ -174,9 +167,5 @@ int main(void)
     tcase_add_test(tc, test_cli);
     tcase_add_test(tc, test_cli_relevance);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run_suite(s);
 }

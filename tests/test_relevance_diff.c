@@ -12,28 +12,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/buf.h"
-#include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
+#include "tests/checkmain.h"
+#include "tests/rulesutil.h"
+#include "tests/testutil.h"
 
 /* ---- files ------------------------------------------------------------------ */
 
+/* The whole file; fails the test when it cannot be opened. */
 static char *read_text(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    Buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        buf_append(&b, chunk, n);
-    fclose(f);
-    buf_putc(&b, '\0');
-    ck_assert(!b.failed);
-    return buf_steal(&b);
+    char *text = test_read_file(path, NULL);
+    ck_assert_msg(text != NULL, "cannot open %s", path);
+    return text;
 }
 
 typedef struct Lines {
@@ -77,22 +71,8 @@ static Lines read_lines(const char *path)
 
 static CompiledRuleSet *compile_text(const char *text, bool all_relevant)
 {
-    char path[] = "/tmp/vigil-reldiff-XXXXXX.cep";
-    int fd = mkstemps(path, 4);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
-    Diags d;
-    diags_init(&d);
-    const char *p = path;
     RuleSetOptions opts = {.all_relevant = all_relevant};
-    CompiledRuleSet *rs = ruleset_load_with(&p, 1, NULL, &opts, &d);
-    if (!rs)
-        diags_print(&d, stderr);
-    diags_free(&d);
-    unlink(path);
-    ck_assert_ptr_nonnull(rs);
-    return rs;
+    return test_rules_compile_with(text, NULL, &opts);
 }
 
 /* ---- running ------------------------------------------------------------------ */
@@ -390,6 +370,18 @@ static void compare_source(const char *rules_path, const char *events_glob, Tota
         globfree(&g);
 }
 
+/* Each rule file of g with the events of the cases beside it (DIR/cases/NAME.events.jsonl). */
+static void compare_sources(const glob_t *g, Totals *tot)
+{
+    for (size_t i = 0; i < g->gl_pathc; i++) {
+        char events[4096];
+        const char *slash = strrchr(g->gl_pathv[i], '/');
+        snprintf(events, sizeof events, "%.*s/cases/*.events.jsonl",
+                 (int)(slash - g->gl_pathv[i]), g->gl_pathv[i]);
+        compare_source(g->gl_pathv[i], events, tot);
+    }
+}
+
 START_TEST(shapes_on_and_off_agree)
 {
     const char *top = getenv("top_srcdir");
@@ -414,13 +406,7 @@ START_TEST(examples_on_and_off_agree)
     glob_t g;
     ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
     Totals tot = {0};
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        char events[4096];
-        const char *slash = strrchr(g.gl_pathv[i], '/');
-        snprintf(events, sizeof events, "%.*s/cases/*.events.jsonl",
-                 (int)(slash - g.gl_pathv[i]), g.gl_pathv[i]);
-        compare_source(g.gl_pathv[i], events, &tot);
-    }
+    compare_sources(&g, &tot);
     ck_assert_uint_ge(g.gl_pathc, 3);
     ck_assert_uint_gt(tot.relevant_rules, 0);
     globfree(&g);
@@ -439,13 +425,7 @@ START_TEST(conformance_on_and_off_agree)
         return;
     }
     Totals tot = {0};
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        char events[4096];
-        const char *slash = strrchr(g.gl_pathv[i], '/');
-        snprintf(events, sizeof events, "%.*s/cases/*.events.jsonl",
-                 (int)(slash - g.gl_pathv[i]), g.gl_pathv[i]);
-        compare_source(g.gl_pathv[i], events, &tot);
-    }
+    compare_sources(&g, &tot);
     ck_assert_uint_gt(tot.relevant_rules, 0);
     globfree(&g);
 }
@@ -465,9 +445,5 @@ static Suite *diff_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(diff_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(diff_suite());
 }
