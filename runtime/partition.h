@@ -28,8 +28,8 @@
  * line boundaries). What is not here, and why:
  *   - the key's hash: the caller has it on every lookup and add; the table
  *     recomputes it from the key bytes where it needs it without a caller (a resize,
- *     a removal, a probe distance past PART_DIST_MAX, the timers' tie order), which
- *     is a few nanoseconds for a short key;
+ *     a removal, a probe distance past PART_DIST_MAX, the timers' tie order and their
+ *     look-ahead), which is a few nanoseconds for a short key;
  *   - a pointer to the key bytes: they are always the entry's own `tail`;
  *   - the matcher's own deadline: nfa_key_deadline computes it from the runs (the
  *     timers' time, here, may differ: the end of a suppression, or one past the time
@@ -47,7 +47,11 @@ typedef struct PartEntry {
     uint32_t heap_pos;        /* where the timers hold it (runtime/deadline.c), or
                                  PART_NOT_TIMED */
     uint32_t klen;            /* length of the key bytes */
-    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none): 32 */
+    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none), 32
+                                 bytes: their count 4, the room for them 4, and the first
+                                 one inline (nfa/nfa.h): its newest node 8, its first
+                                 event 8 (the start of `within`, and the order), the state
+                                 it waits in 8 (4 used; a completed match's time there) */
     uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
                                  of the events and nodes its matches hold; saturates */
     char tail[];              /* the key bytes (canonical, part_key_bytes), NUL-terminated */
