@@ -1,7 +1,7 @@
 # tests: check (see tests/local.mk) — diagnostics, semantic checks, loading, fmt.
 check_PROGRAMS += tests/test_diag tests/test_check tests/test_fmt
 TESTS += tests/test_diag tests/test_check tests/test_fmt
-tests_test_diag_SOURCES = tests/test_diag.c
+tests_test_diag_SOURCES = tests/test_diag.c $(TEST_UTIL)
 tests_test_diag_CFLAGS = $(TEST_CFLAGS)
 tests_test_diag_LDADD = $(TEST_LIBS)
 tests_test_check_SOURCES = tests/test_check.c $(TEST_UTIL)

@@ -1,7 +1,7 @@
 # tests: rules (see tests/local.mk)
 check_PROGRAMS += tests/test_ruleset
 TESTS += tests/test_ruleset
-tests_test_ruleset_SOURCES = tests/test_ruleset.c
+tests_test_ruleset_SOURCES = tests/test_ruleset.c $(TEST_UTIL)
 tests_test_ruleset_CFLAGS = $(TEST_CFLAGS)
 tests_test_ruleset_LDADD = $(TEST_LIBS)
 

@@ -835,15 +835,13 @@ START_TEST(deliver_to_declared_outputs)
     ck_assert_ptr_nonnull(strstr(std, arch));   /* the same record as on stdout */
     char cmd[128];
     snprintf(cmd, sizeof cmd, "cat %s/capture.*.out", fx.dir);
-    FILE *p = popen(cmd, "r");
-    char got[4096] = "";
-    size_t n = fread(got, 1, sizeof got - 1, p);
-    got[n] = '\0';
-    pclose(p);
+    char *got;
+    test_run_command(cmd, &got);
     Buf want = BUF_INIT;
     buf_printf(&want, "argc=2\narg=both\narg=$(rm -rf /)\n%s", arch);
     ck_assert_str_eq(got, want.data);
     buf_free(&want);
+    free(got);
     free(std);
     free(arch);
 }

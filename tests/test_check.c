@@ -24,12 +24,7 @@ static char *check_named_text(const char *name, const char *text, size_t *errors
     diags_init(&d);
     dsl_parse_text(rs, name, text, strlen(text), &d);
     dsl_check(rs, &d);
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    ck_assert_ptr_nonnull(f);
-    diags_print(&d, f);
-    fclose(f);
+    char *out = test_diags_text(&d);
     if (errors)
         *errors = d.errors;
     if (warnings)

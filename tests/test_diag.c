@@ -5,18 +5,7 @@
 
 #include "dsl/diag.h"
 #include "tests/checkmain.h"
-
-/* Prints `d` into a heap string. */
-static char *print_to_string(const Diags *d)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    ck_assert_ptr_nonnull(f);
-    diags_print(d, f);
-    fclose(f);
-    return text;
-}
+#include "tests/testutil.h"
 
 static Span span_at(const SourceFile *src, int line, int col, int end_col)
 {
@@ -33,7 +22,7 @@ START_TEST(prints_gcc_style_with_caret)
     diags_init(&d);
     diag_report(&d, DIAG_ERROR, span_at(src, 2, 27, 32),
                 "unknown step '%s' (did you mean '%s'?)", "frist", "first");
-    char *out = print_to_string(&d);
+    char *out = test_diags_text(&d);
     ck_assert_str_eq(out,
         "rules/fraud.cep:2:27: error: unknown step 'frist' (did you mean 'first'?)\n"
         "  followed_by third where frist.amount > 1000;\n"
@@ -53,7 +42,7 @@ START_TEST(caret_mirrors_tabs)
     Diags d;
     diags_init(&d);
     diag_report(&d, DIAG_WARNING, span_at(src, 1, 3, 4), "odd");
-    char *out = print_to_string(&d);
+    char *out = test_diags_text(&d);
     ck_assert_str_eq(out, "t.cep:1:3: warning: odd\n\t\tx  = 1;\n\t\t^\n");
     ck_assert_uint_eq(d.warnings, 1);
     ck_assert_uint_eq(d.errors, 0);
@@ -72,7 +61,7 @@ START_TEST(multi_line_span_underlines_to_end_of_first_line)
     diags_init(&d);
     Span s = {src, 1, 5, 2, 2};
     diag_report(&d, DIAG_ERROR, s, "spans lines");
-    char *out = print_to_string(&d);
+    char *out = test_diags_text(&d);
     ck_assert_str_eq(out, "m.cep:1:5: error: spans lines\nabc def\n    ^~~\n");
     free(out);
     diags_free(&d);
@@ -85,7 +74,7 @@ START_TEST(file_level_diagnostic_has_no_position)
     Diags d;
     diags_init(&d);
     diag_report_file(&d, DIAG_ERROR, "missing.cep", "cannot read: %s", "No such file or directory");
-    char *out = print_to_string(&d);
+    char *out = test_diags_text(&d);
     ck_assert_str_eq(out, "missing.cep: error: cannot read: No such file or directory\n");
     free(out);
     diags_free(&d);
@@ -107,7 +96,7 @@ START_TEST(caps_errors_per_file)
     ck_assert_uint_eq(d.errors, DIAG_MAX_PER_FILE + 6);
     ck_assert_uint_eq(d.dropped, 5);
     ck_assert_uint_eq(d.n, DIAG_MAX_PER_FILE + 1);
-    char *out = print_to_string(&d);
+    char *out = test_diags_text(&d);
     ck_assert_ptr_nonnull(strstr(out, "b.cep:1:1: error: other file\n"));
     ck_assert_ptr_nonnull(strstr(out, "a.cep: too many errors, 5 more not shown\n"));
     ck_assert_ptr_null(strstr(out, "error 20"));

@@ -17,6 +17,7 @@
 #include "nfa/event.h"
 #include "nfa/expr.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 #define N_SLOTS 64
 #define MAX_COMPILED 64
@@ -1178,13 +1179,7 @@ static void assert_no_errors(const Diags *d)
 {
     if (d->errors == 0)
         return;
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    ck_assert_ptr_nonnull(f);
-    diags_print(d, f);
-    fclose(f);
-    ck_abort_msg("unexpected errors:\n%s", out);
+    ck_abort_msg("unexpected errors:\n%s", test_diags_text(d));
 }
 
 static RuleSet *parse_checked(const char *text)

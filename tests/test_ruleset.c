@@ -9,6 +9,7 @@
 #include "dsl/check.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 /* Writes text to a fresh temporary .cep file; returns its heap path. */
 static char *write_rules(const char *text)
@@ -86,11 +87,7 @@ START_TEST(errors_give_null_and_diagnostics)
     ck_assert_ptr_null(rs);
     ck_assert_int_ge(d.errors, 1);
     /* Printing after the rule set is gone must still quote the source line. */
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    diags_print(&d, f);
-    fclose(f);
+    char *out = test_diags_text(&d);
     ck_assert_ptr_nonnull(strstr(out, "rule a { begin x where s =~ '(x'; }"));
     free(out);
     diags_free(&d);

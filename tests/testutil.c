@@ -42,3 +42,14 @@ int test_run_command(const char *cmd, char **out)
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+char *test_diags_text(const Diags *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_msg(f != NULL, "out of memory printing diagnostics");
+    diags_print(d, f);
+    ck_assert_msg(fclose(f) == 0, "out of memory printing diagnostics");
+    return text;
+}

@@ -1,5 +1,5 @@
-/* tests/testutil.h — files and commands inside a Check test: a whole file, a stream or
- * a shell command's output read into one string. What is not the test's subject (an
+/* tests/testutil.h — text inside a Check test: a whole file, a stream, a shell
+ * command's output or printed diagnostics as one string. What is not the test's subject (an
  * allocation, a read error) fails the running test, so callers handle only the cases
  * they test, such as a file that does not exist. Call these from tests only. */
 #ifndef VIGIL_TESTS_TESTUTIL_H
@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+
+#include "dsl/diag.h"
 
 /* The rest of stream f as a NUL-terminated heap string (caller frees), "" when there
  * is none; its length without the NUL in *len when len is not NULL. f stays open. */
@@ -19,5 +21,8 @@ char *test_read_file(const char *path, size_t *len);
 /* Runs cmd through the shell; its standard output as a heap string in *out (caller
  * frees). Returns its exit status, -1 when it did not exit (killed by a signal). */
 int test_run_command(const char *cmd, char **out);
+
+/* d as diags_print writes it, as a heap string (caller frees). */
+char *test_diags_text(const Diags *d);
 
 #endif
