@@ -322,25 +322,9 @@ START_TEST(accepts_valid_rules)
 }
 END_TEST
 
-/* Parses and checks `text`; the caller frees the returned set. */
-static RuleSet *load_text(const char *text)
-{
-    RuleSet *rs = ast_ruleset_new();
-    ck_assert_ptr_nonnull(rs);
-    Diags d;
-    diags_init(&d);
-    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
-    dsl_check(rs, &d);
-    if (d.errors > 0)
-        diags_print(&d, stderr);
-    ck_assert_uint_eq(d.errors, 0);
-    diags_free(&d);
-    return rs;
-}
-
 START_TEST(resolves_paths_functions_outputs_and_skip)
 {
-    RuleSet *rs = load_text(
+    RuleSet *rs = test_parse_checked(
         "output log file \"x.jsonl\";\n"
         "rule r {\n"
         "  key user;\n"
@@ -388,7 +372,7 @@ END_TEST
 
 START_TEST(time_declaration_is_recorded)
 {
-    RuleSet *rs = load_text("time ts lateness 30s;\nrule r { begin a; }\n");
+    RuleSet *rs = test_parse_checked("time ts lateness 30s;\nrule r { begin a; }\n");
     ck_assert_ptr_nonnull(rs->time);
     ck_assert_int_eq(rs->time->lateness_ms, 30000);
     ast_ruleset_free(rs);

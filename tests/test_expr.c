@@ -1184,14 +1184,7 @@ static void assert_no_errors(const Diags *d)
 
 static RuleSet *parse_checked(const char *text)
 {
-    RuleSet *rs = ast_ruleset_new();
-    ck_assert_ptr_nonnull(rs);
-    Diags d;
-    diags_init(&d);
-    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
-    dsl_check(rs, &d);
-    assert_no_errors(&d);
-    diags_free(&d);
+    RuleSet *rs = test_parse_checked(text);
     ck_assert_uint_ge(rs->n_rules, 1);
     return rs;
 }

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 
 #include "base/buf.h"
+#include "dsl/check.h"
+#include "dsl/parse.h"
 
 char *test_read_stream(FILE *f, size_t *len)
 {
@@ -52,4 +54,18 @@ char *test_diags_text(const Diags *d)
     diags_print(d, f);
     ck_assert_msg(fclose(f) == 0, "out of memory printing diagnostics");
     return text;
+}
+
+RuleSet *test_parse_checked(const char *text)
+{
+    RuleSet *rs = ast_ruleset_new();
+    ck_assert_ptr_nonnull(rs);
+    Diags d;
+    diags_init(&d);
+    dsl_parse_text(rs, "t.cep", text, strlen(text), &d);
+    dsl_check(rs, &d);
+    if (d.errors > 0)
+        ck_abort_msg("unexpected errors:\n%s", test_diags_text(&d));
+    diags_free(&d);
+    return rs;
 }

@@ -1,5 +1,6 @@
-/* tests/testutil.h — text inside a Check test: a whole file, a stream, a shell
- * command's output or printed diagnostics as one string. What is not the test's subject (an
+/* tests/testutil.h — what many Check tests need: a whole file, a stream, a shell
+ * command's output or printed diagnostics as one string, and rule text parsed and
+ * checked. What is not the test's subject (an
  * allocation, a read error) fails the running test, so callers handle only the cases
  * they test, such as a file that does not exist. Call these from tests only. */
 #ifndef VIGIL_TESTS_TESTUTIL_H
@@ -8,6 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "dsl/ast.h"
 #include "dsl/diag.h"
 
 /* The rest of stream f as a NUL-terminated heap string (caller frees), "" when there
@@ -24,5 +26,9 @@ int test_run_command(const char *cmd, char **out);
 
 /* d as diags_print writes it, as a heap string (caller frees). */
 char *test_diags_text(const Diags *d);
+
+/* text parsed as the file t.cep and checked (caller frees with ast_ruleset_free);
+ * fails the test, quoting the diagnostics, when there is an error. */
+RuleSet *test_parse_checked(const char *text);
 
 #endif
