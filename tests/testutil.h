@@ -1,8 +1,8 @@
 /* tests/testutil.h — what many Check tests need: a whole file, a stream, a shell
  * command's output or printed diagnostics as one string, and rule text parsed and
- * checked. What is not the test's subject (an
- * allocation, a read error) fails the running test, so callers handle only the cases
- * they test, such as a file that does not exist. Call these from tests only. */
+ * checked. What is not the test's subject (an allocation, a read error) fails the
+ * running test, so callers handle only the cases they test, such as a file that does
+ * not exist. Call these from tests only. */
 #ifndef VIGIL_TESTS_TESTUTIL_H
 #define VIGIL_TESTS_TESTUTIL_H
 
