@@ -269,10 +269,10 @@ PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint
     return NULL;
 }
 
-static uint64_t slot_of(const PartEntry *e, uint64_t hash, size_t dist)
+/* A slot's word without its distance: the hash's tag and the entry's address. */
+static uint64_t slot_word(const PartEntry *e, uint64_t hash)
 {
-    return part_slot_tag(hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e |
-           (dist < PART_DIST_MAX ? dist : PART_DIST_MAX);
+    return part_slot_tag(hash) << PART_PTR_BITS | (uint64_t)(uintptr_t)e;
 }
 
 /* How far the slot at i is from its home. */
@@ -285,18 +285,38 @@ static size_t slot_dist(const PartTable *t, size_t i)
     return (i - (hash & (t->n_slots - 1))) & (t->n_slots - 1);
 }
 
-static void place_slot(uint64_t *slots, uint64_t *used, size_t n_slots, PartEntry *e,
-                       uint64_t hash)
+/* Puts a slot word (tag and address, no distance) in the first free slot from home. */
+static void place_from(uint64_t *slots, uint64_t *used, size_t n_slots, uint64_t word,
+                       size_t home)
 {
-    size_t mask = n_slots - 1, i = hash & mask, dist = 0;
+    size_t mask = n_slots - 1, i = home & mask, dist = 0;
     for (; slots[i]; dist++)
         i = (i + 1) & mask;
-    slots[i] = slot_of(e, hash, dist);
+    slots[i] = word | (dist < PART_DIST_MAX ? dist : PART_DIST_MAX);
     mark_used(used, i, true);
 }
 
-/* Moves every entry into a new slot array; on allocation failure keeps the old one
- * (a table that cannot resize still works while it has room). */
+static void place_slot(uint64_t *slots, uint64_t *used, size_t n_slots, PartEntry *e,
+                       uint64_t hash)
+{
+    place_from(slots, used, n_slots, slot_word(e, hash), (size_t)hash);
+}
+
+/* The home, in a table of new_slots, of the entry in slot i. A smaller table's home is
+ * the old home's low bits, which the slot's distance gives without the key's hash
+ * (the churn of keys that come and go shrinks tables often); a larger one needs a bit
+ * of the hash the slot does not keep. */
+static size_t new_home(const PartTable *t, size_t i, size_t new_slots)
+{
+    size_t d = t->slots[i] & PART_DIST_MAX;
+    if (new_slots < t->n_slots && d < PART_DIST_MAX)
+        return (i - d) & (new_slots - 1);
+    return part_entry_hash(part_slot_entry(t->slots[i])) & (new_slots - 1);
+}
+
+/* Moves every entry into a new slot array, in slot order (the order part_next
+ * reports them in depends on it); on allocation failure keeps the old one (a table
+ * that cannot resize still works while it has room). */
 static bool resize(PartTable *t, size_t n_slots)
 {
     uint64_t *ns = calloc(n_slots, sizeof *ns);
@@ -306,12 +326,10 @@ static bool resize(PartTable *t, size_t n_slots)
         free(nu);
         return false;
     }
-    for (size_t i = 0; i < t->n_slots; i++) {
-        if (!t->slots[i])
-            continue;
-        PartEntry *e = part_slot_entry(t->slots[i]);
-        place_slot(ns, nu, n_slots, e, part_entry_hash(e));
-    }
+    for (size_t i = 0; i < t->n_slots; i++)
+        if (t->slots[i])
+            place_from(ns, nu, n_slots, t->slots[i] & ~(uint64_t)PART_DIST_MAX,
+                       new_home(t, i, n_slots));
     free(t->slots);
     free(t->used);
     t->slots = ns;
