@@ -560,14 +560,26 @@ bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf 
     return p == end;
 }
 
+/* The slot that holds e, looking from hash's home; n_slots if none there. */
+static size_t slot_of_entry(const PartTable *t, const PartEntry *e, uint64_t hash)
+{
+    size_t mask = t->n_slots - 1, i = hash & mask;
+    while (t->slots[i] && part_slot_entry(t->slots[i]) != e)
+        i = (i + 1) & mask;
+    return t->slots[i] ? i : t->n_slots;
+}
+
 void part_remove(PartTable *t, PartEntry *e)
+{
+    part_remove_hashed(t, e, part_entry_hash(e));
+}
+
+void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash)
 {
     if (!t->n_slots)
         return;
-    size_t mask = t->n_slots - 1, gap = part_entry_hash(e) & mask;
-    while (t->slots[gap] && part_slot_entry(t->slots[gap]) != e)
-        gap = (gap + 1) & mask;
-    if (!t->slots[gap])
+    size_t mask = t->n_slots - 1, gap = slot_of_entry(t, e, hash);
+    if (gap == t->n_slots && (gap = slot_of_entry(t, e, part_entry_hash(e))) == t->n_slots)
         return;
     entry_release(pool_of(t), e, t->pre);
     t->count--;

@@ -240,6 +240,10 @@ static inline void part_slab_prefetch(const PartEntry *e)
 }
 /* Unlinks and frees an entry (its NfaKey must be idle: nfa_key_clear). */
 void part_remove(PartTable *t, PartEntry *e);
+/* The same, starting from hash, which should be part_entry_hash(e) (a caller may have
+ * computed it already): a wrong one costs only time, since the entry is then looked
+ * for from its own hash. */
+void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash);
 /* Iteration: start with *pos = 0 and e = NULL; returns the entry after e, or NULL at
  * the end. The table must not change during an iteration (collect, then remove). */
 PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e);

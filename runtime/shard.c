@@ -9,6 +9,17 @@
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 
+/* A key's hash, computed to fetch its table slot before it fires (prefetch_due) and
+ * kept for when it leaves its table. */
+typedef struct DueHash {
+    const PartEntry *entry;    /* NULL: none */
+    uint64_t hash;
+} DueHash;
+
+/* Per rule, twice the firings between the prefetch and the removal (DUE_SLOT), so
+ * that few collide: the firings of other rules in between do not evict them. */
+#define DUE_HASHES 8u
+
 typedef struct RuleState {
     PartTable keys;
     DeadlineHeap timers;
@@ -19,6 +30,8 @@ typedef struct RuleState {
     uint64_t refused_warned;   /* stats.keys_refused at the last warning */
     int64_t refuse_warned_ms;  /* when (monotonic), or INT64_MIN */
     MemShare *mem;             /* the shard's part of the budget (drop_entry) */
+    DueHash due_hash[DUE_HASHES]; /* by timer position (due_hash_at): a stale one, of
+                                  an entry freed and reused since, only costs time */
 } RuleState;
 
 struct Shard {
@@ -89,6 +102,7 @@ static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLi
     st->cap_warned_ms = INT64_MIN;
     st->refuse_warned_ms = INT64_MIN;
     st->mem = &s->mem;
+    memset(st->due_hash, 0, sizeof st->due_hash);
 }
 
 /* Every rule's Nfa, in rule order; heap (NULL on allocation failure). */
@@ -365,6 +379,26 @@ static void recharge(Shard *s, const PartTable *t, PartEntry *pe, KeyGrowth g)
  * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
  * suppression so that the idle entry is collected then). The caller tells the rules'
  * clock (clock_rule): the timers tell it once per run of firings of one rule. */
+/* By where the timers hold the entry (PartEntry.heap_pos): the keys about to fire
+ * are consecutive slots of one ring, so they never share a place here. */
+static DueHash *due_hash_at(RuleState *st, uint32_t timer_pos)
+{
+    return &st->due_hash[timer_pos % DUE_HASHES];
+}
+
+/* Removes pe, which the timers held at timer_pos, from its table with the hash
+ * prefetch_due kept, if it kept one. */
+static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
+{
+    DueHash *dh = due_hash_at(st, timer_pos);
+    if (dh->entry == pe) {
+        dh->entry = NULL;
+        part_remove_hashed(&st->keys, pe, dh->hash);
+    } else {
+        part_remove(&st->keys, pe);
+    }
+}
+
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
@@ -373,8 +407,9 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
     int64_t until = suppressed_until(st, pe);
     if (idle && until <= now) {
         budget_add(&s->mem, -(int64_t)charge_now(&st->keys, pe));
+        uint32_t timer_pos = pe->heap_pos;
         deadline_remove(&st->timers, pe);
-        part_remove(&st->keys, pe);
+        remove_key(st, pe, timer_pos);
         return;
     }
     int64_t due = idle ? until : nfa_key_deadline(s->nfas[ri], &pe->nfa);
@@ -419,14 +454,17 @@ enum { DUE_ENTRY, DUE_SLOT, DUE_NODE, DUE_EVENT, DUE_LINKS };
 static const size_t due_ahead[DUE_LINKS] = {[DUE_ENTRY] = 8, [DUE_SLOT] = 4,
                                             [DUE_NODE] = 2, [DUE_EVENT] = 1};
 
-static void prefetch_due(const DeadlineHeap *timers, const PartProbe *probe)
+static void prefetch_due(RuleState *st, const PartProbe *probe)
 {
+    const DeadlineHeap *timers = &st->timers;
     PartEntry *e[DUE_LINKS];
     deadline_peek_many(timers, due_ahead, e, DUE_LINKS);
     if (e[DUE_ENTRY])
         part_entry_prefetch(e[DUE_ENTRY]);
     if (e[DUE_SLOT]) {
-        part_probe_prefetch(probe, part_entry_hash(e[DUE_SLOT]));
+        uint64_t hash = part_entry_hash(e[DUE_SLOT]);
+        *due_hash_at(st, e[DUE_SLOT]->heap_pos) = (DueHash){e[DUE_SLOT], hash};
+        part_probe_prefetch(probe, hash);
         part_slab_prefetch(e[DUE_SLOT]);
     }
     if (e[DUE_NODE])
@@ -451,7 +489,7 @@ void shard_fire_due(Shard *s, int64_t t)
         const DeadlineHeap *timers = &s->rules[ri].timers;
         int64_t next;
         do {
-            prefetch_due(timers, &s->probes[ri]);
+            prefetch_due(&s->rules[ri], &s->probes[ri]);
             PartEntry *pe = deadline_top(timers);
             run_advance(s, ri, pe, pe->deadline);
             next = deadline_next(timers);

@@ -1,8 +1,8 @@
 /* tests/test_partition.c — the partition table's slots and its entry pool: every live
  * key is found and no dead one, whatever the order of adds and removes (long probe
- * runs whose distances saturate, keys larger than a slab takes), entries are reused at
- * once, also across tables sharing a pool, and a pool that no longer holds keys keeps
- * at most one empty slab. */
+ * runs whose distances saturate, keys larger than a slab takes, removal from a known
+ * or a wrong hash, tables shrinking), entries are reused at once, also across tables
+ * sharing a pool, and a pool that no longer holds keys keeps at most one empty slab. */
 #include <check.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +69,18 @@ static size_t model_check(const PartTable *t, const Model *m, size_t n)
     return bad;
 }
 
+/* Removal from the entry alone, from its hash, or from a wrong hash (a stale one a
+ * caller kept): each must unlink just that entry. */
+static void remove_some_way(PartTable *t, PartEntry *e, uint64_t hash, uint64_t r)
+{
+    if (r % 3 == 0)
+        part_remove(t, e);
+    else if (r % 3 == 1)
+        part_remove_hashed(t, e, hash);
+    else
+        part_remove_hashed(t, e, r);
+}
+
 static void random_ops(bool crowded, size_t n, uint64_t seed)
 {
     static Model m;
@@ -78,7 +90,7 @@ static void random_ops(bool crowded, size_t n, uint64_t seed)
     for (int step = 0; step < 20000; step++) {
         size_t i = next_rand(&seed) % n;
         if (m.entry[i]) {
-            part_remove(&t, m.entry[i]);
+            remove_some_way(&t, m.entry[i], m.hash[i], next_rand(&seed));
             m.entry[i] = NULL;
         } else {
             m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i]);
