@@ -21,6 +21,7 @@
 #include "runtime/engine.h"
 #include "runtime/input.h"
 #include "tests/rulesutil.h"
+#include "tests/checkmain.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -852,9 +853,5 @@ static Suite *checkpoint_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(checkpoint_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(checkpoint_suite());
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "runtime/decode.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 /* A field table from dotted paths with [N] index segments, e.g. "items[1].sku". */
 static void table_from(FieldTable *ft, const char *const *paths, size_t n)
@@ -503,28 +505,6 @@ END_TEST
 
 /* ---- JSONTestSuite ---------------------------------------------------------- */
 
-static char *read_whole(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    ck_assert_msg(fp != NULL, "cannot open %s", path);
-    char *data = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            data = realloc(data, cap);
-            ck_assert_ptr_nonnull(data);
-        }
-        size_t got = fread(data + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    fclose(fp);
-    *len = n;
-    return data;
-}
-
 START_TEST(json_test_suite)
 {
     const char *shared = getenv("VIGIL_SHARED");
@@ -545,7 +525,8 @@ START_TEST(json_test_suite)
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir_path, name);
         size_t len;
-        char *text = read_whole(path, &len);
+        char *text = test_read_file(path, &len);
+        ck_assert_msg(text != NULL, "cannot open %s", path);
         DecodeError err = { NULL, 0 };
         bool ok = json_validate(text, len, DECODE_MAX_DEPTH, &err);
         if (name[0] == 'y') {
@@ -597,9 +578,5 @@ static Suite *decode_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(decode_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(decode_suite());
 }

@@ -9,6 +9,7 @@
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 #include "runtime/reorder.h"
+#include "tests/checkmain.h"
 
 /* ---- reorder buffer ------------------------------------------------------- */
 
@@ -561,9 +562,5 @@ static Suite *engine_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(engine_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(engine_suite());
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/json_tree.h"
+#include "tests/checkmain.h"
 
 static bool parse(JsonTree *t, const char *s)
 {
@@ -107,9 +108,5 @@ int main(void)
     tcase_add_test(tc, objects_compare_as_recursive_subsets);
     tcase_add_test(tc, arrays_compare_element_wise_with_equal_length);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(s);
 }

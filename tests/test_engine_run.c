@@ -15,6 +15,7 @@
 #include "runtime/partition.h"
 #include "runtime/workers.h"
 #include "tests/rulesutil.h"
+#include "tests/checkmain.h"
 
 /* ---- fixtures --------------------------------------------------------------- */
 
@@ -946,9 +947,5 @@ int main(void)
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(s);
 }

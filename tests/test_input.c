@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "runtime/input.h"
+#include "tests/checkmain.h"
 
 /* ---- collecting what the input delivers ------------------------------------ */
 
@@ -540,9 +541,5 @@ static Suite *input_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(input_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return check_run_suite(input_suite());
 }

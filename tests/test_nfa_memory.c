@@ -22,6 +22,7 @@
 #include "nfa/snapshot.h"
 #include "runtime/decode.h"
 #include "tests/test_nfa_harness.h"
+#include "tests/checkmain.h"
 
 #define WINDOW 1000
 
@@ -675,9 +676,5 @@ int main(void)
     tcase_add_test(tc, test_threshold_ladders_match_plain_evaluation);
     tcase_add_test(tc, test_heap_per_partial_and_event);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run_suite(s);
 }

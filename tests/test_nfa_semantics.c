@@ -12,6 +12,7 @@
 
 #include "nfa/nfa.h"
 #include "tests/test_nfa_harness.h"
+#include "tests/checkmain.h"
 
 #define T NH_WITH_TIME
 
@@ -969,9 +970,5 @@ int main(void)
     TCase *tcomb = tcase_create("combinations");
     tcase_add_loop_test(tcomb, test_combination, 0, (int)N_COMBOS);
     suite_add_tcase(s, tcomb);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "nfa/event.h"
 #include "nfa/value.h"
+#include "tests/checkmain.h"
 
 static Value str(const char *s) { return value_str(s, strlen(s)); }
 
@@ -572,9 +573,5 @@ static Suite *value_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(value_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(value_suite());
 }
