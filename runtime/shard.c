@@ -402,16 +402,18 @@ static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
-    recharge(s, &st->keys, pe, g);
     bool idle = nfa_key_idle(&pe->nfa);
     int64_t until = suppressed_until(st, pe);
     if (idle && until <= now) {
-        budget_add(&s->mem, -(int64_t)charge_now(&st->keys, pe));
+        /* recharge, then taking the charge back, would sum to this */
+        if (!g.fresh)
+            budget_add(&s->mem, -(int64_t)charge_of(&st->keys, pe, g.before));
         uint32_t timer_pos = pe->heap_pos;
         deadline_remove(&st->timers, pe);
         remove_key(st, pe, timer_pos);
         return;
     }
+    recharge(s, &st->keys, pe, g);
     int64_t due = idle ? until : nfa_key_deadline(s->nfas[ri], &pe->nfa);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
