@@ -33,6 +33,10 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * on a cold entry, so a heap half as deep costs about half as much; the four child
  * slots share one cache line. */
 #define ARITY 4
+/* For what a ring or the heap does only now and then (grow, shrink, renumber, squeeze
+ * out holes, take a deadline out of order): kept out of deadline_set, whose every
+ * call would otherwise save and restore the registers they use. */
+#define RARE __attribute__((noinline, cold))
 
 /* Entries hold no hash: it is computed here, only on equal deadlines. */
 static bool slot_before(const PartEntry *x, const PartEntry *y)
@@ -88,7 +92,7 @@ static void sift_down(DeadlineCore *c, size_t i)
     heap_place(c, i, s);
 }
 
-static int heap_push(DeadlineCore *c, DeadlineSlot s)
+RARE static int heap_push(DeadlineCore *c, DeadlineSlot s)
 {
     if (c->hn == c->hcap) {
         size_t cap = c->hcap ? c->hcap * 2 : HEAP_MIN;
@@ -103,7 +107,7 @@ static int heap_push(DeadlineCore *c, DeadlineSlot s)
     return 0;
 }
 
-static void heap_delete(DeadlineCore *c, size_t i)
+RARE static void heap_delete(DeadlineCore *c, size_t i)
 {
     DeadlineSlot last = c->h[--c->hn];
     if (i != c->hn) {
@@ -133,7 +137,7 @@ static DeadlineSlot *ring_at(const DeadlineRing *r, size_t seq)
  * onto a slot not yet moved: the span is at most the smaller capacity, so no two
  * slots in it share an index under either. -1 on allocation failure (nothing
  * changes). */
-static int ring_resize(DeadlineRing *r, size_t cap)
+RARE static int ring_resize(DeadlineRing *r, size_t cap)
 {
     size_t old = r->cap;
     if (cap > old) {
@@ -164,7 +168,7 @@ static uint32_t ring_pos(size_t ri, size_t seq)
 
 /* Squeezes the holes out, in place: each entry moves back, never over an unread
  * slot, and gets its new sequence number. */
-static void ring_compact(DeadlineRing *r, size_t ri)
+RARE static void ring_compact(DeadlineRing *r, size_t ri)
 {
     size_t to = r->head;
     for (size_t seq = r->head; seq < r->tail; seq++) {
@@ -179,7 +183,7 @@ static void ring_compact(DeadlineRing *r, size_t ri)
 
 /* Renumbers the slots from below cap, keeping their places (a shift by a multiple of
  * cap): sequence numbers must stay below SEQ_LIMIT to fit heap_pos. */
-static void ring_rebase(DeadlineRing *r, size_t ri)
+RARE static void ring_rebase(DeadlineRing *r, size_t ri)
 {
     size_t shift = r->head & ~(r->cap - 1);
     for (size_t seq = r->head; seq < r->tail; seq++)
