@@ -27,9 +27,10 @@
  * to 11 bytes (`"k123456"` is 9) is 64: one cache line (slabs place such entries on
  * line boundaries). What is not here, and why:
  *   - the key's hash: the caller has it on every lookup and add; the table
- *     recomputes it from the key bytes where it needs it without a caller (a resize,
- *     a removal, a probe distance past PART_DIST_MAX, the timers' tie order and their
- *     look-ahead), which is a few nanoseconds for a short key;
+ *     recomputes it from the key bytes where it needs it without a caller (a growth:
+ *     a shrink places entries from their slots' distances; a removal whose caller
+ *     kept no hash, part_remove_hashed; a probe distance past PART_DIST_MAX, the
+ *     timers' tie order and their look-ahead), a few nanoseconds for a short key;
  *   - a pointer to the key bytes: they are always the entry's own `tail`;
  *   - the matcher's own deadline: nfa_key_deadline computes it from the runs (the
  *     timers' time, here, may differ: the end of a suppression, or one past the time

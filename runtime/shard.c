@@ -16,8 +16,9 @@ typedef struct DueHash {
     uint64_t hash;
 } DueHash;
 
-/* Per rule, twice the firings between the prefetch and the removal (DUE_SLOT), so
- * that few collide: the firings of other rules in between do not evict them. */
+/* Per rule (the firings of other rules in between do not evict them), by timer
+ * position: more than the firings between the prefetch and the removal (DUE_SLOT), so
+ * the hashes in flight never share a place. */
 #define DUE_HASHES 8u
 
 typedef struct RuleState {
@@ -375,10 +376,6 @@ static void recharge(Shard *s, const PartTable *t, PartEntry *pe, KeyGrowth g)
     budget_add(&s->mem, (int64_t)charge_of(t, pe, after) - (int64_t)was);
 }
 
-/* After the NFA ran for a key at time `now`: drop the entry if the key went idle
- * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
- * suppression so that the idle entry is collected then). The caller tells the rules'
- * clock (clock_rule): the timers tell it once per run of firings of one rule. */
 /* By where the timers hold the entry (PartEntry.heap_pos): the keys about to fire
  * are consecutive slots of one ring, so they never share a place here. */
 static DueHash *due_hash_at(RuleState *st, uint32_t timer_pos)
@@ -399,6 +396,10 @@ static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
     }
 }
 
+/* After the NFA ran for a key at time `now`: drop the entry if the key went idle
+ * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
+ * suppression so that the idle entry is collected then). The caller tells the rules'
+ * clock (clock_rule): the timers tell it once per run of firings of one rule. */
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
 {
     RuleState *st = &s->rules[ri];
