@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/deadline.h"
+#include "tests/checkmain.h"
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -531,9 +532,5 @@ static Suite *deadline_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(deadline_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(deadline_suite());
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/partition.h"
+#include "tests/checkmain.h"
 
 enum { MAX_KEYS = 3000 };
 
@@ -346,9 +347,5 @@ static Suite *partition_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(partition_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run_suite(partition_suite());
 }

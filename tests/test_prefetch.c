@@ -11,6 +11,7 @@
 
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
+#include "tests/checkmain.h"
 
 enum { N_KEYS = 40 };
 
@@ -241,9 +242,5 @@ static Suite *prefetch_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(prefetch_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return check_run_suite(prefetch_suite());
 }

@@ -14,6 +14,7 @@
 #include "runtime/decode.h"
 #include "runtime/partition.h"
 #include "runtime/route.h"
+#include "tests/checkmain.h"
 
 /* A small deterministic generator (xorshift), so failures reproduce. */
 static uint64_t next_rand(uint64_t *state)
@@ -255,9 +256,5 @@ int main(void)
     tcase_add_test(tc, bitmap_never_hides_a_present_key);
     tcase_add_test(tc, route_all_agrees_with_route);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run_suite(s);
 }
