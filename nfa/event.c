@@ -322,27 +322,39 @@ static bool under_memcheck(void)
 #endif
 }
 
-static void room_hide(const NodePool *p, void *a, size_t n)
+/* Free room, node pools' and event caches' alike: no access until it is handed out. */
+static void free_room_hide(bool memcheck, void *a, size_t n)
 {
     POISON(a, n);
 #ifdef HAVE_MEMCHECK
-    if (p->memcheck)
+    if (memcheck)
         (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
 #else
-    (void)p;
+    (void)memcheck;
 #endif
 }
 
-/* Defined, not undefined: a released node's link is read when it is taken back. */
-static void room_show(const NodePool *p, void *a, size_t n)
+/* Defined, not undefined: a released node's (or cached event's) link is read when it
+ * is taken back. */
+static void free_room_show(bool memcheck, void *a, size_t n)
 {
     UNPOISON(a, n);
 #ifdef HAVE_MEMCHECK
-    if (p->memcheck)
+    if (memcheck)
         (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
 #else
-    (void)p;
+    (void)memcheck;
 #endif
+}
+
+static void room_hide(const NodePool *p, void *a, size_t n)
+{
+    free_room_hide(p->memcheck, a, n);
+}
+
+static void room_show(const NodePool *p, void *a, size_t n)
+{
+    free_room_show(p->memcheck, a, n);
 }
 
 _Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
@@ -553,24 +565,12 @@ _Static_assert(sizeof(Event) >= sizeof(void *), "a cached event holds its link")
 /* What the node pools do for their room (room_hide, room_show), for one allocation. */
 static void cached_hide(const EventCache *c, void *a, size_t n)
 {
-    POISON(a, n);
-#ifdef HAVE_MEMCHECK
-    if (c->memcheck)
-        (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
-#else
-    (void)c;
-#endif
+    free_room_hide(c->memcheck, a, n);
 }
 
 static void cached_show(const EventCache *c, void *a, size_t n)
 {
-    UNPOISON(a, n);
-#ifdef HAVE_MEMCHECK
-    if (c->memcheck)
-        (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
-#else
-    (void)c;
-#endif
+    free_room_show(c->memcheck, a, n);
 }
 
 EventCache *event_cache_new(size_t max_bytes)
