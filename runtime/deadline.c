@@ -38,17 +38,18 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * call would otherwise save and restore the registers they use. */
 #define RARE __attribute__((noinline, cold))
 
-/* Entries hold no hash: it is computed here, only on equal deadlines. */
+/* Equal deadlines are ordered by the key bytes, shorter keys first: both entries are
+ * at hand already (the deadline is read from them), where a hash would have to be
+ * computed from the bytes anyway (entries hold none). Shorter first also keeps keys
+ * numbered in arrival order (`"o9"`, `"o10"`) in increasing order, so that timers armed
+ * at the same time (event times in whole seconds) still extend a ring. */
 static bool slot_before(const PartEntry *x, const PartEntry *y)
 {
     if (x->deadline != y->deadline)
         return x->deadline < y->deadline;
-    uint64_t hx = part_entry_hash(x), hy = part_entry_hash(y);
-    if (hx != hy)
-        return hx < hy;
-    size_t n = x->klen < y->klen ? x->klen : y->klen;
-    int c = memcmp(x->tail, y->tail, n);
-    return c < 0 || (c == 0 && x->klen < y->klen);
+    if (x->klen != y->klen)
+        return x->klen < y->klen;
+    return memcmp(x->tail, y->tail, x->klen) < 0;
 }
 
 /* ---- the heap of deadlines out of the rings' order ------------------------------- */

@@ -21,8 +21,7 @@
  * ring (a key whose oldest partial match completed, a restored checkpoint, a late
  * event) goes to the heap. The earliest of the heads is the top.
  *
- * Order: by deadline, then by key hash (part_hash, recomputed from the key bytes on
- * equal deadlines), then by the key bytes (shorter first on a common prefix). It is a
+ * Order: by deadline, then by the length of the key bytes, then by the bytes. It is a
  * total order on the keys of one rule, so the order in which timers fire never depends
  * on the history of the structure: a run restored from a checkpoint fires them, and
  * writes their alerts, exactly as the original would. */

@@ -1,6 +1,6 @@
 /* tests/test_deadline.c — the per-rule timers (runtime/deadline.h) against a
- * reference model: a sorted array of the armed entries, in (deadline, hash, key) order,
- * the hash being part_hash of the key bytes, as the timers recompute it.
+ * reference model: a sorted array of the armed entries, in (deadline, key length, key
+ * bytes) order.
  * Random operations from many seeds, engine-like traces (time moves on, due timers
  * are popped one by one and re-armed later), deadlines out of the rings' order (late
  * events), interleaved streams, holes left in a ring, and the edges of the int64 range. After every
@@ -73,11 +73,9 @@ static bool model_before(int64_t ta, const PartEntry *a, int64_t tb, const PartE
 {
     if (ta != tb)
         return ta < tb;
-    uint64_t ha = part_hash(a->tail, a->klen), hb = part_hash(b->tail, b->klen);
-    if (ha != hb)
-        return ha < hb;
-    int c = memcmp(a->tail, b->tail, a->klen < b->klen ? a->klen : b->klen);
-    return c < 0 || (c == 0 && a->klen < b->klen);
+    if (a->klen != b->klen)
+        return a->klen < b->klen;
+    return memcmp(a->tail, b->tail, a->klen) < 0;
 }
 
 static void model_set(Model *m, const PartEntry *e, int64_t t)
@@ -293,9 +291,8 @@ START_TEST(extremes_of_the_range)
         ck_assert_ptr_eq(deadline_top(&d), k.e[order[i]]);
         bad += set_both(&d, &m, k.e[order[i]], INT64_MAX);
     }
-    /* the two at INT64_MAX - 1 come out by hash */
-    PartEntry *first = part_entry_hash(k.e[0]) < part_entry_hash(k.e[4]) ? k.e[0] : k.e[4];
-    ck_assert_ptr_eq(deadline_top(&d), first);
+    /* the two at INT64_MAX - 1 come out by key: "k0" before "k4" */
+    ck_assert_ptr_eq(deadline_top(&d), k.e[0]);
     bad += drain_and_free(&d, &m, &k);
     ck_assert_uint_eq(bad, 0);
 }
@@ -344,9 +341,10 @@ START_TEST(moving_earlier_removing_the_top_and_reinserting)
 }
 END_TEST
 
-/* Equal deadlines: the keys' hashes decide (recomputed from their bytes), whatever
- * order they were armed in; the model checks each pop. */
-START_TEST(ties_by_hash)
+/* Equal deadlines: the keys decide, shorter first, then by their bytes ("k0" ..
+ * "k9", "k10" .. "k99", "k100" ..), whatever order they were armed in (here the
+ * reverse); the model checks each pop. */
+START_TEST(ties_by_key)
 {
     static Keys k;
     static Model m;
@@ -358,11 +356,7 @@ START_TEST(ties_by_hash)
     for (size_t i = k.n; i-- > 0;)
         bad += set_both(&d, &m, k.e[i], 42);
     ck_assert_uint_eq(bad, 0);
-    size_t least = 0;
-    for (size_t i = 1; i < k.n; i++)
-        if (part_entry_hash(k.e[i]) < part_entry_hash(k.e[least]))
-            least = i;
-    ck_assert_ptr_eq(deadline_top(&d), k.e[least]);
+    ck_assert_ptr_eq(deadline_top(&d), k.e[0]);
     bad += drain_and_free(&d, &m, &k);
     ck_assert_uint_eq(bad, 0);
 }
@@ -520,7 +514,7 @@ static Suite *deadline_suite(void)
     tcase_add_test(tc, late_deadlines_pop_in_order);
     tcase_add_test(tc, extremes_of_the_range);
     tcase_add_test(tc, moving_earlier_removing_the_top_and_reinserting);
-    tcase_add_test(tc, ties_by_hash);
+    tcase_add_test(tc, ties_by_key);
     tcase_add_test(tc, random_order_merges_ring_and_heap);
     tcase_add_test(tc, holes_are_squeezed_out_and_memory_shrinks);
     tcase_add_test(tc, interleaved_streams_keep_to_rings);
