@@ -33,3 +33,13 @@ CompiledRuleSet *test_rules_compile_with(const char *text, const CompiledRuleSet
     ck_assert_ptr_nonnull(rs);
     return rs;
 }
+
+Engine *test_engine_new(const CompiledRuleSet *rs, EngineSink sink, size_t max_partials,
+                        size_t workers)
+{
+    EngineOptions opts = {max_partials, workers};
+    char *err = NULL;
+    Engine *e = engine_new(rs, &opts, &sink, &err);
+    ck_assert_msg(e != NULL, "engine_new: %s", err ? err : "?");
+    return e;
+}

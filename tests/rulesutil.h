@@ -1,10 +1,12 @@
-/* tests/rulesutil.h — compiling rule text inside a Check test. The front end reads
- * files, so the text goes to a temporary .cep file that is removed again; the unit
- * tests of the engine, checkpoints and limits share this instead of each carrying it. */
+/* tests/rulesutil.h — compiling rule text inside a Check test, and starting an engine
+ * on it. The front end reads files, so the text goes to a temporary .cep file that is
+ * removed again; the unit tests of the engine, checkpoints, limits and relevance share
+ * this instead of each carrying it. */
 #ifndef VIGIL_TESTS_RULESUTIL_H
 #define VIGIL_TESTS_RULESUTIL_H
 
 #include "rules/ruleset.h"
+#include "runtime/engine.h"
 
 /* Compiles text; with prev, as a hot reload of prev (fields keep their slots). Fails
  * the running test, with the diagnostics on stderr, if the text does not compile. */
@@ -13,5 +15,10 @@ CompiledRuleSet *test_rules_compile(const char *text, const CompiledRuleSet *pre
 /* test_rules_compile with compile options; opts NULL gives the defaults. */
 CompiledRuleSet *test_rules_compile_with(const char *text, const CompiledRuleSet *prev,
                                          const RuleSetOptions *opts);
+
+/* engine_new with these options (max_partials 0: the default); fails the running test,
+ * with engine_new's message, if it returns NULL. The sink is copied. */
+Engine *test_engine_new(const CompiledRuleSet *rs, EngineSink sink, size_t max_partials,
+                        size_t workers);
 
 #endif

@@ -469,12 +469,7 @@ static void on_alert(void *user, size_t rule, const Value *key, size_t n_key,
 
 static Engine *start_engine(const CompiledRuleSet *rs, Seen *seen, size_t workers)
 {
-    EngineSink sink = {on_alert, NULL, NULL, seen};
-    EngineOptions opts = {0, workers};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
-    return e;
+    return test_engine_new(rs, (EngineSink){on_alert, NULL, NULL, seen}, 0, workers);
 }
 
 /* A deterministic stream over 5 users: logins, transactions, logouts, out of order

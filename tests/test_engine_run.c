@@ -69,12 +69,8 @@ static Engine *start_capped(const CompiledRuleSet *rs, Seen *seen, size_t worker
 {
     memset(seen, 0, sizeof *seen);
     pthread_mutex_init(&seen->lock, NULL);
-    EngineSink sink = {on_alert, on_dead, on_late, seen};
-    EngineOptions opts = {max_partials, workers};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
-    return e;
+    return test_engine_new(rs, (EngineSink){on_alert, on_dead, on_late, seen}, max_partials,
+                           workers);
 }
 
 static Engine *start(const CompiledRuleSet *rs, Seen *seen, size_t workers)
@@ -514,12 +510,8 @@ static void trace_late(void *user, const Event *ev, int64_t watermark)
 /* An engine of `workers` threads whose alerts, dead letters and late events go to t. */
 static Engine *traced_engine(const CompiledRuleSet *rs, Trace *t, size_t workers)
 {
-    EngineSink sink = {trace_alert, trace_dead, trace_late, t};
-    EngineOptions opts = {0, workers};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
-    return e;
+    return test_engine_new(rs, (EngineSink){trace_alert, trace_dead, trace_late, t}, 0,
+                           workers);
 }
 
 static int cmp_str_ptr(const void *a, const void *b)

@@ -429,11 +429,7 @@ START_TEST(missing_keys_still_count)
         NULL);
     ck_assert_str_eq(relevance_of(rs, "big"), "amount > 500");
     size_t alerts = 0;
-    EngineSink sink = {no_alert, NULL, NULL, &alerts};
-    EngineOptions opts = {0, 1};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = test_engine_new(rs, (EngineSink){no_alert, NULL, NULL, &alerts}, 0, 1);
     static const char *const lines[] = {
         "{\"ts\":1,\"type\":\"tx\",\"amount\":10}",          /* missing, irrelevant */
         "{\"ts\":2,\"type\":\"tx\",\"amount\":900}",         /* missing, relevant */

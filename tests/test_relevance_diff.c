@@ -111,11 +111,8 @@ static void on_late(void *user, const Event *ev, int64_t watermark)
 static char *run(const CompiledRuleSet *rs, const Lines *lines, size_t max_partials)
 {
     Buf out = BUF_INIT;
-    EngineSink sink = {on_alert, on_dead, on_late, &out};
-    EngineOptions opts = {max_partials, 1};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_msg(e != NULL, "%s", err ? err : "?");
+    Engine *e = test_engine_new(rs, (EngineSink){on_alert, on_dead, on_late, &out},
+                                max_partials, 1);
     for (size_t i = 0; i < lines->n; i++)
         ck_assert_int_eq(engine_line(e, lines->v[i], strlen(lines->v[i]), "t", i + 1,
                                      (int64_t)i * 1000), 0);

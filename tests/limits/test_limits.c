@@ -61,11 +61,7 @@ static Engine *start(const CompiledRuleSet *rs, Alerts *a, size_t workers,
     pthread_mutex_init(&a->lock, NULL);
     a->in_order = true;
     a->last_time = INT64_MIN;
-    EngineSink sink = {on_alert, NULL, NULL, a};
-    EngineOptions opts = {0, workers};
-    char *err = NULL;
-    Engine *e = engine_new(rs, &opts, &sink, &err);
-    ck_assert_ptr_nonnull(e);
+    Engine *e = test_engine_new(rs, (EngineSink){on_alert, NULL, NULL, a}, 0, workers);
     if (limits)
         engine_set_limits(e, limits);
     return e;
