@@ -5,7 +5,7 @@ TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 # Files and commands read into strings (tests/testutil.h): add to a test's _SOURCES.
 TEST_UTIL = tests/testutil.c tests/testutil.h
 # check_run_suite, the end of every test program's main; header-only.
-EXTRA_DIST += tests/checkmain.h
+EXTRA_DIST += tests/checkmain.h tests/partkeys.h
 # Tests find the shared conformance cases through VIGIL_SHARED (set by .ci/run), else beside the tree.
 AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)'; \
 	VIGIL_SHARED="$${VIGIL_SHARED:-$(abs_top_srcdir)/../shared}"; \

@@ -13,6 +13,7 @@
 
 #include "runtime/deadline.h"
 #include "tests/checkmain.h"
+#include "tests/partkeys.h"
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -55,12 +56,7 @@ static void keys_init(Keys *k, size_t n)
     memset(k, 0, sizeof *k);
     part_table_init(&k->t);
     k->n = n;
-    for (size_t i = 0; i < n; i++) {
-        char name[12];
-        int len = snprintf(name, sizeof name, "k%zu", i);
-        k->e[i] = part_add(&k->t, name, (size_t)len, part_hash(name, (size_t)len));
-        ck_assert_ptr_nonnull(k->e[i]);
-    }
+    test_part_add_numbered(&k->t, k->e, n);
 }
 
 static void keys_free(Keys *k)

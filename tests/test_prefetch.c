@@ -12,6 +12,7 @@
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 #include "tests/checkmain.h"
+#include "tests/partkeys.h"
 
 enum { N_KEYS = 40 };
 
@@ -24,12 +25,7 @@ typedef struct Keys {
 static void keys_init(Keys *k)
 {
     part_table_init(&k->t);
-    for (size_t i = 0; i < N_KEYS; i++) {
-        char name[8];
-        int len = snprintf(name, sizeof name, "k%zu", i);
-        k->e[i] = part_add(&k->t, name, (size_t)len, part_hash(name, (size_t)len));
-        ck_assert_ptr_nonnull(k->e[i]);
-    }
+    test_part_add_numbered(&k->t, k->e, N_KEYS);
 }
 
 static void keys_free(Keys *k)

@@ -15,6 +15,7 @@
 #include "runtime/partition.h"
 #include "runtime/route.h"
 #include "tests/checkmain.h"
+#include "tests/partkeys.h"
 
 /* A small deterministic generator (xorshift), so failures reproduce. */
 static uint64_t next_rand(uint64_t *state)
@@ -86,12 +87,7 @@ START_TEST(heap_pops_in_deadline_then_key_order)
     PartTable keys;
     part_table_init(&keys);
     PartEntry *e[ENTRIES];
-    for (size_t i = 0; i < ENTRIES; i++) {
-        char name[8];
-        int len = snprintf(name, sizeof name, "k%zu", i);
-        e[i] = part_add(&keys, name, (size_t)len, part_hash(name, (size_t)len));
-        ck_assert_ptr_nonnull(e[i]);
-    }
+    test_part_add_numbered(&keys, e, ENTRIES);
     DeadlineHeap d;
     deadline_init(&d);
     uint64_t seed = 1234567;
