@@ -17,7 +17,6 @@ typedef enum {
     SHAPE_AND,                 /* atom a and atom b */
     SHAPE_OR,                  /* atom a or atom b */
     SHAPE_TREE,                /* FilterPlan node a */
-    SHAPE_EXPR,                /* the rule's own compiled filter (no plan) */
 } ShapeKind;
 
 typedef struct FilterShape {
@@ -198,12 +197,12 @@ static FilterShape shape_at(const FilterPlan *plan, uint32_t node)
     return (FilterShape){SHAPE_TREE, node, 0};
 }
 
+/* Every filter of a rule set that compiled is in its plan (filters_plan fails the
+ * set otherwise), so a rule's filter_root is FILTER_NONE exactly when it has none. */
 static FilterShape shape_of(const CompiledRuleSet *rs, const CompiledRule *cr)
 {
-    if (!cr->filter)
+    if (cr->filter_root == FILTER_NONE)
         return (FilterShape){SHAPE_NONE, 0, 0};
-    if (cr->filter_root >= rs->filters.n_nodes)
-        return (FilterShape){SHAPE_EXPR, 0, 0};
     return shape_at(&rs->filters, cr->filter_root);
 }
 
@@ -505,8 +504,7 @@ static int node_truth(Router *r, uint32_t node, const EvalCtx *ctx, EvalScratch 
 }
 
 /* Is a tree of the plan true? `and`/`or` of two atoms hold exactly when the
- * three-valued result is true, so their unknowns need no tracking here. SHAPE_EXPR
- * is not a tree: false. */
+ * three-valued result is true, so their unknowns need no tracking here. */
 static bool shape_holds(Router *r, const FilterShape *sh, const EvalCtx *ctx,
                         EvalScratch *scratch)
 {
@@ -521,20 +519,14 @@ static bool shape_holds(Router *r, const FilterShape *sh, const EvalCtx *ctx,
         return atom_truth(r, sh->a, ctx, scratch) == 1 || atom_truth(r, sh->b, ctx, scratch) == 1;
     case SHAPE_TREE:
         return node_truth(r, sh->a, ctx, scratch) == 1;
-    case SHAPE_EXPR:
-        break;
     }
     return false;
 }
 
-/* The filter of rule `rule` (a group's first rule): through the shared atoms when
- * the rule set has them, else the rule's own compiled filter. */
+/* The filter of rule `rule` (a group's first rule), through the shared atoms. */
 static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
 {
-    const FilterShape *sh = &r->shape[rule];
-    if (sh->kind == SHAPE_EXPR)
-        return expr_test(r->rs->rules[rule].filter, ctx, scratch);
-    return shape_holds(r, sh, ctx, scratch);
+    return shape_holds(r, &r->shape[rule], ctx, scratch);
 }
 
 static bool any_passed(const Router *r, const uint64_t *rules)

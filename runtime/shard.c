@@ -505,24 +505,6 @@ void shard_fire_due(Shard *s, int64_t t)
 
 /* ---- events ----------------------------------------------------------------- */
 
-RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,
-                       Value *vals, Buf *kbytes)
-{
-    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
-    if (rule->filter && !expr_test(rule->filter, &ctx, scratch))
-        return ROUTE_FILTERED;
-    for (size_t k = 0; k < rule->n_keys; k++)
-        vals[k] = expr_eval(rule->keys[k], &ctx, scratch);
-    buf_clear(kbytes);
-    if (!part_key_bytes(vals, rule->n_keys, kbytes))
-        return ROUTE_NO_KEY;
-    if (kbytes->failed)
-        return ROUTE_FAILED;
-    if (!kbytes->data)
-        buf_puts(kbytes, "");   /* the global partition: empty, but not NULL */
-    return kbytes->failed ? ROUTE_FAILED : ROUTE_KEYED;
-}
-
 static int64_t monotonic_ms(void)
 {
     struct timespec ts;

@@ -33,13 +33,7 @@ typedef struct EngineHooks {
  * memory (--max-memory), is warned about at most this often. */
 #define SHARD_CAP_WARN_PERIOD_MS 10000
 
-/* Filter and key of one rule for one event, without a Router (route.h): on ROUTE_KEYED, kbytes holds the
- * canonical key bytes and vals (room for rule->n_keys) the key values, which may
- * point into the event or into scratch. */
-RouteResult rule_route(const CompiledRule *rule, const Event *ev, EvalScratch *scratch,
-                       Value *vals, Buf *kbytes);
-
-/* The largest number of key expressions of any rule: room for rule_route's vals. */
+/* The largest number of key expressions of any rule: room for a key's values. */
 size_t rules_widest_key(const CompiledRuleSet *rs);
 
 /* Borrows rs, limits and hooks, which must outlive the shard. NULL on allocation failure. */
