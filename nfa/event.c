@@ -174,9 +174,7 @@ static void *event_alloc(size_t bytes)
 
 Event *event_new_room(const char *line, size_t line_len, size_t n_slots, size_t room)
 {
-    size_t bytes = event_bytes(line_len, n_slots, room);
-    void *mem = bytes ? event_alloc(bytes) : NULL;
-    return mem ? event_init(mem, line, line_len, n_slots, room) : NULL;
+    return event_cache_new_room(NULL, line, line_len, n_slots, room);
 }
 
 Event *event_new(const char *line, size_t line_len, size_t n_slots)
@@ -212,8 +210,7 @@ Event *event_clone_cached(EventCache *cache, const Event *ev)
 
 void event_release(Event *ev)
 {
-    if (ev && --ev->refs == 0)
-        free(ev);
+    event_cache_release(NULL, ev);
 }
 
 /* ---- match chains --------------------------------------------------------- */
@@ -347,15 +344,6 @@ static void free_room_show(bool memcheck, void *a, size_t n)
 #endif
 }
 
-static void room_hide(const NodePool *p, void *a, size_t n)
-{
-    free_room_hide(p->memcheck, a, n);
-}
-
-static void room_show(const NodePool *p, void *a, size_t n)
-{
-    free_room_show(p->memcheck, a, n);
-}
 
 _Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
 
@@ -378,7 +366,7 @@ static void slab_free(NodePool *p, NodeSlab *s)
 {
     if (!s)
         return;
-    room_show(p, s, SLAB_BYTES);
+    free_room_show(p->memcheck, s, SLAB_BYTES);
     free(s);
     p->n_slabs--;
 }
@@ -453,7 +441,7 @@ static NodeSlab *next_slab(NodePool *p)
         return NULL;
     memset(s, 0, sizeof *s);
     s->pool = p;
-    room_hide(p, s + 1, SLAB_ROOM);
+    free_room_hide(p->memcheck, s + 1, SLAB_ROOM);
     p->n_slabs++;
     return s;
 }
@@ -463,12 +451,12 @@ static MatchNode *slab_take(NodePool *p, NodeSlab *s)
 {
     MatchNode *n = s->free;
     if (n) {
-        room_show(p, n, sizeof *n);
+        free_room_show(p->memcheck, n, sizeof *n);
         s->free = n->prev;
     } else if (SLAB_ROOM - s->used >= sizeof *n) {
         n = (MatchNode *)(void *)((char *)(s + 1) + s->used);
         s->used += (uint32_t)sizeof *n;
-        room_show(p, n, sizeof *n);
+        free_room_show(p->memcheck, n, sizeof *n);
     } else {
         return NULL;
     }
@@ -529,7 +517,7 @@ static void slab_emptied(NodePool *p, NodeSlab *s)
     }
     s->free = NULL;
     s->used = 0;
-    room_hide(p, s + 1, SLAB_ROOM);
+    free_room_hide(p->memcheck, s + 1, SLAB_ROOM);
     p->spare = s;
 }
 
@@ -541,7 +529,7 @@ static void pool_put(MatchNode *n)
         p->root = NULL;
     n->prev = s->free;
     s->free = n;
-    room_hide(p, n, sizeof *n);
+    free_room_hide(p->memcheck, n, sizeof *n);
     s->live--;
     if (s->live == 0 && (s != p->cur || p->orphaned))
         slab_emptied(p, s);
@@ -562,16 +550,6 @@ struct EventCache {
 
 _Static_assert(sizeof(Event) >= sizeof(void *), "a cached event holds its link");
 
-/* What the node pools do for their room (room_hide, room_show), for one allocation. */
-static void cached_hide(const EventCache *c, void *a, size_t n)
-{
-    free_room_hide(c->memcheck, a, n);
-}
-
-static void cached_show(const EventCache *c, void *a, size_t n)
-{
-    free_room_show(c->memcheck, a, n);
-}
 
 EventCache *event_cache_new(size_t max_bytes)
 {
@@ -590,7 +568,7 @@ void event_cache_free(EventCache *c)
     for (size_t cls = 0; cls < CACHE_CLASSES; cls++)
         while (c->free[cls]) {
             void *mem = c->free[cls];
-            cached_show(c, mem, class_bytes(cls));
+            free_room_show(c->memcheck, mem, class_bytes(cls));
             c->free[cls] = *(void **)mem;
             free(mem);
         }
@@ -611,7 +589,7 @@ Event *event_cache_new_room(EventCache *c, const char *line, size_t line_len, si
     size_t cls = size_class(bytes);
     void *mem = c && cls < CACHE_CLASSES ? c->free[cls] : NULL;
     if (mem) {
-        cached_show(c, mem, class_bytes(cls));
+        free_room_show(c->memcheck, mem, class_bytes(cls));
         char *next = *(void **)mem;
         c->free[cls] = next;
         c->bytes -= class_bytes(cls);
@@ -629,13 +607,13 @@ void event_cache_release(EventCache *c, Event *ev)
 {
     if (!ev || --ev->refs != 0)
         return;
-    size_t cls = size_class(event_alloc_size(ev));
-    if (!c || cls >= CACHE_CLASSES || c->bytes + class_bytes(cls) > c->max_bytes) {
+    size_t cls = c ? size_class(event_alloc_size(ev)) : CACHE_CLASSES;
+    if (cls >= CACHE_CLASSES || c->bytes + class_bytes(cls) > c->max_bytes) {
         free(ev);
         return;
     }
     *(void **)ev = c->free[cls];
     c->free[cls] = ev;
     c->bytes += class_bytes(cls);
-    cached_hide(c, ev, class_bytes(cls));
+    free_room_hide(c->memcheck, ev, class_bytes(cls));
 }
