@@ -30,8 +30,9 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * three quarters of it (or half of it when it is full): the linear cost is then paid for by the removals that made them. */
 #define COMPACT_SPAN 64
 /* Four children per node: every move writes the moved entry's heap_pos, a cache miss
- * on a cold entry, so a heap half as deep costs about half as much; the four child
- * slots share one cache line. */
+ * on a cold entry, so a heap half as deep costs about half as much. The four child
+ * slots share one cache line, but the order reads the deadlines from the entries, so
+ * each level of a sift also reads up to four of them (the heap is the rare path). */
 #define ARITY 4
 /* For what a ring or the heap does only now and then (grow, shrink, renumber, squeeze
  * out holes, take a deadline out of order): kept out of deadline_set, whose every
@@ -303,6 +304,13 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     return 0;
 }
 
+/* An entry the timers no longer hold. */
+static void forget(PartEntry *e)
+{
+    e->heap_pos = PART_NOT_TIMED;
+    e->deadline = INT64_MAX;
+}
+
 static void erase(DeadlineHeap *d, PartEntry *e)
 {
     DeadlineCore *c = d->core;
@@ -315,21 +323,13 @@ static void erase(DeadlineHeap *d, PartEntry *e)
         if (!c->ring[ri].live)
             c->ring_mask &= ~(1u << ri);
     }
-    e->heap_pos = PART_NOT_TIMED;
-    e->deadline = INT64_MAX;
+    forget(e);
     d->n--;
 }
 
 void deadline_init(DeadlineHeap *d)
 {
     *d = (DeadlineHeap){.top = NULL, .top_deadline = INT64_MAX, .core = NULL};
-}
-
-/* An entry the timers no longer hold. */
-static void forget(PartEntry *e)
-{
-    e->heap_pos = PART_NOT_TIMED;
-    e->deadline = INT64_MAX;
 }
 
 void deadline_free(DeadlineHeap *d)

@@ -39,7 +39,7 @@ struct PartSlab {
 };
 
 /* Entries start at a cache line, so that those of 64 bytes (the fixed part and a key
- * of up to 7 bytes) sit in one line each. */
+ * of up to 11 bytes with its NUL, partition.h) sit in one line each. */
 #define SLAB_HEAD ((sizeof(PartSlab) + 63) & ~(size_t)63)
 _Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_BYTES - SLAB_HEAD,
                "a slab holds at least sixteen entries of its largest class");

@@ -938,7 +938,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
     recharge(s, &st->keys, pe, (KeyGrowth){0, 0, true});
     int rc = deadline_set(&st->timers, pe,
                           nk ? nfa_key_deadline(rule->nfa, &pe->nfa) : suppress_until);
-    rule_clock_set(&s->clock, ri, deadline_next(&st->timers));
+    clock_rule(s, ri);
     if (rc < 0) {
         *err = "out of memory";
         return -1;
@@ -1114,6 +1114,6 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->rs = sw->next;
     wire_matcher_parts(s);
     for (size_t j = 0; j < s->rs->n_rules; j++)
-        rule_clock_set(&s->clock, j, deadline_next(&s->rules[j].timers));
+        clock_rule(s, j);
     free(sw);
 }

@@ -328,7 +328,9 @@ static Batch *queue_unlink_head(Worker *wk)
         wk->tail = NULL;
     wk->n_batches--;
     wk->queued -= queue_load(b);
-    pthread_cond_broadcast(&wk->nonfull);   /* a drain and a send may both wait */
+    /* Its waiters (a send with room to wait for, a drain) are all on the sending
+     * thread today, so one at a time; broadcast keeps that from being a rule. */
+    pthread_cond_broadcast(&wk->nonfull);
     return b;
 }
 
