@@ -2,6 +2,7 @@ libvigil_a_SOURCES += \
 	base/arena.c base/arena.h \
 	base/buf.c base/buf.h \
 	base/fdio.c base/fdio.h \
+	base/freeroom.h \
 	base/hash.h \
 	base/isotime.c base/isotime.h \
 	base/utf8.h

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/freeroom.h"
 
 /* ---- field table ---------------------------------------------------------- */
 
@@ -292,57 +293,9 @@ struct NodePool {
     bool memcheck;          /* running under valgrind: tell memcheck about free room */
 };
 
-/* Room not handed out (released nodes, a slab's unused part) is made inaccessible
- * to AddressSanitizer and, when run under it, to valgrind's memcheck, so that a use
- * after release is still caught although the memory stays with the pool. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define HAVE_MEMCHECK 1
-#endif
-#endif
-
-static bool under_memcheck(void)
-{
-#ifdef HAVE_MEMCHECK
-    return RUNNING_ON_VALGRIND != 0;
-#else
-    return false;
-#endif
-}
-
-/* Free room, node pools' and event caches' alike: no access until it is handed out. */
-static void free_room_hide(bool memcheck, void *a, size_t n)
-{
-    POISON(a, n);
-#ifdef HAVE_MEMCHECK
-    if (memcheck)
-        (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
-#else
-    (void)memcheck;
-#endif
-}
-
-/* Defined, not undefined: a released node's (or cached event's) link is read when it
- * is taken back. */
-static void free_room_show(bool memcheck, void *a, size_t n)
-{
-    UNPOISON(a, n);
-#ifdef HAVE_MEMCHECK
-    if (memcheck)
-        (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
-#else
-    (void)memcheck;
-#endif
-}
+/* Room not handed out (released nodes, a slab's unused part, cached events) is hidden
+ * from the memory checkers (base/freeroom.h), so that a use after release is still
+ * caught although the memory stays with the pool. */
 
 
 _Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
@@ -358,7 +311,7 @@ NodePool *node_pool_new(void)
 {
     NodePool *p = calloc(1, sizeof *p);
     if (p)
-        p->memcheck = under_memcheck();
+        p->memcheck = free_room_under_memcheck();
     return p;
 }
 
@@ -556,7 +509,7 @@ EventCache *event_cache_new(size_t max_bytes)
     EventCache *c = calloc(1, sizeof *c);
     if (c) {
         c->max_bytes = max_bytes;
-        c->memcheck = under_memcheck();
+        c->memcheck = free_room_under_memcheck();
     }
     return c;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/freeroom.h"
 #include "base/hash.h"
 #include "base/utf8.h"
 
@@ -95,6 +96,7 @@ static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
         return NULL;
     pool->spare = NULL;
     *sl = (PartSlab){.cap = (uint32_t)((SLAB_BYTES - SLAB_HEAD) / bytes)};
+    free_room_hide(pool->memcheck, (char *)sl + SLAB_HEAD, SLAB_BYTES - SLAB_HEAD);
     slab_push(pool, cls, sl);
     return sl;
 }
@@ -111,18 +113,31 @@ static void *entry_alloc(PartPool *pool, size_t bytes)
     if (!sl)
         return NULL;
     void *e = sl->free;
-    if (e)
-        memcpy(&sl->free, e, sizeof sl->free);
-    else
+    if (!e)
         e = (char *)sl + SLAB_HEAD + (size_t)sl->carved++ * bytes;
+    free_room_show(pool->memcheck, e, bytes);
+    if (e == sl->free)
+        memcpy(&sl->free, e, sizeof sl->free);
     if (++sl->live == sl->cap)
         slab_unlink(pool, cls, sl);
     return e;
 }
 
+/* Gives a slab back to the allocator (or keeps it as the pool's spare). */
+static void slab_drop(PartPool *pool, PartSlab *sl)
+{
+    if (pool->spare) {
+        free_room_show(pool->memcheck, sl, SLAB_BYTES);
+        free(sl);
+    } else {
+        pool->spare = sl;
+    }
+}
+
 static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
 {
-    size_t cls = slab_class(part_entry_bytes(entry->klen, pre));
+    size_t bytes = part_entry_bytes(entry->klen, pre);
+    size_t cls = slab_class(bytes);
     void *e = (char *)entry - pre;
     if (cls == SLAB_CLASSES) {
         free(e);
@@ -135,13 +150,11 @@ static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
         slab_unlink(pool, cls, sl);
         if (pool->cls[cls].recent == sl)
             pool->cls[cls].recent = NULL;
-        if (pool->spare)
-            free(sl);
-        else
-            pool->spare = sl;
+        slab_drop(pool, sl);
         return;
     }
     memcpy(e, &sl->free, sizeof sl->free);
+    free_room_hide(pool->memcheck, e, bytes);
     sl->free = e;
     pool->cls[cls].recent = sl;
 }
@@ -150,11 +163,14 @@ void part_pool_init(PartPool *pool)
 {
     pool->cls = NULL;
     pool->spare = NULL;
+    pool->memcheck = free_room_under_memcheck();
 }
 
 void part_pool_free(PartPool *pool)
 {
     free(pool->cls);
+    if (pool->spare)
+        free_room_show(pool->memcheck, pool->spare, SLAB_BYTES);
     free(pool->spare);
     part_pool_init(pool);
 }

@@ -100,6 +100,8 @@ typedef struct PartSlabClass {
 typedef struct PartPool {
     PartSlabClass *cls;       /* PART_SLAB_CLASSES; heap, owned, made on the first entry */
     PartSlab *spare;          /* one empty slab kept for the next class that needs one */
+    bool memcheck;            /* running under valgrind: free room is hidden from it
+                                 (base/freeroom.h), as it is from AddressSanitizer */
 } PartPool;
 
 /* What a lookup reads before any entry: a copy of the table's slot array, bitmap and
