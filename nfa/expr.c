@@ -252,19 +252,11 @@ static RegexResult regex_run(const Regex *re, const Value *subject, uint32_t pai
 
 static Value eval_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScratch *s);
 
-/* Numbers compared as doubles straight away (NaN: only != holds, as through
- * value_equal/value_compare); the common case of conditions. */
-static inline bool compare_numbers(int op, double a, double b)
+/* The comparisons compare_holds leaves out of line: orderings other than of numbers,
+ * and equality of times, durations, objects and arrays. l and r are of one type,
+ * not null. */
+__attribute__((noinline)) static bool compare_rare(int op, const Value *l, const Value *r)
 {
-    return expr_number_holds(op, a, b);
-}
-
-static bool compare_holds(int op, const Value *l, const Value *r)
-{
-    if (value_is_null(l) || value_is_null(r) || l->type != r->type)
-        return false;
-    if (l->type == V_NUM)
-        return compare_numbers(op, l->num, r->num);
     switch (op) {
     case BIN_EQ: return value_equal(l, r);
     case BIN_NE: return !value_equal(l, r);
@@ -280,6 +272,32 @@ static bool compare_holds(int op, const Value *l, const Value *r)
     case BIN_GE: return c >= 0;
     default: return false;
     }
+}
+
+/* Does `l op r` hold? False when a side is null or the types differ. Conditions
+ * nearly always compare numbers, or strings or booleans for equality: those are
+ * decided inline, wherever this is called. Numbers as doubles straight away (NaN:
+ * only != holds, as through value_equal/value_compare). */
+static inline bool compare_holds(int op, const Value *l, const Value *r)
+{
+    if (l->type != r->type || value_is_null(l))
+        return false;
+    switch (l->type) {
+    case V_NUM:
+        return expr_number_holds(op, l->num, r->num);
+    case V_STR:
+        if (op == BIN_EQ || op == BIN_NE)
+            return (l->len == r->len && (!l->len || !memcmp(l->s, r->s, l->len))) ==
+                   (op == BIN_EQ);
+        break;
+    case V_BOOL:
+        if (op == BIN_EQ || op == BIN_NE)
+            return (l->b == r->b) == (op == BIN_EQ);
+        break;
+    default:
+        break;
+    }
+    return compare_rare(op, l, r);
 }
 
 /* a + b or a - b as a time or duration; null on overflow. */
@@ -969,39 +987,15 @@ static inline const Value *operand(const CExpr *ce, uint32_t idx, const EvalCtx 
     }
 }
 
-/* compare_holds with the usual cases (numbers, string and boolean equality) decided
- * inline: both sides of a condition are nearly always of one of those kinds. */
-static inline bool compare_fast(int op, const Value *l, const Value *r)
-{
-    if (l->type != r->type || value_is_null(l))
-        return false;
-    switch (l->type) {
-    case V_NUM:
-        return compare_numbers(op, l->num, r->num);
-    case V_STR:
-        if (op == BIN_EQ || op == BIN_NE)
-            return (l->len == r->len && (!l->len || !memcmp(l->s, r->s, l->len))) ==
-                   (op == BIN_EQ);
-        break;
-    case V_BOOL:
-        if (op == BIN_EQ || op == BIN_NE)
-            return (l->b == r->b) == (op == BIN_EQ);
-        break;
-    default:
-        break;
-    }
-    return compare_holds(op, l, r);
-}
-
 /* The condition of a field_vs_const program on the current event. */
 static inline int test_field_vs_const(const CExpr *ce, const Event *ev)
 {
     const Value *f = slot_ref(ev, ce->cmp_slot);
     if (ce->num_op >= 0)   /* the commonest: a field against a number */
-        return f->type == V_NUM && compare_numbers(ce->num_op, f->num, ce->cmp_const.num)
+        return f->type == V_NUM && expr_number_holds(ce->num_op, f->num, ce->cmp_const.num)
                    ? T_TRUE : T_FALSE;
-    bool holds = ce->const_first ? compare_fast(ce->cmp_op, &ce->cmp_const, f)
-                                 : compare_fast(ce->cmp_op, f, &ce->cmp_const);
+    bool holds = ce->const_first ? compare_holds(ce->cmp_op, &ce->cmp_const, f)
+                                 : compare_holds(ce->cmp_op, f, &ce->cmp_const);
     return holds ? T_TRUE : T_FALSE;
 }
 
@@ -1029,7 +1023,7 @@ static int test_node(const CExpr *ce, uint32_t idx, const EvalCtx *ctx, EvalScra
         Value tl, tr;
         const Value *lv = operand(ce, n->a, ctx, &tl, s);
         const Value *rv = operand(ce, n->b, ctx, &tr, s);
-        return compare_fast(n->sub, lv, rv) ? T_TRUE : T_FALSE;
+        return compare_holds(n->sub, lv, rv) ? T_TRUE : T_FALSE;
     }
     default: {
         Value v = eval_node(ce, idx, ctx, s);

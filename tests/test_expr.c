@@ -546,6 +546,68 @@ START_TEST(fast_conditions_agree_with_eval)
 }
 END_TEST
 
+/* What each comparison operator gives for every kind of operand pair, the rare ones
+ * (orderings of strings, times and durations, equality of objects and arrays, NaN)
+ * included: through expr_eval and expr_truth, between two fields and, for strings
+ * and durations, against a constant in the whole-program `field OP constant` form. */
+static const struct {
+    Value l, r;
+    const char *holds;       /* per operator == != < <= > >=: 1 holds, 0 not */
+} COMPARED[] = {
+    {{.type = V_TIME, .i = 5}, {.type = V_TIME, .i = 7}, "011100"},
+    {{.type = V_TIME, .i = 7}, {.type = V_TIME, .i = 7}, "100101"},
+    {{.type = V_DUR, .i = 5}, {.type = V_DUR, .i = 3}, "010011"},
+    {{.type = V_TIME, .i = 5}, {.type = V_DUR, .i = 5}, "000000"},
+    {{.type = V_STR, .s = "t", .len = 1}, {.type = V_STR, .s = "tx", .len = 2}, "011100"},
+    {{.type = V_STR, .s = "b", .len = 1}, {.type = V_STR, .s = "a", .len = 1}, "010011"},
+    {{.type = V_STR, .s = "", .len = 0}, {.type = V_STR, .s = "", .len = 0}, "100101"},
+    {{.type = V_STR, .s = "ab", .len = 2}, {.type = V_STR, .s = "ab", .len = 2}, "100101"},
+    {{.type = V_OBJ, .raw = "{\"a\":1}", .raw_len = 7},
+     {.type = V_OBJ, .raw = "{\"a\":1}", .raw_len = 7}, "100000"},
+    {{.type = V_OBJ, .raw = "{\"a\":1}", .raw_len = 7},
+     {.type = V_OBJ, .raw = "{\"a\":2}", .raw_len = 7}, "010000"},
+    {{.type = V_ARR, .raw = "[1]", .raw_len = 3}, {.type = V_ARR, .raw = "[1]", .raw_len = 3},
+     "100000"},
+    {{.type = V_BOOL, .b = true}, {.type = V_BOOL, .b = false}, "010000"},
+    {{.type = V_BOOL, .b = true}, {.type = V_BOOL, .b = true}, "100000"},
+    {{.type = V_NUM, .num = NAN}, {.type = V_NUM, .num = NAN}, "010000"},
+    {{.type = V_NUM, .num = 2}, {.type = V_NUM, .num = NAN}, "010000"},
+    {{.type = V_NUM, .num = -1}, {.type = V_NUM, .num = 2}, "011100"},
+    {{.type = V_NULL}, {.type = V_NULL}, "000000"},
+    {{.type = V_MISSING}, {.type = V_NULL}, "000000"},
+};
+
+/* The truth of `x op y` on ev, evaluated and tested; with literal, y is that
+ * constant. */
+static void check_compared(const Event *ev, BinaryOp op, Expr *literal, bool want)
+{
+    char *err = NULL;
+    CExpr *ce = expr_compile(bin(op, field("x"), literal ? literal : field("y")), &fx.env, &err);
+    ck_assert_ptr_nonnull(ce);
+    EvalCtx ctx = {ev, NULL, NULL, 0, 1};
+    ck_bool(expr_eval(ce, &ctx, fx.scratch), want);
+    ck_assert_int_eq(expr_truth(ce, &ctx, fx.scratch), want);
+    expr_free(ce);
+}
+
+START_TEST(comparison_table)
+{
+    const BinaryOp ops[] = {BIN_EQ, BIN_NE, BIN_LT, BIN_LE, BIN_GT, BIN_GE};
+    for (size_t i = 0; i < sizeof COMPARED / sizeof COMPARED[0]; i++) {
+        const Value *r = &COMPARED[i].r;
+        Event *ev = event(1, "x", COMPARED[i].l, "y", *r, NULL);
+        for (size_t o = 0; o < 6; o++) {
+            bool want = COMPARED[i].holds[o] == '1';
+            check_compared(ev, ops[o], NULL, want);
+            if (r->type == V_STR)
+                check_compared(ev, ops[o], str(r->s), want);
+            else if (r->type == V_DUR)
+                check_compared(ev, ops[o], dur(r->i), want);
+        }
+    }
+}
+END_TEST
+
 /* The scratch's text buffer is the thread's own and outlives expr_scratch_reset
  * (alert records are built in it between evaluations). */
 START_TEST(scratch_text_outlives_reset)
@@ -1382,7 +1444,8 @@ static Suite *expr_suite(void)
                     folding_keeps_runtime_parts}},
         {"compare", {comparisons, mismatched_types_are_false, null_comparisons,
                      three_valued_logic, short_circuit_skips_rhs,
-                     fast_conditions_agree_with_eval, scratch_text_outlives_reset}},
+                     fast_conditions_agree_with_eval, comparison_table,
+                     scratch_text_outlives_reset}},
         {"in", {in_constant_list, in_large_list, in_runtime_list}},
         {"regex", {regex_match, regex_catastrophic_backtracking, regex_extract_groups,
                    regex_errors}},
