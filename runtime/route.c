@@ -24,18 +24,26 @@ typedef struct FilterShape {
     uint32_t a, b;
 } FilterShape;
 
-/* Relevance trees that are one threshold atom (`amount > 500`, nfa/expr.h) on the
- * same field with the same operator: rules written with 40 different thresholds
- * would cost 40 tests per event; the thresholds sorted in the order in which they
- * stop holding as the number grows (or falls), one read of the field and a binary
- * search find every rule the event cannot change. */
-typedef struct RelLadder {
+/* Threshold atoms (`amount > 500`, nfa/expr.h) on the same field with the same
+ * operator: rules written with 40 different thresholds would cost 40 tests per event;
+ * the thresholds sorted in the order in which they stop holding as the number grows
+ * (or falls), one read of the field and a binary search settle every rule on them.
+ * Two kinds: relevance trees that are one such atom (the rules an event cannot change
+ * are those of the rungs it does not reach), and filters that are one such atom,
+ * alone or after the same guard atom (`type == "tx" and amount > 20000`: the rules
+ * admitted are those of the rungs it reaches). */
+typedef struct Ladder {
     int32_t slot;
     int op;
+    uint32_t guard;            /* filters: the atom that must be true first, or NO_GUARD */
     size_t n;                  /* rungs */
     double *numbers;           /* per rung: those that hold on an event come first */
-    uint64_t *unreached;       /* (n + 1) * words: [k] = the rules of rungs k .. n-1 */
-} RelLadder;
+    uint64_t *rules;           /* (n + 1) * words: [k] = relevance: the rules of rungs
+                                  k .. n-1; filters: those of rungs 0 .. k-1 */
+} Ladder;
+
+/* The atom a filter needs before anything else, or NO_GUARD. */
+#define NO_GUARD UINT32_MAX
 
 #define NOT_TESTED 2   /* atom_truth of an atom not tested for this event yet */
 
@@ -56,6 +64,10 @@ struct Router {
      * is skipped (run_end: where the run of test_order[k] ends) */
     size_t *test_order;
     size_t *run_end;
+    size_t n_test_order;       /* the filters tested one by one: those on no ladder */
+    /* the filters on ladders, settled through them */
+    Ladder *filter_ladders;
+    size_t n_filter_ladders;
     /* the distinct keys: per key group its first rule, and a bit per rule that has
      * it, so that each key the admitted rules need is computed before they are
      * listed, without a test per rule */
@@ -73,7 +85,7 @@ struct Router {
     uint64_t *keyed;           /* words: the rules whose key this event has */
     /* the trees on ladders are settled through the ladders, the others (`tested`) one
      * by one */
-    RelLadder *ladders;
+    Ladder *ladders;
     size_t n_ladders;
     size_t *tested;
     size_t n_tested;
@@ -213,14 +225,17 @@ static char *relevance_text_of(const CompiledRule *cr)
 }
 
 typedef struct Rung {
-    size_t group;
+    uint32_t guard;            /* NO_GUARD for relevance trees */
+    size_t group;              /* its rules: bitmap `group` of the ladder's base */
     ExprThreshold th;
 } Rung;
 
-/* Same field and operator together, then in ladder order. */
+/* Same guard, field and operator together, then in ladder order. */
 static int by_ladder(const void *x, const void *y)
 {
     const Rung *a = x, *b = y;
+    if (a->guard != b->guard)
+        return a->guard < b->guard ? -1 : 1;
     if (a->th.slot != b->th.slot)
         return a->th.slot < b->th.slot ? -1 : 1;
     if (a->th.op != b->th.op)
@@ -232,19 +247,53 @@ static int by_ladder(const void *x, const void *y)
     return a->group < b->group ? -1 : a->group > b->group;
 }
 
-/* One ladder from rungs[0 .. n). False on OOM. */
-static bool build_ladder(Router *r, RelLadder *l, const Rung *rungs, size_t n)
+static bool same_ladder(const Rung *a, const Rung *b)
 {
-    *l = (RelLadder){rungs[0].th.slot, rungs[0].th.op, n, NULL, NULL};
+    return a->guard == b->guard && a->th.slot == b->th.slot && a->th.op == b->th.op;
+}
+
+/* One ladder from rungs[0 .. n), whose rules are the bitmaps `base` (words each) of
+ * their groups: a relevance ladder's sets hold the rungs not reached, a filter
+ * ladder's (`reached`) those reached. False on OOM. */
+static bool build_ladder(Router *r, Ladder *l, const Rung *rungs, size_t n,
+                         const uint64_t *base, bool reached)
+{
+    *l = (Ladder){rungs[0].th.slot, rungs[0].th.op, rungs[0].guard, n, NULL, NULL};
     l->numbers = calloc(n, sizeof *l->numbers);
-    l->unreached = calloc((n + 1) * r->words, sizeof *l->unreached);
-    if (!l->numbers || !l->unreached)
+    l->rules = calloc((n + 1) * r->words, sizeof *l->rules);
+    if (!l->numbers || !l->rules)
         return false;
-    for (size_t k = n; k-- > 0;) {
+    for (size_t k = 0; k < n; k++)
         l->numbers[k] = rungs[k].th.number;
-        const uint64_t *rules = &r->rel_rules[rungs[k].group * r->words];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = reached ? i : n - 1 - i;   /* each set grows from the previous one */
+        size_t from = reached ? k : k + 1, to = reached ? k + 1 : k;
+        const uint64_t *rules = &base[rungs[k].group * r->words];
         for (size_t w = 0; w < r->words; w++)
-            l->unreached[k * r->words + w] = l->unreached[(k + 1) * r->words + w] | rules[w];
+            l->rules[to * r->words + w] = l->rules[from * r->words + w] | rules[w];
+    }
+    return true;
+}
+
+/* Ladders from sorted rungs (runs of the same guard, field and operator of at least
+ * `min_rungs`) into ladders[*n_ladders ...]; a rung of a shorter run goes to
+ * `left_out` (may be NULL) instead. False on OOM. */
+static bool build_ladders_from(Router *r, const Rung *rungs, size_t n_rungs, size_t min_rungs,
+                               const uint64_t *base, bool reached, Ladder *ladders,
+                               size_t *n_ladders, size_t *left_out, size_t *n_left_out)
+{
+    for (size_t i = 0; i < n_rungs;) {
+        size_t j = i + 1;
+        while (j < n_rungs && same_ladder(&rungs[j], &rungs[i]))
+            j++;
+        if (j - i < min_rungs) {
+            for (size_t k = i; k < j; k++)
+                left_out[(*n_left_out)++] = rungs[k].group;
+        } else if (!build_ladder(r, &ladders[(*n_ladders)++], &rungs[i], j - i, base,
+                                 reached)) {
+            return false;
+        }
+        i = j;
     }
     return true;
 }
@@ -261,21 +310,17 @@ static bool build_ladders(Router *r)
     size_t n_rungs = 0;
     for (size_t g = 0; ok && g < r->n_rel; g++) {
         const FilterShape *sh = &r->rel_shape[g];
-        if (sh->kind == SHAPE_ATOM && expr_threshold(r->atoms[sh->a], &rungs[n_rungs].th))
+        if (sh->kind == SHAPE_ATOM && expr_threshold(r->atoms[sh->a], &rungs[n_rungs].th)) {
+            rungs[n_rungs].guard = NO_GUARD;
             rungs[n_rungs++].group = g;
-        else
+        } else {
             r->tested[r->n_tested++] = g;
+        }
     }
     if (ok)
         qsort(rungs, n_rungs, sizeof *rungs, by_ladder);
-    for (size_t i = 0; ok && i < n_rungs;) {
-        size_t j = i + 1;
-        while (j < n_rungs && rungs[j].th.slot == rungs[i].th.slot &&
-               rungs[j].th.op == rungs[i].th.op)
-            j++;
-        ok = build_ladder(r, &r->ladders[r->n_ladders++], &rungs[i], j - i);
-        i = j;
-    }
+    ok = ok && build_ladders_from(r, rungs, n_rungs, 1, r->rel_rules, false, r->ladders,
+                                  &r->n_ladders, NULL, NULL);
     free(rungs);
     return ok;
 }
@@ -333,9 +378,6 @@ static bool index_keys(Router *r)
     return true;
 }
 
-/* The atom a filter needs before anything else, or NO_GUARD. */
-#define NO_GUARD UINT32_MAX
-
 static uint32_t guard_of(const FilterShape *sh)
 {
     return sh->kind == SHAPE_ATOM || sh->kind == SHAPE_AND ? sh->a : NO_GUARD;
@@ -354,8 +396,46 @@ static int by_guard(const void *x, const void *y)
     return a->filter < b->filter ? -1 : a->filter > b->filter;
 }
 
-/* test_order and run_end (see struct Router). False on OOM. */
-static bool order_tests(Router *r)
+/* A filter that is one threshold atom, alone or after its guard: its rung. */
+static bool filter_rung(const Router *r, size_t f, Rung *out)
+{
+    const FilterShape *sh = &r->shape[r->filter_rule[f]];
+    uint32_t atom = sh->kind == SHAPE_ATOM ? sh->a : sh->kind == SHAPE_AND ? sh->b : NO_GUARD;
+    if (atom == NO_GUARD || !expr_threshold(r->atoms[atom], &out->th))
+        return false;
+    out->guard = sh->kind == SHAPE_AND ? sh->a : NO_GUARD;
+    out->group = f;
+    return true;
+}
+
+/* The filter ladders (of two rungs or more: a lone rung is no cheaper), and which
+ * filters they settle (laddered, per filter, zeroed by the caller). False on OOM. */
+static bool index_filter_ladders(Router *r, bool *laddered)
+{
+    size_t nf = r->n_filters ? r->n_filters : 1;
+    Rung *rungs = calloc(nf, sizeof *rungs);
+    size_t *lone = calloc(nf, sizeof *lone);
+    r->filter_ladders = calloc(nf, sizeof *r->filter_ladders);
+    bool ok = rungs && lone && r->filter_ladders;
+    size_t n_rungs = 0, n_lone = 0;
+    for (size_t f = 0; ok && f < r->n_filters; f++)
+        n_rungs += filter_rung(r, f, &rungs[n_rungs]);
+    if (ok)
+        qsort(rungs, n_rungs, sizeof *rungs, by_ladder);
+    ok = ok && build_ladders_from(r, rungs, n_rungs, 2, r->filter_rules, true,
+                                  r->filter_ladders, &r->n_filter_ladders, lone, &n_lone);
+    for (size_t i = 0; ok && i < n_rungs; i++)
+        laddered[rungs[i].group] = true;
+    for (size_t i = 0; ok && i < n_lone; i++)
+        laddered[lone[i]] = false;
+    free(rungs);
+    free(lone);
+    return ok;
+}
+
+/* test_order and run_end (see struct Router) of the filters on no ladder. False on
+ * OOM. */
+static bool order_tests(Router *r, const bool *laddered)
 {
     size_t nf = r->n_filters ? r->n_filters : 1;
     GuardedFilter *gf = calloc(nf, sizeof *gf);
@@ -365,17 +445,29 @@ static bool order_tests(Router *r)
         free(gf);
         return false;
     }
+    size_t n = 0;
     for (size_t f = 0; f < r->n_filters; f++)
-        gf[f] = (GuardedFilter){guard_of(&r->shape[r->filter_rule[f]]), f};
-    qsort(gf, r->n_filters, sizeof *gf, by_guard);
-    for (size_t k = r->n_filters; k-- > 0;) {
+        if (!laddered[f])
+            gf[n++] = (GuardedFilter){guard_of(&r->shape[r->filter_rule[f]]), f};
+    qsort(gf, n, sizeof *gf, by_guard);
+    for (size_t k = n; k-- > 0;) {
         r->test_order[k] = gf[k].filter;
-        bool run_goes_on = k + 1 < r->n_filters && gf[k].guard != NO_GUARD &&
+        bool run_goes_on = k + 1 < n && gf[k].guard != NO_GUARD &&
                            gf[k + 1].guard == gf[k].guard;
         r->run_end[k] = run_goes_on ? r->run_end[k + 1] : k + 1;
     }
+    r->n_test_order = n;
     free(gf);
     return true;
+}
+
+/* Both of the above. False on OOM. */
+static bool plan_filters(Router *r)
+{
+    bool *laddered = calloc(r->n_filters ? r->n_filters : 1, sizeof *laddered);
+    bool ok = laddered && index_filter_ladders(r, laddered) && order_tests(r, laddered);
+    free(laddered);
+    return ok;
 }
 
 Router *router_new(const CompiledRuleSet *rs)
@@ -412,11 +504,20 @@ Router *router_new(const CompiledRuleSet *rs)
     for (size_t i = 0; i < rs->n_rules; i++)
         r->shape[i] = shape_of(rs, &rs->rules[i]);
     memset(r->atom_truth, NOT_TESTED, r->n_atoms);
-    if (!order_tests(r) || !index_keys(r) || !index_relevance(r)) {
+    if (!plan_filters(r) || !index_keys(r) || !index_relevance(r)) {
         router_free(r);
         return NULL;
     }
     return r;
+}
+
+static void free_ladders(Ladder *ladders, size_t n)
+{
+    for (size_t i = 0; ladders && i < n; i++) {
+        free(ladders[i].numbers);
+        free(ladders[i].rules);
+    }
+    free(ladders);
 }
 
 void router_free(Router *r)
@@ -444,11 +545,8 @@ void router_free(Router *r)
     free(r->rel_rules);
     free(r->irrelevant);
     free(r->keyed);
-    for (size_t i = 0; r->ladders && i < r->n_ladders; i++) {
-        free(r->ladders[i].numbers);
-        free(r->ladders[i].unreached);
-    }
-    free(r->ladders);
+    free_ladders(r->ladders, r->n_ladders);
+    free_ladders(r->filter_ladders, r->n_filter_ladders);
     free(r->tested);
     free(r);
 }
@@ -543,11 +641,9 @@ static void add_irrelevant(Router *r, const uint64_t *rules)
         r->irrelevant[w] |= rules[w];
 }
 
-/* The rules of the ladder's rungs that do not hold on ev. */
-static void mark_ladder(Router *r, const RelLadder *l, const Event *ev)
+/* How many of the ladder's rungs hold on ev: they come first. */
+static size_t ladder_reach(const Ladder *l, const Event *ev)
 {
-    if (!any_passed(r, l->unreached))
-        return;
     size_t lo = 0;
     double v;
     if (expr_slot_number(ev, l->slot, &v)) {   /* else no rung holds */
@@ -560,7 +656,24 @@ static void mark_ladder(Router *r, const RelLadder *l, const Event *ev)
                 hi = mid;
         }
     }
-    add_irrelevant(r, &l->unreached[lo * r->words]);
+    return lo;
+}
+
+/* The rules of the relevance ladder's rungs that do not hold on ev. */
+static void mark_ladder(Router *r, const Ladder *l, const Event *ev)
+{
+    if (any_passed(r, l->rules))
+        add_irrelevant(r, &l->rules[ladder_reach(l, ev) * r->words]);
+}
+
+/* The rules whose filter is on the filter ladder and holds on the event. */
+static void pass_ladder(Router *r, const Ladder *l, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    if (l->guard != NO_GUARD && atom_truth(r, l->guard, ctx, scratch) != 1)
+        return;
+    const uint64_t *rules = &l->rules[ladder_reach(l, ctx->event) * r->words];
+    for (size_t w = 0; w < r->words; w++)
+        r->passed[w] |= rules[w];
 }
 
 /* r->irrelevant: the rules whose relevance is not true (of those whose filter passed;
@@ -605,7 +718,7 @@ static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
 {
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     memset(r->passed, 0, r->words * sizeof *r->passed);
-    for (size_t k = 0; k < r->n_filters;) {
+    for (size_t k = 0; k < r->n_test_order;) {
         size_t f = r->test_order[k], first = r->filter_rule[f];
         uint32_t guard = guard_of(&r->shape[first]);
         if (guard != NO_GUARD && atom_truth(r, guard, &ctx, scratch) != 1) {
@@ -619,6 +732,8 @@ static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
         for (size_t w = 0; w < r->words; w++)
             r->passed[w] |= rules[w];
     }
+    for (size_t i = 0; i < r->n_filter_ladders; i++)
+        pass_ladder(r, &r->filter_ladders[i], &ctx, scratch);
     mark_irrelevant(r, &ctx, scratch);
     /* every key the passed rules need, relevant or not: a missing key counts anyway */
     memset(r->keyed, 0, r->words * sizeof *r->keyed);

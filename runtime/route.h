@@ -7,7 +7,9 @@
  * share their atoms too (the rule set's FilterPlan: `type == "tx"` inside
  * `type == "tx" and amount > 500` is the atom of `type == "tx"` alone), each tested
  * at most once per event, and filters starting with the same atom are skipped
- * together when it fails. Owns: the groups (built once per rule set) and the
+ * together when it fails; filters that are one threshold on a field (after the same
+ * atom: `type == "tx" and amount > 20000`, ...) are settled together by one search
+ * of their thresholds. Owns: the groups (built once per rule set) and the
  * per-event cache (atom truths; key bytes, hashes and values per group).
  * Not thread-safe: one router per thread. */
 #ifndef VIGIL_RUNTIME_ROUTE_H

@@ -3,6 +3,8 @@
  * and the router's answer for every rule and event is the rule's own filter's, also
  * when a run of filters starting with the same atom is skipped because it fails. */
 #include <check.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +89,67 @@ static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t
     return ev;
 }
 
+/* A rule set with two routers over it (one for router_route_all, one asked rule by
+ * rule) and their scratch. */
+typedef struct Routers {
+    CompiledRuleSet *rs;
+    Router *all, *one;
+    EvalScratch *scratch;
+} Routers;
+
+static Routers routers_new(const char *rules)
+{
+    Routers t = {test_rules_compile(rules, NULL), NULL, NULL, expr_scratch_new()};
+    t.all = router_new(t.rs);
+    t.one = router_new(t.rs);
+    ck_assert_ptr_nonnull(t.all);
+    ck_assert_ptr_nonnull(t.one);
+    ck_assert_ptr_nonnull(t.scratch);
+    return t;
+}
+
+static void routers_free(Routers *t)
+{
+    expr_scratch_free(t->scratch);
+    router_free(t->all);
+    router_free(t->one);
+    ruleset_free(t->rs);
+}
+
+/* Routes ev through `all` (router_route_all) and `one` (router_route, rule by rule)
+ * and checks both against each rule's own filter; returns how many rules it admits. */
+static size_t check_routes_agree(const CompiledRuleSet *rs, Router *all, Router *one,
+                                 EvalScratch *scratch, Event *ev, const char *what)
+{
+    size_t n = rs->n_rules;
+    size_t order[16];
+    RouteResult res[16];
+    RouteKey keys[16];
+    ck_assert_uint_le(n, 16);
+    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
+    size_t admitted = router_route_all(all, ev, scratch, order, res, keys);
+    router_begin(one);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const CompiledRule *cr = &rs->rules[i];
+        bool want = !cr->filter || expr_test(cr->filter, &ctx, scratch);
+        RouteKey key;
+        RouteResult r = router_route(one, i, ev, scratch, &key);
+        ck_assert_msg((r != ROUTE_FILTERED) == want, "rule %s, event %s", cr->name, what);
+        if (!want)
+            continue;
+        ck_assert_uint_lt(k, admitted);
+        ck_assert_uint_eq(order[k], i);
+        ck_assert_int_eq(res[i], ROUTE_KEYED);
+        ck_assert_int_eq(r, ROUTE_KEYED);
+        ck_assert_uint_eq(keys[i].hash, key.hash);
+        ck_assert_uint_eq(keys[i].len, key.len);
+        k++;
+    }
+    ck_assert_uint_eq(k, admitted);
+    return admitted;
+}
+
 START_TEST(router_agrees_with_each_filter)
 {
     static const Sample samples[] = {
@@ -94,41 +157,19 @@ START_TEST(router_agrees_with_each_filter)
         {"order", 10, 0}, {"shipped", -1, 2}, {"login", 3, 3}, {NULL, 10, 1}, {"", 0, 0},
         {"tx", 60, 1}, {"login", 0, 1},
     };
-    CompiledRuleSet *rs = test_rules_compile(RULES, NULL);
-    Router *all = router_new(rs), *one = router_new(rs);
-    EvalScratch *scratch = expr_scratch_new();
-    ck_assert_ptr_nonnull(all);
-    ck_assert_ptr_nonnull(one);
-    ck_assert_ptr_nonnull(scratch);
-    size_t n = rs->n_rules, admitted_total = 0;
+    Routers t = routers_new(RULES);
+    CompiledRuleSet *rs = t.rs;
+    Router *all = t.all, *one = t.one;
+    EvalScratch *scratch = t.scratch;
+    size_t admitted_total = 0;
     size_t order[16];
     RouteResult res[16];
     RouteKey keys[16];
-    ck_assert_uint_le(n, 16);
     for (size_t e = 0; e < sizeof samples / sizeof samples[0]; e++) {
         Event *ev = sample_event(rs, &samples[e], (int64_t)e);
-        EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
-        size_t admitted = router_route_all(all, ev, scratch, order, res, keys);
-        router_begin(one);
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            const CompiledRule *cr = &rs->rules[i];
-            bool want = !cr->filter || expr_test(cr->filter, &ctx, scratch);
-            RouteKey key;
-            RouteResult r = router_route(one, i, ev, scratch, &key);
-            ck_assert_msg((r != ROUTE_FILTERED) == want, "rule %s, event %zu", cr->name, e);
-            if (!want)
-                continue;
-            ck_assert_uint_lt(k, admitted);
-            ck_assert_uint_eq(order[k], i);
-            ck_assert_int_eq(res[i], ROUTE_KEYED);
-            ck_assert_int_eq(r, ROUTE_KEYED);
-            ck_assert_uint_eq(keys[i].hash, key.hash);
-            ck_assert_uint_eq(keys[i].len, key.len);
-            k++;
-        }
-        ck_assert_uint_eq(k, admitted);
-        admitted_total += admitted;
+        char what[32];
+        snprintf(what, sizeof what, "%zu", e);
+        admitted_total += check_routes_agree(rs, all, one, scratch, ev, what);
         event_release(ev);
         expr_scratch_reset(scratch);
     }
@@ -146,10 +187,66 @@ START_TEST(router_agrees_with_each_filter)
     RouteKey key;
     ck_assert_int_eq(router_route(one, (size_t)unknown, ev, scratch, &key), ROUTE_FILTERED);
     event_release(ev);
-    expr_scratch_free(scratch);
-    router_free(all);
-    router_free(one);
-    ruleset_free(rs);
+    routers_free(&t);
+}
+END_TEST
+
+/* Filters that are one threshold on a field, alone or after the same atom, are
+ * settled by one search on a ladder of thresholds per field, operator and guard: the
+ * rules admitted are still exactly those whose filter holds, on each side of every
+ * threshold, at it, without the field, with a string or NaN in it. */
+START_TEST(threshold_filters_on_ladders)
+{
+    static const char *const RUNGS =
+        "rule g500 { filter type == \"tx\" and amount > 500; key user; begin a; }\n"
+        "rule g100 { filter type == \"tx\" and amount > 100; key user; begin a; }\n"
+        "rule g100b { filter type == \"tx\" and amount > 100; key id; begin a; }\n"
+        "rule ge300 { filter type == \"tx\" and amount >= 300; key user; begin a; }\n"
+        "rule ge100 { filter type == \"tx\" and amount >= 100; key user; begin a; }\n"
+        "rule lt50 { filter type == \"tx\" and amount < 50; key user; begin a; }\n"
+        "rule lt400 { filter type == \"tx\" and 400 > amount; key user; begin a; }\n"
+        "rule le7 { filter amount <= 7; key user; begin a; }\n"
+        "rule le70 { filter amount <= 70; key user; begin a; }\n"
+        "rule login { filter type == \"login\" and amount > 100; key user; begin a; }\n"
+        "rule flag { filter flag and amount > 100; key user; begin a; }\n";
+    static const double amounts[] = {-1, 0, 7, 7.5, 49.99, 50, 70, 99, 100, 100.01, 299,
+                                     300, 399.5, 400, 500, 500.5, 1e9};
+    static const char *const types[] = {"tx", "login", NULL};
+    Routers t = routers_new(RUNGS);
+    CompiledRuleSet *rs = t.rs;
+    Router *all = t.all, *one = t.one;
+    EvalScratch *scratch = t.scratch;
+    int amount = slot_named(rs, "amount");
+    size_t admitted_total = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t a = 0; a < sizeof amounts / sizeof amounts[0] + 2; a++)
+            for (int flag = 0; flag < 4; flag++) {
+                Sample sm = {types[t], a < sizeof amounts / sizeof amounts[0] ? amounts[a] : 1,
+                             flag};
+                Event *ev = sample_event(rs, &sm, 0);
+                if (a == sizeof amounts / sizeof amounts[0])
+                    ev->slots[amount] = value_str("600", 3);
+                else if (a > sizeof amounts / sizeof amounts[0])
+                    ev->slots[amount] = value_num(NAN);
+                char what[64];
+                snprintf(what, sizeof what, "type %s, amount #%zu, flag %d",
+                         sm.type ? sm.type : "(none)", a, flag);
+                admitted_total += check_routes_agree(rs, all, one, scratch, ev, what);
+                event_release(ev);
+                expr_scratch_reset(scratch);
+            }
+    /* a tx of 100 passes ge100, lt400, and the flag rule never (100 is not > 100) */
+    Sample sm = {"tx", 100, 1};
+    Event *ev = sample_event(rs, &sm, 0);
+    size_t order[16];
+    RouteResult res[16];
+    RouteKey keys[16];
+    ck_assert_uint_eq(router_route_all(all, ev, scratch, order, res, keys), 2);
+    ck_assert_uint_eq(order[0], (size_t)ruleset_find(rs, "ge100"));
+    ck_assert_uint_eq(order[1], (size_t)ruleset_find(rs, "lt400"));
+    event_release(ev);
+    ck_assert_uint_gt(admitted_total, 0);
+    routers_free(&t);
 }
 END_TEST
 
@@ -169,13 +266,11 @@ START_TEST(many_rules_over_several_words)
                    *f ? ";" : "", keys[(i / 5) % 3]);
     }
     ck_assert(!text.failed);
-    CompiledRuleSet *rs = test_rules_compile(text.data, NULL);
+    Routers t = routers_new(text.data);
     buf_free(&text);
-    Router *all = router_new(rs), *one = router_new(rs);
-    EvalScratch *scratch = expr_scratch_new();
-    ck_assert_ptr_nonnull(all);
-    ck_assert_ptr_nonnull(one);
-    ck_assert_ptr_nonnull(scratch);
+    CompiledRuleSet *rs = t.rs;
+    Router *all = t.all, *one = t.one;
+    EvalScratch *scratch = t.scratch;
     static const Sample samples[] = {
         {"tx", 10, 3}, {"tx", 1, 3}, {"login", 60, 3}, {"order", 0, 3},
     };
@@ -207,10 +302,7 @@ START_TEST(many_rules_over_several_words)
         event_release(ev);
         expr_scratch_reset(scratch);
     }
-    expr_scratch_free(scratch);
-    router_free(all);
-    router_free(one);
-    ruleset_free(rs);
+    routers_free(&t);
 }
 END_TEST
 
@@ -221,6 +313,7 @@ int main(void)
     tcase_add_test(tc, plan_shares_atoms_written_alike);
     tcase_add_test(tc, router_agrees_with_each_filter);
     tcase_add_test(tc, many_rules_over_several_words);
+    tcase_add_test(tc, threshold_filters_on_ladders);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }
