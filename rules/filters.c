@@ -26,7 +26,6 @@ struct PlanBuilder {
     size_t cap_atoms, cap_nodes;
 };
 
-
 static bool room_for_node(PlanBuilder *sp)
 {
     FilterPlan *plan = &sp->rs->filters;
@@ -140,6 +139,32 @@ int64_t plan_join(PlanBuilder *pb, FilterOp op, uint32_t a, uint32_t b)
     return node >= 0 && (uint64_t)node < FILTER_NONE ? node : -1;
 }
 
+PlanMark plan_mark(const PlanBuilder *pb)
+{
+    return (PlanMark){pb->rs->filters.n_atoms, pb->rs->filters.n_nodes};
+}
+
+void plan_rollback(PlanBuilder *pb, PlanMark mark)
+{
+    FilterPlan *plan = &pb->rs->filters;
+    for (size_t i = mark.atoms; i < plan->n_atoms; i++) {
+        expr_free(plan->atoms[i]);
+        free(pb->texts[i]);
+    }
+    plan->n_atoms = mark.atoms;
+    plan->n_nodes = mark.nodes;
+}
+
+bool plan_event_only_since(const PlanBuilder *pb, PlanMark mark)
+{
+    const FilterPlan *plan = &pb->rs->filters;
+    for (size_t i = mark.nodes; i < plan->n_nodes; i++)
+        if (plan->nodes[i].op == FILTER_ATOM &&
+            expr_is_iterative(plan->atoms[plan->nodes[i].a]))
+            return false;
+    return true;
+}
+
 int filters_plan(CompiledRuleSet *rs, Diags *diags)
 {
     PlanBuilder sp = {.rs = rs, .env = {&rs->fields, NULL}, .diags = diags};
@@ -157,7 +182,7 @@ int filters_plan(CompiledRuleSet *rs, Diags *diags)
             cr->filter_root = (uint32_t)root;
     }
     for (size_t i = 0; i < rs->n_rules && rc == 0; i++)
-        if (relevance_plan(&sp, &rs->rules[i], &rs->fields, !rs->opts.all_relevant) < 0)
+        if (relevance_plan(&sp, &rs->rules[i], !rs->opts.all_relevant) < 0)
             rc = -1;
     for (size_t i = 0; i < rs->filters.n_atoms; i++)
         free(sp.texts[i]);

@@ -21,4 +21,16 @@ int64_t plan_split(PlanBuilder *pb, const Rule *rule, const Expr *e);
 /* A FILTER_AND or FILTER_OR node over nodes a and b; -1 on allocation failure. */
 int64_t plan_join(PlanBuilder *pb, FilterOp op, uint32_t a, uint32_t b);
 
+/* How far the plan has grown: a point to roll it back to. */
+typedef struct PlanMark {
+    size_t atoms, nodes;
+} PlanMark;
+PlanMark plan_mark(const PlanBuilder *pb);
+/* Drops (and frees) the atoms and nodes added since mark: for a tree the caller
+ * decided not to keep, before it built anything else on it. */
+void plan_rollback(PlanBuilder *pb, PlanMark mark);
+/* Do the nodes added since mark test only atoms that read nothing but the current
+ * event (no STEP.x, aggregate or time(STEP): expr_is_iterative)? */
+bool plan_event_only_since(const PlanBuilder *pb, PlanMark mark);
+
 #endif

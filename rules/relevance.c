@@ -7,7 +7,6 @@
 
 #include "base/buf.h"
 #include "dsl/fmt.h"
-#include "nfa/expr.h"
 
 /* Deeper `and` nests stay one conjunct (bounds the recursion). */
 #define MAX_AND_DEPTH 64
@@ -48,15 +47,21 @@ bool relevance_relaxed(const Rule *rule)
     return rule->n_steps > 0;
 }
 
-/* The necessary parts found so far: part p is the `and` of conj[first[p] ..
- * first[p + 1]) (the last part ends at n_conj), written as texts[p]. */
+/* A distinct necessary part: its canonical text, and whether it is the `and` of
+ * several conjuncts (then it takes parentheses inside an `or`). */
+typedef struct Part {
+    char *text;
+    bool compound;
+} Part;
+
+/* The necessary parts found so far, whose `or` is the plan's node `tree` (-1 before
+ * the first), and the conjuncts of the part being built. */
 typedef struct Parts {
+    Part *parts;
+    size_t n, cap;
+    int64_t tree;
     const Expr **conj;
     size_t n_conj, cap_conj;
-    size_t *first;
-    char **texts;
-    size_t n, cap;
-    bool oom;
     /* when a condition's part is `true`: its step, and whether it is the `until` */
     const Step *blocker;
     bool blocker_until;
@@ -65,53 +70,50 @@ typedef struct Parts {
 static void parts_free(Parts *p)
 {
     for (size_t i = 0; i < p->n; i++)
-        free(p->texts[i]);
-    free(p->texts);
-    free(p->first);
+        free(p->parts[i].text);
+    free(p->parts);
     free(p->conj);
 }
 
-static size_t part_end(const Parts *p, size_t part)
-{
-    return part + 1 < p->n ? p->first[part + 1] : p->n_conj;
-}
-
-static void push_conjunct(Parts *p, const Expr *e)
+static bool push_conjunct(Parts *p, const Expr *e)
 {
     if (p->n_conj == p->cap_conj) {
         size_t cap = p->cap_conj ? 2 * p->cap_conj : 8;
         const Expr **conj = realloc(p->conj, cap * sizeof *conj);
-        if (!conj) {
-            p->oom = true;
-            return;
-        }
+        if (!conj)
+            return false;
         p->conj = conj;
         p->cap_conj = cap;
     }
     p->conj[p->n_conj++] = e;
+    return true;
 }
 
-/* Does e read only the current event? Decided by its compiled form, as the matcher
- * decides which conditions it may share across rules. */
-static bool reads_event_only(const Expr *e, const ExprEnv *env)
-{
-    char *err = NULL;
-    CExpr *ce = expr_compile(e, env, &err);
-    free(err);
-    bool only = ce && !expr_is_iterative(ce);
-    expr_free(ce);
-    return only;
-}
-
-/* Appends the top-level conjuncts of e that read only the current event. */
-static void keep_conjuncts(Parts *p, const Expr *e, const ExprEnv *env, int depth)
+/* Adds to the plan the top-level conjuncts of e that read only the current event,
+ * `and`ed to *part (-1: none yet), and lists them in p->conj. Each conjunct is
+ * compiled once, into the plan's atoms, and classified by them, as the matcher
+ * classifies the conditions it may share across rules; one that reads the partial
+ * match is rolled back. -1 on failure. */
+static int keep_conjuncts(PlanBuilder *pb, Parts *p, const Rule *rule, const Expr *e,
+                          int64_t *part, int depth)
 {
     if (depth < MAX_AND_DEPTH && e->kind == EX_BINARY && e->u.binary.op == BIN_AND) {
-        keep_conjuncts(p, e->u.binary.lhs, env, depth + 1);
-        keep_conjuncts(p, e->u.binary.rhs, env, depth + 1);
-    } else if (reads_event_only(e, env)) {
-        push_conjunct(p, e);
+        if (keep_conjuncts(pb, p, rule, e->u.binary.lhs, part, depth + 1) < 0)
+            return -1;
+        return keep_conjuncts(pb, p, rule, e->u.binary.rhs, part, depth + 1);
     }
+    PlanMark mark = plan_mark(pb);
+    int64_t node = plan_split(pb, rule, e);
+    if (node < 0)
+        return -1;
+    if (!plan_event_only_since(pb, mark)) {
+        plan_rollback(pb, mark);
+        return 0;
+    }
+    if (*part >= 0 && (node = plan_join(pb, FILTER_AND, (uint32_t)*part, (uint32_t)node)) < 0)
+        return -1;
+    *part = node;
+    return push_conjunct(p, e) ? 0 : -1;
 }
 
 static bool is_or(const Expr *e)
@@ -119,19 +121,19 @@ static bool is_or(const Expr *e)
     return e->kind == EX_BINARY && e->u.binary.op == BIN_OR;
 }
 
-/* Canonical text of the `and` of conj[from .. to), NULL on allocation failure. */
-static char *conjunction_text(const Expr *const *conj, size_t from, size_t to)
+/* Canonical text of the `and` of the conjuncts in p->conj, NULL on allocation
+ * failure. */
+static char *conjunction_text(const Parts *p)
 {
     Buf b = BUF_INIT;
-    for (size_t i = from; i < to; i++) {
-        char *t = dsl_fmt_expr(conj[i]);
+    for (size_t i = 0; i < p->n_conj; i++) {
+        char *t = dsl_fmt_expr(p->conj[i]);
         if (!t) {
             buf_free(&b);
             return NULL;
         }
-        bool paren = is_or(conj[i]) && to - from > 1;
-        buf_printf(&b, "%s%s%s%s", i > from ? " and " : "", paren ? "(" : "", t,
-                   paren ? ")" : "");
+        bool paren = is_or(p->conj[i]) && p->n_conj > 1;
+        buf_printf(&b, "%s%s%s%s", i ? " and " : "", paren ? "(" : "", t, paren ? ")" : "");
         free(t);
     }
     if (b.failed) {
@@ -141,62 +143,79 @@ static char *conjunction_text(const Expr *const *conj, size_t from, size_t to)
     return buf_steal(&b);
 }
 
-/* Adds the necessary part of condition `cond`. False when it is `true` (no conjunct
- * reads only the event) or on allocation failure (p->oom). */
-static bool add_part(Parts *p, const Expr *cond, const ExprEnv *env)
+static bool known_part(const Parts *p, const char *text)
 {
-    size_t from = p->n_conj;
-    if (cond)
-        keep_conjuncts(p, cond, env, 0);
-    if (p->oom || p->n_conj == from)
-        return false;
-    char *text = conjunction_text(p->conj, from, p->n_conj);
-    if (!text) {
-        p->oom = true;
-        return false;
-    }
     for (size_t i = 0; i < p->n; i++)
-        if (!strcmp(p->texts[i], text)) {   /* written alike in another step: once */
-            free(text);
-            p->n_conj = from;
+        if (!strcmp(p->parts[i].text, text))
             return true;
-        }
+    return false;
+}
+
+static bool push_part(Parts *p, Part part)
+{
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 4;
-        size_t *first = realloc(p->first, cap * sizeof *first);
-        if (first)
-            p->first = first;
-        char **texts = realloc(p->texts, cap * sizeof *texts);
-        if (texts)
-            p->texts = texts;
-        if (!first || !texts) {
-            free(text);
-            p->oom = true;
+        Part *parts = realloc(p->parts, cap * sizeof *parts);
+        if (!parts)
             return false;
-        }
+        p->parts = parts;
         p->cap = cap;
     }
-    p->first[p->n] = from;
-    p->texts[p->n++] = text;
+    p->parts[p->n++] = part;
     return true;
 }
 
-/* Every step condition's part: false when one is `true` (or on p->oom). A step
- * without `where` takes every event; a negated one forbids every event. */
-static bool collect_parts(Parts *p, const Rule *rule, const ExprEnv *env)
+/* Adds the necessary part of condition `cond` to the plan and `or`s it into
+ * p->tree. 1 when added (or written alike in another step: then kept once), 0 when
+ * it is `true` (no conjunct reads only the event), -1 on failure. */
+static int add_part(PlanBuilder *pb, Parts *p, const Rule *rule, const Expr *cond)
+{
+    PlanMark mark = plan_mark(pb);
+    int64_t part = -1;
+    p->n_conj = 0;
+    if (cond && keep_conjuncts(pb, p, rule, cond, &part, 0) < 0)
+        return -1;
+    if (part < 0)
+        return 0;
+    Part kept = {conjunction_text(p), p->n_conj > 1};
+    if (!kept.text)
+        return -1;
+    if (known_part(p, kept.text)) {
+        free(kept.text);
+        plan_rollback(pb, mark);
+        return 1;
+    }
+    if (!push_part(p, kept)) {
+        free(kept.text);
+        return -1;
+    }
+    if (p->tree >= 0 &&
+        (part = plan_join(pb, FILTER_OR, (uint32_t)p->tree, (uint32_t)part)) < 0)
+        return -1;
+    p->tree = part;
+    return 1;
+}
+
+/* Every step condition's part, `or`ed into p->tree: 1 when all have one, 0 when one
+ * is `true` (p->blocker says which), -1 on failure. A step without `where` takes
+ * every event; a negated one forbids every event. */
+static int collect_parts(PlanBuilder *pb, Parts *p, const Rule *rule)
 {
     for (size_t i = 0; i < rule->n_steps; i++) {
         const Step *s = &rule->steps[i];
         p->blocker = s;
         p->blocker_until = false;
-        if (!add_part(p, s->where, env))
-            return false;
-        p->blocker_until = true;
-        if (s->quant.until && !add_part(p, s->quant.until, env))
-            return false;
+        int rc = add_part(pb, p, rule, s->where);
+        if (rc <= 0)
+            return rc;
+        if (s->quant.until) {
+            p->blocker_until = true;
+            if ((rc = add_part(pb, p, rule, s->quant.until)) <= 0)
+                return rc;
+        }
     }
     p->blocker = NULL;
-    return true;
+    return 1;
 }
 
 static bool step_negated(const Step *s)
@@ -233,8 +252,8 @@ static char *relevance_text(const Parts *p)
 {
     Buf b = BUF_INIT;
     for (size_t i = 0; i < p->n; i++) {
-        bool paren = p->n > 1 && part_end(p, i) - p->first[i] > 1;
-        buf_printf(&b, "%s%s%s%s", i ? " or " : "", paren ? "(" : "", p->texts[i],
+        bool paren = p->n > 1 && p->parts[i].compound;
+        buf_printf(&b, "%s%s%s%s", i ? " or " : "", paren ? "(" : "", p->parts[i].text,
                    paren ? ")" : "");
     }
     if (b.failed) {
@@ -244,47 +263,23 @@ static char *relevance_text(const Parts *p)
     return buf_steal(&b);
 }
 
-/* The tree of the parts, -1 on failure. */
-static int64_t build_tree(PlanBuilder *pb, const Rule *rule, const Parts *p)
-{
-    int64_t tree = -1;
-    for (size_t i = 0; i < p->n; i++) {
-        int64_t part = -1;
-        for (size_t c = p->first[i]; c < part_end(p, i); c++) {
-            int64_t node = plan_split(pb, rule, p->conj[c]);
-            if (node < 0)
-                return -1;
-            part = part < 0 ? node : plan_join(pb, FILTER_AND, (uint32_t)part, (uint32_t)node);
-            if (part < 0)
-                return -1;
-        }
-        tree = tree < 0 ? part : plan_join(pb, FILTER_OR, (uint32_t)tree, (uint32_t)part);
-        if (tree < 0)
-            return -1;
-    }
-    return tree;
-}
-
-int relevance_plan(PlanBuilder *pb, CompiledRule *cr, FieldTable *fields, bool enabled)
+int relevance_plan(PlanBuilder *pb, CompiledRule *cr, bool enabled)
 {
     cr->relaxed = relevance_relaxed(cr->ast);
     cr->relevance_root = FILTER_NONE;
-    ExprEnv env = {fields, cr->ast};
-    Parts p = {0};
-    int rc = 0;
-    if (!enabled || !cr->relaxed || !collect_parts(&p, cr->ast, &env) || p.n == 0) {
-        if (!p.oom && !(cr->relevance_why = why_none(cr->ast, enabled, &p)))
-            rc = -1;
-    } else {
-        int64_t root = build_tree(pb, cr->ast, &p);
-        cr->relevance_text = relevance_text(&p);
-        if (root < 0 || !cr->relevance_text)
-            rc = -1;
+    PlanMark start = plan_mark(pb);
+    Parts p = {.tree = -1};
+    int found = enabled && cr->relaxed ? collect_parts(pb, &p, cr->ast) : 0;
+    if (found == 0) {
+        plan_rollback(pb, start);
+        if (!(cr->relevance_why = why_none(cr->ast, enabled, &p)))
+            found = -1;
+    } else if (found > 0) {
+        if ((cr->relevance_text = relevance_text(&p)))
+            cr->relevance_root = (uint32_t)p.tree;
         else
-            cr->relevance_root = (uint32_t)root;
+            found = -1;
     }
-    if (p.oom)
-        rc = -1;
     parts_free(&p);
-    return rc;
+    return found < 0 ? -1 : 0;
 }

@@ -28,9 +28,10 @@ bool relevance_relaxed(const Rule *rule);
 
 /* Sets cr->relaxed and, when `enabled` and the rule is relaxed with a relevance other
  * than `true`, cr->relevance_root (its tree added to the plan) and cr->relevance_text;
- * otherwise cr->relevance_why.
- * Conjuncts are compiled against fields to classify them. -1 on failure (allocation,
- * or a compile error reported to the plan's diagnostics). */
-int relevance_plan(PlanBuilder *pb, CompiledRule *cr, FieldTable *fields, bool enabled);
+ * otherwise cr->relevance_why, and the plan is as before the call.
+ * Each conjunct is compiled once, into the plan, which classifies it by its atoms.
+ * -1 on failure (allocation, not reported, or a compile error reported to the plan's
+ * diagnostics): the rule set's compile fails. */
+int relevance_plan(PlanBuilder *pb, CompiledRule *cr, bool enabled);
 
 #endif

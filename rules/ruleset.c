@@ -197,12 +197,18 @@ CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev
     return ruleset_compile_with(ast, prev, NULL, diags);
 }
 
+static void report_out_of_memory(Diags *diags)
+{
+    diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while compiling rules");
+}
+
 CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
                                       const RuleSetOptions *opts, Diags *diags)
 {
     CompiledRuleSet *rs = calloc(1, sizeof *rs);
     if (!rs) {
         ast_ruleset_free(ast);
+        report_out_of_memory(diags);
         return NULL;
     }
     rs->ast = ast;
@@ -231,7 +237,7 @@ CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
     }
     return rs;
 oom:
-    diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while compiling rules");
+    report_out_of_memory(diags);
     ruleset_free(rs);
     return NULL;
 }

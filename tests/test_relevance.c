@@ -202,6 +202,40 @@ START_TEST(the_switch_turns_it_off_and_a_reload_keeps_it)
 }
 END_TEST
 
+/* Conjuncts are compiled once, into the plan, and those that read the partial match,
+ * parts written alike and the parts of a rule that ends up without relevance are
+ * taken out again: the plan holds exactly the atoms and nodes the filters and
+ * relevance trees test, none of them reading the partial match. */
+START_TEST(the_plan_keeps_only_what_the_trees_test)
+{
+    CompiledRuleSet *rs = test_rules_compile(
+        "rule keep { key u; filter t == \"tx\"; begin a where x == 1 and y == a.y;\n"
+        "  followed_by b where x == 1 and y == a.y; followed_by c where v == 3 and (z == 2 or w == a.w); }\n"
+        "rule blocked { key u; begin a where q == 7 and r == 8; followed_by b where y == a.y; }\n"
+        "rule shares { key u; begin a where x == 1 and time() - time(a) < 5m; }\n",
+        NULL);
+    ck_assert_str_eq(relevance_of(rs, "keep"), "x == 1 or v == 3");
+    ck_assert_str_eq(relevance_of(rs, "blocked"), "-");
+    ck_assert_str_eq(relevance_of(rs, "shares"), "x == 1");
+    const FilterPlan *plan = &rs->filters;
+    /* atoms: t == "tx", x == 1 (keep's two steps and shares), v == 3 */
+    ck_assert_uint_eq(plan->n_atoms, 3);
+    for (size_t i = 0; i < plan->n_atoms; i++)
+        ck_assert(!expr_is_iterative(plan->atoms[i]));
+    /* nodes: the filter's atom; keep's x == 1, v == 3 and their `or`; shares' x == 1 */
+    ck_assert_uint_eq(plan->n_nodes, 5);
+    const CompiledRule *keep = rule_named(rs, "keep"), *shares = rule_named(rs, "shares");
+    ck_assert_uint_eq(keep->filter_root, 0);
+    const FilterNode *or = &plan->nodes[keep->relevance_root];
+    ck_assert_uint_eq(keep->relevance_root, 3);
+    ck_assert_uint_eq(or->op, FILTER_OR);
+    ck_assert_uint_eq(shares->relevance_root, 4);
+    ck_assert_uint_eq(plan->nodes[or->a].a, plan->nodes[shares->relevance_root].a);
+    ck_assert_uint_eq(plan->nodes[or->b].a, 2);
+    ruleset_free(rs);
+}
+END_TEST
+
 /* ---- the router ----------------------------------------------------------------- */
 
 /* Rules with filters and relevance of every form the router tests differently:
@@ -461,6 +495,7 @@ static Suite *relevance_suite(void)
     tcase_add_test(tc, relevance_is_the_or_of_the_event_only_conjuncts);
     tcase_add_test(tc, a_condition_without_event_only_conjunct_switches_it_off);
     tcase_add_test(tc, the_switch_turns_it_off_and_a_reload_keeps_it);
+    tcase_add_test(tc, the_plan_keeps_only_what_the_trees_test);
     suite_add_tcase(s, tc);
     tc = tcase_create("router");
     tcase_set_timeout(tc, 60);
