@@ -117,22 +117,7 @@ static char *run(const CompiledRuleSet *rs, const Lines *lines, size_t max_parti
         ck_assert_int_eq(engine_line(e, lines->v[i], strlen(lines->v[i]), "t", i + 1,
                                      (int64_t)i * 1000), 0);
     ck_assert_int_eq(engine_finish(e), 0);
-    EngineStats st;
-    engine_stats(e, &st);
-    buf_printf(&out, "events %llu malformed %llu late %llu\n", (unsigned long long)st.events,
-               (unsigned long long)st.malformed, (unsigned long long)st.late);
-    for (size_t r = 0; r < rs->n_rules; r++) {
-        EngineRuleStats rst;
-        engine_rule_stats(e, r, &rst);
-        buf_printf(&out, "rule %zu: %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu\n", r,
-                   (unsigned long long)rst.matches, (unsigned long long)rst.timeouts,
-                   (unsigned long long)rst.alerts, (unsigned long long)rst.suppressed,
-                   (unsigned long long)rst.missing_key, (unsigned long long)rst.keys_live,
-                   (unsigned long long)rst.partials_live,
-                   (unsigned long long)rst.partials_dropped,
-                   (unsigned long long)rst.partials_refused, (unsigned long long)rst.cap_hits,
-                   (unsigned long long)rst.keys_refused);
-    }
+    engine_stats_json(e, &out);
     engine_free(e);
     ck_assert(!out.failed);
     return buf_steal(&out);
