@@ -3,6 +3,7 @@ libvigil_a_SOURCES += \
 	base/buf.c base/buf.h \
 	base/fdio.c base/fdio.h \
 	base/freeroom.h \
+	base/grow.h \
 	base/hash.h \
 	base/isotime.c base/isotime.h \
 	base/utf8.h

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/hash.h"
 #include "dsl/fmt.h"
 #include "rules/relevance.h"
@@ -17,50 +18,39 @@
  * of the router's evaluation. */
 #define MAX_SPLIT_DEPTH 64
 
+/* An atom's canonical text (heap) and its hash, to find it again. */
+typedef struct AtomName {
+    char *text;
+    uint64_t hash;
+} AtomName;
+
 struct PlanBuilder {
     CompiledRuleSet *rs;
     ExprEnv env;
     Diags *diags;
-    char **texts;              /* per atom: its canonical text (heap) */
-    uint64_t *hashes;          /* per atom: hash of its text */
-    size_t cap_atoms, cap_nodes;
+    AtomName *names;           /* per atom of rs->filters */
+    size_t cap_atoms, cap_names, cap_nodes;
 };
 
 static bool room_for_node(PlanBuilder *sp)
 {
     FilterPlan *plan = &sp->rs->filters;
-    if (plan->n_nodes < sp->cap_nodes)
-        return true;
-    size_t cap = sp->cap_nodes ? sp->cap_nodes * 2 : 16;
-    FilterNode *nodes = realloc(plan->nodes, cap * sizeof *nodes);
-    if (!nodes)
-        return false;
-    plan->nodes = nodes;
-    sp->cap_nodes = cap;
-    return true;
+    FilterNode *nodes = grow_for_one(plan->nodes, &sp->cap_nodes, plan->n_nodes, sizeof *nodes);
+    if (nodes)
+        plan->nodes = nodes;
+    return nodes != NULL;
 }
 
-/* Room for one more atom in the three parallel arrays. A failed realloc leaves the
- * arrays already grown bigger than cap_atoms says, which is harmless. */
 static bool room_for_atom(PlanBuilder *sp)
 {
     FilterPlan *plan = &sp->rs->filters;
-    if (plan->n_atoms < sp->cap_atoms)
-        return true;
-    size_t cap = sp->cap_atoms ? sp->cap_atoms * 2 : 16;
-    CExpr **atoms = realloc(plan->atoms, cap * sizeof *atoms);
+    CExpr **atoms = grow_for_one(plan->atoms, &sp->cap_atoms, plan->n_atoms, sizeof *atoms);
     if (atoms)
         plan->atoms = atoms;
-    char **texts = realloc(sp->texts, cap * sizeof *texts);
-    if (texts)
-        sp->texts = texts;
-    uint64_t *hashes = realloc(sp->hashes, cap * sizeof *hashes);
-    if (hashes)
-        sp->hashes = hashes;
-    if (!atoms || !texts || !hashes)
-        return false;
-    sp->cap_atoms = cap;
-    return true;
+    AtomName *names = grow_for_one(sp->names, &sp->cap_names, plan->n_atoms, sizeof *names);
+    if (names)
+        sp->names = names;
+    return atoms && names;
 }
 
 /* Index of the atom written as `e`, compiling it the first time; -1 on failure. */
@@ -72,7 +62,7 @@ static int64_t atom_of(PlanBuilder *sp, const Expr *e)
         return -1;
     uint64_t h = hash_bytes(HASH_SEED, text, strlen(text));
     for (size_t i = 0; i < plan->n_atoms; i++)
-        if (sp->hashes[i] == h && !strcmp(sp->texts[i], text)) {
+        if (sp->names[i].hash == h && !strcmp(sp->names[i].text, text)) {
             free(text);
             return (int64_t)i;
         }
@@ -89,8 +79,7 @@ static int64_t atom_of(PlanBuilder *sp, const Expr *e)
         return -1;
     }
     plan->atoms[plan->n_atoms] = ce;
-    sp->texts[plan->n_atoms] = text;
-    sp->hashes[plan->n_atoms] = h;
+    sp->names[plan->n_atoms] = (AtomName){text, h};
     return (int64_t)plan->n_atoms++;
 }
 
@@ -149,7 +138,7 @@ void plan_rollback(PlanBuilder *pb, PlanMark mark)
     FilterPlan *plan = &pb->rs->filters;
     for (size_t i = mark.atoms; i < plan->n_atoms; i++) {
         expr_free(plan->atoms[i]);
-        free(pb->texts[i]);
+        free(pb->names[i].text);
     }
     plan->n_atoms = mark.atoms;
     plan->n_nodes = mark.nodes;
@@ -185,9 +174,8 @@ int filters_plan(CompiledRuleSet *rs, Diags *diags)
         if (relevance_plan(&sp, &rs->rules[i], !rs->opts.all_relevant) < 0)
             rc = -1;
     for (size_t i = 0; i < rs->filters.n_atoms; i++)
-        free(sp.texts[i]);
-    free(sp.texts);
-    free(sp.hashes);
+        free(sp.names[i].text);
+    free(sp.names);
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/grow.h"
 #include "dsl/fmt.h"
 
 /* Deeper `and` nests stay one conjunct (bounds the recursion). */
@@ -77,14 +78,10 @@ static void parts_free(Parts *p)
 
 static bool push_conjunct(Parts *p, const Expr *e)
 {
-    if (p->n_conj == p->cap_conj) {
-        size_t cap = p->cap_conj ? 2 * p->cap_conj : 8;
-        const Expr **conj = realloc(p->conj, cap * sizeof *conj);
-        if (!conj)
-            return false;
-        p->conj = conj;
-        p->cap_conj = cap;
-    }
+    const Expr **conj = grow_for_one(p->conj, &p->cap_conj, p->n_conj, sizeof *conj);
+    if (!conj)
+        return false;
+    p->conj = conj;
     p->conj[p->n_conj++] = e;
     return true;
 }
@@ -153,14 +150,10 @@ static bool known_part(const Parts *p, const char *text)
 
 static bool push_part(Parts *p, Part part)
 {
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? 2 * p->cap : 4;
-        Part *parts = realloc(p->parts, cap * sizeof *parts);
-        if (!parts)
-            return false;
-        p->parts = parts;
-        p->cap = cap;
-    }
+    Part *parts = grow_for_one(p->parts, &p->cap, p->n, sizeof *parts);
+    if (!parts)
+        return false;
+    p->parts = parts;
     p->parts[p->n++] = part;
     return true;
 }

@@ -210,7 +210,8 @@ START_TEST(the_plan_keeps_only_what_the_trees_test)
 {
     CompiledRuleSet *rs = test_rules_compile(
         "rule keep { key u; filter t == \"tx\"; begin a where x == 1 and y == a.y;\n"
-        "  followed_by b where x == 1 and y == a.y; followed_by c where v == 3 and (z == 2 or w == a.w); }\n"
+        "  followed_by b where x == 1 and y == a.y;\n"
+        "  followed_by c where v == 3 and (z == 2 or w == a.w); }\n"
         "rule blocked { key u; begin a where q == 7 and r == 8; followed_by b where y == a.y; }\n"
         "rule shares { key u; begin a where x == 1 and time() - time(a) < 5m; }\n",
         NULL);
