@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/grow.h"
 #include "base/hash.h"
 
 #define REGEX_MATCH_LIMIT 100000u   /* backtracking steps per match */
@@ -1099,16 +1100,12 @@ static bool out_of_memory(Compiler *c)
 
 static bool grow(Compiler *c, void **items, size_t *cap, size_t n, size_t size)
 {
-    if (n < *cap)
-        return true;
-    size_t new_cap = *cap ? *cap * 2 : 8;
-    if (new_cap > UINT32_MAX || new_cap > SIZE_MAX / size)
+    if (n >= UINT32_MAX)   /* items are numbered by uint32_t */
         return out_of_memory(c);
-    void *p = realloc(*items, new_cap * size);
-    if (!p)
+    void *grown = grow_for_one(*items, cap, n, size);
+    if (!grown)
         return out_of_memory(c);
-    *items = p;
-    *cap = new_cap;
+    *items = grown;
     return true;
 }
 
