@@ -46,8 +46,9 @@
 
 /* What decoding made of one line: the event (NULL: err says why) and, on event
  * time, its time (timed false: the time field is missing or unparsable). A failed
- * line needs only err, a good one only its time and routes, so they share room: a
- * FeedLine is one cache line, and each crosses cores twice per batch. */
+ * line needs only err, a good one only its time and routes, so they share room.
+ * Written only by the decoding thread, in an array of its own (FeedBatch.out), so
+ * that the reading thread's writes of the next lines never share its cache lines. */
 typedef struct Decoded {
     Event *ev;                 /* one reference, owned until handed to take_decoded */
     union {
@@ -58,28 +59,31 @@ typedef struct Decoded {
         };
     };
     bool timed;
-    bool routed;               /* FeedLine: routed by the decoding thread (event time) */
-    bool rejected;             /* FeedLine: from engine_reject; its reason, NUL-terminated,
-                                  follows the line's bytes in FeedBatch.text */
+    bool routed;               /* routed by the decoding thread (event time) */
 } Decoded;
 
-/* A batch's text stays below 4 GiB (feed_add refuses a line that would pass it: the
+/* A line's bytes in FeedBatch.text: all that the reading thread writes per line. A
+ * batch's text stays below 4 GiB (feed_add refuses a line that would pass it: the
  * line is then taken on the engine's thread), so 32-bit offsets do. */
-typedef struct FeedLine {
-    Decoded out;               /* written by the decoding thread */
-    const char *origin;
-    uint64_t line_no;
-    int64_t now_ms;
-    uint32_t off, len;         /* the line's bytes in FeedBatch.text */
-} FeedLine;
-_Static_assert(sizeof(void *) != 8 || sizeof(FeedLine) == 64, "a FeedLine is a cache line");
+typedef struct FeedText {
+    uint32_t off, len;
+} FeedText;
 
+/* The reading thread fills a batch with consecutive lines of one origin that arrived
+ * at one now_ms (another line closes the batch first), so where each line came from
+ * is written once per batch, not once per line. */
 typedef struct FeedBatch {
     WorkerJob job;
     struct Engine *e;          /* its decoders and rules; they change only with no batch out */
+    const char *origin;        /* the lines' origin, */
+    uint64_t first_line;       /* the first line's number (line i is first_line + i) */
+    int64_t now_ms;            /* and arrival time */
+    bool rejected;             /* its one line is from engine_reject: its reason,
+                                  NUL-terminated, follows the line's bytes in text */
     Buf text;                  /* the lines' bytes, owned, reused */
-    FeedLine *lines;           /* owned, reused */
-    size_t n, cap;
+    FeedText *lines;           /* owned, reused; written by the reading thread */
+    Decoded *out;              /* owned, reused; written by the decoding thread */
+    size_t n, cap;             /* lines and out have cap entries */
     WorkerRoute *routes;       /* the lines' routes, owned, reused */
     size_t n_routes, routes_cap;
     Buf keys;                  /* the routes' key bytes, owned, reused */
@@ -155,7 +159,7 @@ struct Engine {
     Feed feed;                 /* with workers: lines out for decoding */
     Event *pre_ev;             /* the decoded event take_decoded handles, until released: */
     const FeedBatch *pre_batch;   /* its batch (the worker that allocated it) */
-    const FeedLine *pre_line;     /* and line (its routes, if routed) */
+    const Decoded *pre_out;       /* and what its line decoded to (its routes, if routed) */
 };
 
 static char *dup_message(const char *msg)
@@ -231,12 +235,19 @@ static void decode_line(Decoder *d, const CompiledRuleSet *rs, const char *text,
                  evtime_parse(&out->ev->slots[rs->time_slot], rs->time_format, &out->time_ms);
 }
 
+/* buf_reserve for the batches' buffers, without a call per line when the room is
+ * there (their `failed` is never left set: a failed reserve resets it). */
+static inline bool feed_reserve(Buf *b, size_t extra)
+{
+    return b->cap - b->len > extra || buf_reserve(b, extra);
+}
+
 /* Filters and keys of every rule for a decoded, timed line; without memory for its
  * routes the line stays unrouted (the engine's thread routes it). */
-static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
+static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
 {
-    Event *ev = l->out.ev;
-    ev->time_ms = l->out.time_ms;   /* time() in filters and keys */
+    Event *ev = o->ev;
+    ev->time_ms = o->time_ms;   /* time() in filters and keys */
     size_t n = router_route_all(fr->router, ev, fr->scratch, fr->order, fr->res, fr->key);
     size_t key_bytes = 0;
     for (size_t i = 0; i < n; i++)
@@ -253,13 +264,13 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
         }
     }
     if (b->n_routes + n > b->routes_cap || b->n_routes + n > UINT32_MAX
-        || !buf_reserve(&b->keys, key_bytes)) {
+        || !feed_reserve(&b->keys, key_bytes)) {
         b->keys.failed = false;
         expr_scratch_reset(fr->scratch);
         return;
     }
-    l->out.route_first = (uint32_t)b->n_routes;
-    l->out.n_routes = (uint32_t)n;
+    o->route_first = (uint32_t)b->n_routes;
+    o->n_routes = (uint32_t)n;
     for (size_t i = 0; i < n; i++) {
         size_t ri = fr->order[i];
         WorkerRoute *r = &b->routes[b->n_routes++];
@@ -269,10 +280,10 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
         r->key_off = b->keys.len;
         r->key_len = fr->key[ri].len;
         r->hash = fr->key[ri].hash;
-        buf_append(&b->keys, fr->key[ri].bytes, r->key_len);
+        buf_append_inline(&b->keys, fr->key[ri].bytes, r->key_len);
     }
     expr_scratch_reset(fr->scratch);
-    l->out.routed = true;
+    o->routed = true;
 }
 
 /* The fast path's half on the decoding thread: a batch of only timed, routed events in
@@ -282,19 +293,20 @@ static void route_line(FeedBatch *b, FeedRouter *fr, FeedLine *l)
 static bool split_batch(FeedBatch *b, size_t worker)
 {
     int64_t prev = INT64_MIN;
+    if (b->rejected)
+        return false;
     for (size_t i = 0; i < b->n; i++) {
-        const FeedLine *l = &b->lines[i];
-        if (l->out.rejected || !l->out.routed || l->out.time_ms < prev)
+        const Decoded *o = &b->out[i];
+        if (!o->routed || o->time_ms < prev)
             return false;
-        prev = l->out.time_ms;
+        prev = o->time_ms;
     }
     for (size_t i = 0; i < b->n; i++) {
-        const FeedLine *l = &b->lines[i];
-        if (workers_split_add(b->e->workers, b->split, worker, l->out.ev,
-                              &b->routes[l->out.route_first], l->out.n_routes, b->keys.data,
-                              i) < 0) {
+        const Decoded *o = &b->out[i];
+        if (workers_split_add(b->e->workers, b->split, worker, o->ev,
+                              &b->routes[o->route_first], o->n_routes, b->keys.data, i) < 0) {
             for (size_t k = 0; k < i; k++)   /* the lines split so far own theirs again */
-                event_retain(b->lines[k].out.ev);
+                event_retain(b->out[k].ev);
             workers_split_clear(b->split);
             return false;
         }
@@ -317,7 +329,7 @@ static void feed_deliver(FeedBatch *b, size_t worker)
         return;
     /* no batch from c->seq on can be taken (nor its slot reused) while this holds the lock */
     while (c->seq == b->seq && c->ok && b->split_ok) {
-        int64_t first = b->lines[0].out.time_ms, last = b->lines[b->n - 1].out.time_ms;
+        int64_t first = b->out[0].time_ms, last = b->out[b->n - 1].time_ms;
         Reorder r = c->reorder;
         if (!reorder_pass_sorted(&r, first, last, b->n) ||
             !workers_split_deliver(b->e->workers, b->split, worker, c->next_id + 1, last))
@@ -344,18 +356,16 @@ static void decode_batch(void *arg, size_t worker)
     b->n_routes = 0;
     buf_clear(&b->keys);
     workers_reclaim(e->workers, worker);   /* the memory this batch's events reuse */
-    for (size_t i = 0; i < b->n; i++) {
-        FeedLine *l = &b->lines[i];
-        l->out.routed = false;
-        if (l->out.rejected)
-            continue;
-        decode_line(d, e->rs, b->text.data + l->off, l->len, &l->out);
-        if (l->out.ev) {   /* while its lines are in the cache (the fast path needs them) */
-            l->out.ev->origin = l->origin;
-            l->out.ev->origin_line = l->line_no;
+    for (size_t i = 0; i < b->n && !b->rejected; i++) {
+        Decoded *o = &b->out[i];
+        o->routed = false;
+        decode_line(d, e->rs, b->text.data + b->lines[i].off, b->lines[i].len, o);
+        if (o->ev) {   /* while it is in the cache (the fast path needs them) */
+            o->ev->origin = b->origin;
+            o->ev->origin_line = b->first_line + i;
         }
-        if (l->out.ev && l->out.timed)
-            route_line(b, fr, l);
+        if (o->ev && o->timed)
+            route_line(b, fr, o);
     }
     b->split_ok = b->split && e->rs->event_time && split_batch(b, worker);
     atomic_store_explicit(&b->decoded, b->seq + 1, memory_order_release);
@@ -391,29 +401,38 @@ static void feed_unsplit(FeedBatch *b)
         return;
     if (b->delivered) {   /* only when the engine ends without taking it: drop it */
         for (size_t i = 0; i < b->n; i++)
-            b->lines[i].out.ev = NULL;   /* their owners have them */
+            b->out[i].ev = NULL;   /* their owners have them */
         b->split_ok = b->delivered = false;
         return;
     }
     for (size_t i = 0; i < b->n; i++)
-        event_retain(b->lines[i].out.ev);
+        event_retain(b->out[i].ev);
     workers_split_clear(b->split);
     b->split_ok = false;
 }
 
-/* Call with no batch out (the workers joined, or every batch processed). */
+/* The events of a decoded batch not taken. */
+static void feed_drop_decoded(FeedBatch *b)
+{
+    feed_unsplit(b);
+    for (size_t j = 0; j < b->n && !b->rejected; j++)
+        if (b->out[j].ev)
+            event_release(b->out[j].ev);
+}
+
+/* Call with every job run (the workers joined, or every batch processed): the
+ * batches out are decoded, the one being filled never was. */
 static void feed_free(Engine *e)
 {
     Feed *f = &e->feed;
+    for (size_t k = 0; f->ring && k < f->in_flight; k++)
+        feed_drop_decoded(&f->ring[(f->oldest + k) % f->n_ring]);
     for (size_t i = 0; f->ring && i < f->n_ring; i++) {
         FeedBatch *b = &f->ring[i];
-        feed_unsplit(b);
         workers_split_free(b->split);
-        for (size_t j = 0; j < b->n; j++)
-            if (b->lines[j].out.ev)
-                event_release(b->lines[j].out.ev);
         buf_free(&b->text);
         free(b->lines);
+        free(b->out);
         free(b->routes);
         buf_free(&b->keys);
     }
@@ -515,14 +534,13 @@ static void match_event(Engine *e, Event *ev)
     e->released_ms = ev->time_ms;
     if (e->workers) {
         int rc;
-        const FeedLine *l = ev == e->pre_ev ? e->pre_line : NULL;
-        size_t home = l ? e->pre_batch->job.worker : SIZE_MAX;
-        if (l)
+        const Decoded *o = ev == e->pre_ev ? e->pre_out : NULL;
+        size_t home = o ? e->pre_batch->job.worker : SIZE_MAX;
+        if (o)
             e->pre_ev = NULL;
-        if (l && l->out.routed)
-            rc = workers_dispatch_routed(e->workers, ev,
-                                         &e->pre_batch->routes[l->out.route_first],
-                                         l->out.n_routes, e->pre_batch->keys.data, home);
+        if (o && o->routed)
+            rc = workers_dispatch_routed(e->workers, ev, &e->pre_batch->routes[o->route_first],
+                                         o->n_routes, e->pre_batch->keys.data, home);
         else
             rc = workers_dispatch(e->workers, ev, home);
         if (rc < 0)
@@ -675,9 +693,9 @@ static void take_rejected(Engine *e, const char *text, size_t len, const char *o
  * whole and its owners get their sub-batches. */
 static bool feed_take_split(Engine *e, FeedBatch *b)
 {
-    int64_t first = b->lines[0].out.time_ms, last = b->lines[b->n - 1].out.time_ms;
     if (!b->split_ok)
         return false;
+    int64_t first = b->out[0].time_ms, last = b->out[b->n - 1].time_ms;
     if (!reorder_pass_sorted(&e->reorder, first, last, b->n)) {
         if (b->delivered)
             e->failed = true;   /* cannot happen: the job decided from this state */
@@ -692,9 +710,7 @@ static bool feed_take_split(Engine *e, FeedBatch *b)
         workers_split_send(e->workers, b->split, e->next_id + 1, last);
     e->next_id += b->n;
     e->released_ms = last;
-    for (size_t i = 0; i < b->n; i++)
-        b->lines[i].out.ev = NULL;
-    b->split_ok = false;
+    b->split_ok = false;   /* the lines' events were the split's: nothing left to drop */
     b->delivered = false;
     return true;
 }
@@ -708,21 +724,24 @@ static void feed_take_lines(Engine *e, FeedBatch *b)
         return;
     }
     feed_unsplit(b);
+    if (b->rejected) {
+        const char *text = b->text.data + b->lines[0].off;
+        take_rejected(e, text, b->lines[0].len, b->origin, b->first_line,
+                      text + b->lines[0].len);
+        b->n = 0;
+    }
     for (size_t i = 0; i < b->n; i++) {
-        FeedLine *l = &b->lines[i];
-        const char *text = b->text.data + l->off;
+        Decoded *o = &b->out[i];
+        const char *text = b->text.data + b->lines[i].off;
         /* the events were written on another core: start fetching the next ones */
-        if (i + FEED_PREFETCH < b->n && b->lines[i + FEED_PREFETCH].out.ev)
-            __builtin_prefetch(b->lines[i + FEED_PREFETCH].out.ev, 1);
-        if (l->out.rejected) {
-            take_rejected(e, text, l->len, l->origin, l->line_no, text + l->len);
-            continue;
-        }
+        if (i + FEED_PREFETCH < b->n && b->out[i + FEED_PREFETCH].ev)
+            __builtin_prefetch(b->out[i + FEED_PREFETCH].ev, 1);
         /* its routes serve if it is released at once (not held by the reorder buffer) */
-        e->pre_ev = l->out.ev;
+        e->pre_ev = o->ev;
         e->pre_batch = b;
-        e->pre_line = l;
-        if (take_decoded(e, &l->out, text, l->len, l->origin, l->line_no, l->now_ms) < 0)
+        e->pre_out = o;
+        if (take_decoded(e, o, text, b->lines[i].len, b->origin, b->first_line + i,
+                         b->now_ms) < 0)
             e->failed = true;
         e->pre_ev = NULL;
     }
@@ -833,29 +852,57 @@ static void feed_flush(Engine *e)
     feed_retire(e, 0);
 }
 
+/* Whether a line can join the batch being filled: the next line of its origin,
+ * read at its time; a rejected line goes alone. */
+static bool feed_joins(const FeedBatch *b, const char *origin, uint64_t line_no,
+                       int64_t now_ms, bool rejected)
+{
+    return !b->n || (!b->rejected && !rejected && origin == b->origin &&
+                     line_no == b->first_line + b->n && now_ms == b->now_ms);
+}
+
+/* Room in the batch's arrays for one more line. */
+static inline bool feed_room(FeedBatch *b)
+{
+    if (b->n < b->cap)
+        return true;
+    size_t cap = b->cap ? b->cap * 2 : FEED_BATCH_LINES;
+    FeedText *lines = realloc(b->lines, cap * sizeof *lines);
+    if (lines)
+        b->lines = lines;   /* cap stays until out has grown too */
+    Decoded *out = lines ? realloc(b->out, cap * sizeof *out) : NULL;
+    if (!out)
+        return false;
+    b->out = out;
+    b->cap = cap;
+    return true;
+}
+
 /* Queues a line (reason NULL) or a rejected line; false on allocation failure, with
  * nothing queued. */
 static bool feed_add(Engine *e, const char *text, size_t len, const char *origin,
                      uint64_t line_no, int64_t now_ms, const char *reason)
 {
     FeedBatch *b = feed_filling(e);
-    size_t reason_len = reason ? strlen(reason) + 1 : 0;
-    if (len + reason_len > UINT32_MAX - b->text.len)
-        return false;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : FEED_BATCH_LINES;
-        FeedLine *g = realloc(b->lines, cap * sizeof *g);
-        if (!g)
-            return false;
-        b->lines = g;
-        b->cap = cap;
+    if (!feed_joins(b, origin, line_no, now_ms, reason != NULL)) {
+        feed_submit(e);
+        b = feed_filling(e);
     }
-    if (!buf_reserve(&b->text, len + reason_len)) {
+    size_t reason_len = reason ? strlen(reason) + 1 : 0;
+    if (len + reason_len > UINT32_MAX - b->text.len || !feed_room(b))
+        return false;
+    if (!feed_reserve(&b->text, len + reason_len)) {
         b->text.failed = false;   /* nothing was appended: the batch stays whole */
         return false;
     }
+    if (!b->n) {
+        b->origin = origin;
+        b->first_line = line_no;
+        b->now_ms = now_ms;
+        b->rejected = reason != NULL;
+    }
     /* reserved above: copy without buf_append's second check */
-    FeedLine *l = &b->lines[b->n++];
+    FeedText *l = &b->lines[b->n++];
     l->off = (uint32_t)b->text.len;
     l->len = (uint32_t)len;
     memcpy(b->text.data + b->text.len, text, len);
@@ -863,11 +910,6 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
         memcpy(b->text.data + b->text.len + len, reason, reason_len);
     b->text.len += len + reason_len;
     b->text.data[b->text.len] = '\0';
-    l->origin = origin;
-    l->line_no = line_no;
-    l->now_ms = now_ms;
-    l->out.ev = NULL;
-    l->out.rejected = reason != NULL;
     if (b->n >= FEED_BATCH_LINES || b->text.len >= FEED_BATCH_BYTES)
         feed_submit(e);
     return true;

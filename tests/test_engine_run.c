@@ -549,20 +549,30 @@ typedef struct Run {
     EngineRuleStats rule0;
 } Run;
 
+/* Where a line comes from and when it arrived, for runs not read from one input. */
+typedef struct Placed {
+    const char *origin;
+    uint64_t line_no;
+    int64_t now_ms;
+} Placed;
+
 /* Feeds lines (every refuse_every-th handed in as refused by the input layer, none if
  * 0; every 500th followed by a tick; waiting for backlogged workers as `vigil run`
- * does), then ends: engine_finish, or engine_stop. */
-static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, size_t workers,
-                      size_t refuse_every, bool stop, Run *run)
+ * does), then ends: engine_finish, or engine_stop. Line i is at[i], or line i + 1 of
+ * "in" at time 0 if at is NULL. */
+static void run_lines(const CompiledRuleSet *rs, char **lines, size_t n, const Placed *at,
+                      size_t workers, size_t refuse_every, bool stop, Run *run)
 {
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
     Engine *e = traced_engine(rs, &run->trace, workers);
     for (size_t i = 0; i < n; i++) {
+        Placed p = at ? at[i] : (Placed){"in", i + 1, 0};
         if (refuse_every && i % refuse_every == refuse_every - 1)
-            engine_reject(e, lines[i], strlen(lines[i]), "in", i + 1, "refused");
+            engine_reject(e, lines[i], strlen(lines[i]), p.origin, p.line_no, "refused");
         else
-            ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
+            ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), p.origin, p.line_no,
+                                         p.now_ms), 0);
         if (i % 500 == 499)
             ck_assert_int_eq(engine_tick(e, 0), 0);
         while (engine_backlogged(e))
@@ -661,12 +671,12 @@ static void free_lines(char **lines, size_t n)
 /* Runs the lines with one worker into *one, then with 2 and 3 workers, each of which
  * must report exactly as one. */
 static void run_as_one_thread(const CompiledRuleSet *rs, char **lines, size_t n,
-                              size_t refuse_every, bool stop, Run *one)
+                              const Placed *at, size_t refuse_every, bool stop, Run *one)
 {
-    run_lines(rs, lines, n, 1, refuse_every, stop, one);
+    run_lines(rs, lines, n, at, 1, refuse_every, stop, one);
     for (size_t workers = 2; workers <= 3; workers++) {
         Run more;
-        run_lines(rs, lines, n, workers, refuse_every, stop, &more);
+        run_lines(rs, lines, n, at, workers, refuse_every, stop, &more);
         assert_same_run(one, &more);
         run_free(&more);
     }
@@ -678,7 +688,7 @@ static void check_same_as_one_thread(const char *rules, bool stop)
     size_t n = 5000;   /* many decoding batches, more than are ever out at once */
     char **lines = mixed_lines(n);
     Run one;
-    run_as_one_thread(rs, lines, n, 97, stop, &one);
+    run_as_one_thread(rs, lines, n, NULL, 97, stop, &one);
     ck_assert_uint_gt(one.stats.malformed, 200);
     ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
     run_free(&one);
@@ -731,7 +741,7 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
         lines[i] = strdup(text);
     }
     Run one;
-    run_as_one_thread(rs, lines, n, 0, false, &one);
+    run_as_one_thread(rs, lines, n, NULL, 0, false, &one);
     ck_assert_uint_gt(one.stats.malformed, 30);
     ck_assert_uint_gt(one.stats.late, 10);
     ck_assert_uint_gt(one.rule0.matches, 100);
@@ -760,11 +770,55 @@ START_TEST(workers_deliver_parts_larger_than_a_queue)
     size_t n = 6000;
     char **lines = some_bad_lines(n, n, n);   /* all good and ordered: the fast path */
     Run one;
-    run_as_one_thread(rs, lines, n, 0, false, &one);
+    run_as_one_thread(rs, lines, n, NULL, 0, false, &one);
     ck_assert_uint_gt(one.rule0.matches, 100);
     run_free(&one);
     free_lines(lines, n);
     ruleset_free(rs);
+}
+END_TEST
+
+/* Lines from two inputs in runs of any length, each numbered in its own input (with
+ * gaps), and arriving at times that move every few lines (a decoding batch holds consecutive
+ * lines of one input that arrived at one time): every event, dead letter and alert
+ * keeps its own input, line and time, as with one thread, on event time and on
+ * processing time (whose events take their time from the arrival). */
+START_TEST(workers_keep_each_lines_input_position_and_arrival)
+{
+    static const char *const rules[] = {
+        "time ts epoch_ms;\n"
+        "rule pair { key user; filter type != \"ping\"; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 10s; on match alert \"m\";\n"
+        "  on timeout alert \"t\"; }\n",
+        "rule pair { key user; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; on match alert \"m\"; }\n",
+    };
+    size_t n = 5000;
+    char **lines = some_bad_lines(n, 1000, 2000);
+    Placed *at = calloc(n, sizeof *at);
+    uint64_t line_of[2] = {0, 0};
+    size_t input = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 13 == 0 || i % 101 == 0 || i % 700 < 3)
+            input ^= 1;
+        line_of[input] += i % 29 == 0 ? 2 : 1;   /* sometimes a number no line has */
+        at[i] = (Placed){input ? "b" : "a", line_of[input], 1000 + (int64_t)(i / 7)};
+    }
+    for (size_t k = 0; k < N(rules); k++) {
+        CompiledRuleSet *rs = test_rules_compile(rules[k], NULL);
+        Run one;
+        run_as_one_thread(rs, lines, n, at, 97, false, &one);
+        ck_assert_uint_gt(one.stats.malformed, 50);
+        ck_assert_msg(one.rule0.matches > 100, "rules %zu: %llu matches", k,
+                      (unsigned long long)one.rule0.matches);
+        ck_assert_ptr_nonnull(strstr(one.trace.order.data, "D b:"));
+        ck_assert_ptr_nonnull(strstr(one.trace.alerts.data, "@a:"));
+        ck_assert_ptr_nonnull(strstr(one.trace.alerts.data, "@b:"));
+        run_free(&one);
+        ruleset_free(rs);
+    }
+    free(at);
+    free_lines(lines, n);
 }
 END_TEST
 
@@ -934,6 +988,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
     tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
     tcase_add_test(tc, workers_deliver_parts_larger_than_a_queue);
+    tcase_add_test(tc, workers_keep_each_lines_input_position_and_arrival);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
