@@ -1,6 +1,7 @@
 /* tests/test_evtime.c — event time parsing: ISO-8601 forms, zone offsets, fractions,
  * leap years, epoch seconds and milliseconds, and what is rejected. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +164,86 @@ START_TEST(epoch_milliseconds)
 }
 END_TEST
 
+/* Integer texts the fast path reads: digit counts 1..19 (19 is beyond it), leading
+ * zeros, signs, and the edges of the time range in milliseconds and in seconds. */
+static const char *const PLAIN_INTEGERS[] = {
+    "0", "-0", "7", "-7", "00", "007", "-007", "42", "999", "1000", "12345", "123456",
+    "1234567", "12345678", "123456789", "1234567890", "12345678901", "123456789012",
+    "1700000000000", "-1700000000000", "12345678901234", "123456789012345",
+    "1234567890123456", "12345678901234567", "123456789012345678", "1234567890123456789",
+    "9", "99", "9999999999", "99999999999999", "999999999999999", "9999999999999999",
+    "99999999999999999", "999999999999999999", "-999999999999999999",
+    "9999999999999999999", "000000000000000001", "0000000000000000001",
+    "000000000000000000", "-000000000000000000",
+    "253402300800000", "253402300800001", "-253402300800000", "-253402300800001",
+    "253402300799999", "0253402300800000", "253402300800", "253402300801",
+    "-253402300800", "-253402300801", "253402300799",
+};
+
+/* The same number as a text only the general path reads (a fraction of zero). */
+static Value with_zero_fraction(const char *text, char *buf, size_t cap, bool as_string)
+{
+    snprintf(buf, cap, "%s.0", text);
+    return as_string ? str(buf) : num_raw(0, buf);
+}
+
+START_TEST(fast_integer_path_matches_general)
+{
+    const char *text = PLAIN_INTEGERS[_i];
+    char buf[64];
+    static const TimeFormat FORMATS[] = { TIME_EPOCH_MS, TIME_EPOCH_S, TIME_AUTO };
+    for (size_t f = 0; f < sizeof FORMATS / sizeof FORMATS[0]; f++) {
+        for (int as_string = 0; as_string <= 1; as_string++) {
+            if (as_string && FORMATS[f] == TIME_AUTO)
+                continue;                        /* a string there is ISO-8601 */
+            Value fast = as_string ? str(text) : num_raw(0, text);
+            Value general = with_zero_fraction(text, buf, sizeof buf, as_string);
+            int64_t fast_ms = 42, general_ms = 43;
+            bool fast_ok = evtime_parse(&fast, FORMATS[f], &fast_ms);
+            bool general_ok = evtime_parse(&general, FORMATS[f], &general_ms);
+            ck_assert_msg(fast_ok == general_ok, "%s (format %d, string %d): %d vs %d",
+                          text, (int)FORMATS[f], as_string, fast_ok, general_ok);
+            if (fast_ok)
+                ck_assert_msg(fast_ms == general_ms, "%s (format %d): %lld vs %lld", text,
+                              (int)FORMATS[f], (long long)fast_ms, (long long)general_ms);
+        }
+    }
+}
+END_TEST
+
+/* Not numbers: ':' is the byte after '9' and '/' the one before '0', alone, inside and
+ * after whole words of digits. */
+static const char *const NOT_EPOCH_MS[] = {
+    "-", "1-", "--1", "+1", "1 ", "1:", "/1", "1234567:", "/1234567", "00000000000:1234",
+    "12345678:1234", "1234567/12345", "123456789012345:", "12345678901234/",
+    "1234\xb1" "12345678",
+};
+
+START_TEST(fast_integer_path_values)
+{
+    expect_ms(num_raw(0, "1700000000000"), TIME_EPOCH_MS, INT64_C(1700000000000));
+    expect_ms(num_raw(0, "-1700000000000"), TIME_EPOCH_MS, INT64_C(-1700000000000));
+    expect_ms(num_raw(0, "1700000000"), TIME_EPOCH_S, INT64_C(1700000000000));
+    expect_ms(num_raw(0, "-0"), TIME_EPOCH_MS, 0);
+    expect_ms(str("007"), TIME_EPOCH_S, 7000);
+    expect_ms(num_raw(0, "253402300800000"), TIME_EPOCH_MS, INT64_C(253402300800000));
+    expect_ms(num_raw(0, "-253402300800000"), TIME_EPOCH_MS, INT64_C(-253402300800000));
+    expect_fail(num_raw(0, "253402300800001"), TIME_EPOCH_MS);
+    expect_fail(num_raw(0, "-253402300800001"), TIME_EPOCH_MS);
+    expect_ms(num_raw(0, "253402300800"), TIME_EPOCH_S, INT64_C(253402300800000));
+    expect_ms(num_raw(0, "-253402300800"), TIME_EPOCH_S, INT64_C(-253402300800000));
+    expect_fail(num_raw(0, "253402300801"), TIME_EPOCH_S);
+    expect_fail(num_raw(0, "-253402300801"), TIME_EPOCH_S);
+    expect_fail(num_raw(0, "999999999999999999"), TIME_EPOCH_S);  /* x1000 would overflow */
+    expect_ms(num_raw(0, "000000000000000001"), TIME_EPOCH_MS, 1);
+    expect_ms(num_raw(0, "0000000000000000001"), TIME_EPOCH_MS, 1); /* 19: general */
+    for (size_t i = 0; i < sizeof NOT_EPOCH_MS / sizeof NOT_EPOCH_MS[0]; i++)
+        expect_fail(str(NOT_EPOCH_MS[i]), TIME_EPOCH_MS);
+    expect_ms(str("1234567890123"), TIME_EPOCH_MS, INT64_C(1234567890123));
+    expect_ms(str("-12345678"), TIME_EPOCH_MS, INT64_C(-12345678));
+}
+END_TEST
+
 static Suite *evtime_suite(void)
 {
     Suite *s = suite_create("evtime");
@@ -174,6 +255,9 @@ static Suite *evtime_suite(void)
     tcase_add_test(tc, iso_format);
     tcase_add_test(tc, epoch_seconds);
     tcase_add_test(tc, epoch_milliseconds);
+    tcase_add_loop_test(tc, fast_integer_path_matches_general, 0,
+                        (int)(sizeof PLAIN_INTEGERS / sizeof PLAIN_INTEGERS[0]));
+    tcase_add_test(tc, fast_integer_path_values);
     suite_add_tcase(s, tc);
     return s;
 }
