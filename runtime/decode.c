@@ -17,7 +17,11 @@
  *   seen again, every slot below it is reset first, so "a.b" cannot survive from a
  *   first "a" when the last "a" has no "b".
  * - Leading and trailing JSON blanks (space, tab, CR, LF) around the object are
- *   accepted and not part of ev->line; a UTF-8 byte order mark is not accepted. */
+ *   accepted and not part of ev->line; a UTF-8 byte order mark is not accepted.
+ * - Speed (every event pays for decoding): string bodies and digit runs are scanned
+ *   8 bytes at a time, a number's value is built while it is validated, member names
+ *   of up to 8 bytes are compared as one word, and blanks, rare in machine-written
+ *   lines, cost one compare where JSON allows them. */
 #include "runtime/decode.h"
 
 #include <stdint.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 
 #include "base/utf8.h"
+#include "runtime/digits.h"
 
 /* json_validate keeps its container stack on the C stack; deeper limits are clamped. */
 #define VALIDATE_STACK_CAP 512
@@ -34,8 +39,9 @@
 typedef struct TrieNode TrieNode;
 
 typedef struct NameEdge {
-    const char *name;       /* borrowed from the FieldTable */
+    uint64_t word;          /* name_word of a name of 1..8 bytes, else 0 */
     size_t len;
+    const char *name;       /* borrowed from the FieldTable */
     TrieNode *child;        /* owned */
 } NameEdge;
 
@@ -71,6 +77,34 @@ struct Decoder {
     EventCache *cache;          /* where events come from and failed ones go; borrowed,
                                    or NULL (malloc) */
 };
+
+/* Member names of 1..8 bytes compare as one word: the 8 bytes read at the name, shifted
+ * so that only the name's own bytes remain (which end of the word holds the first
+ * byte depends on the byte order). Elsewhere every name is compared byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NAME_WORDS 1
+#define NAME_WORD_KEEP(w, len) ((w) << (64 - 8 * (len)))
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define NAME_WORDS 1
+#define NAME_WORD_KEEP(w, len) ((w) >> (64 - 8 * (len)))
+#else
+#define NAME_WORDS 0
+#define NAME_WORD_KEEP(w, len) ((void)(len), (w))
+#endif
+#define NAME_WORD_MAX 8
+
+static inline bool has_name_word(size_t len)
+{
+    return NAME_WORDS && len - 1 < NAME_WORD_MAX;
+}
+
+/* The word of a name of 1..8 bytes at p, of which 8 bytes are readable. */
+static inline uint64_t name_word(const char *p, size_t len)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return NAME_WORD_KEEP(w, len);
+}
 
 static void trie_free(TrieNode *n)
 {
@@ -109,7 +143,13 @@ static TrieNode *trie_child(TrieNode *n, const PathSeg *seg)
         TrieNode *child = trie_node_new();
         if (child == NULL)
             return NULL;
-        n->names[n->n_names++] = (NameEdge){ seg->name, len, child };
+        uint64_t word = 0;
+        if (has_name_word(len)) {
+            char padded[NAME_WORD_MAX] = { 0 };
+            memcpy(padded, seg->name, len);
+            word = name_word(padded, len);
+        }
+        n->names[n->n_names++] = (NameEdge){ word, len, seg->name, child };
         return child;
     }
     for (size_t i = 0; i < n->n_indices; i++)
@@ -227,8 +267,18 @@ static inline bool same_bytes(const char *a, const char *b, size_t len)
     return true;
 }
 
-static inline const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len)
+/* The child of n for the member name [name, name + len); `limit` bounds what may be
+ * read there (at least the name). */
+static inline const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len,
+                                          const char *limit)
 {
+    if (has_name_word(len) && limit - name >= NAME_WORD_MAX) {
+        uint64_t word = name_word(name, len);
+        for (size_t i = 0; i < n->n_names; i++)
+            if (n->names[i].word == word && n->names[i].len == len)
+                return n->names[i].child;
+        return NULL;
+    }
     for (size_t i = 0; i < n->n_names; i++) {
         const NameEdge *edge = &n->names[i];
         if (edge->len == len && same_bytes(edge->name, name, len))
@@ -405,77 +455,84 @@ static char *decode_string(const char *p, const char *end, char *out)
 
 /* ---- numbers --------------------------------------------------------------- */
 
-/* Validates a number at p (first byte '-' or a digit). Returns its end, or NULL. */
-static const char *scan_number(const char *p, const char *end, ScanError *e)
+/* What scanning a number learnt on the way, so a wanted number's value needs no
+ * second pass over its digits. */
+typedef struct NumberScan {
+    uint64_t mantissa;      /* all its digits as one integer (wraps when very long) */
+    size_t digits;          /* digits in the mantissa, leading zeros included */
+    size_t frac_digits;     /* of which after the decimal point */
+    bool exponent;
+} NumberScan;
+
+static inline bool is_digit(const char *p, const char *end)
 {
+    return p < end && (unsigned)(unsigned char)*p - '0' <= 9;
+}
+
+/* Validates a number at p (first byte '-' or a digit). Returns its end, or NULL. */
+static HOT_INLINE const char *scan_number(const char *p, const char *end, NumberScan *n,
+                                          ScanError *e)
+{
+    *n = (NumberScan){ 0, 0, 0, false };
     if (*p == '-')
         p++;
-    if (p == end || *p < '0' || *p > '9') {
+    if (!is_digit(p, end)) {
         e->reason = "digit expected after '-'";
         e->at = p;
         return NULL;
     }
+    const char *digits = p;
     if (*p == '0') {
         p++;
-        if (p < end && *p >= '0' && *p <= '9') {
+        if (is_digit(p, end)) {
             e->reason = "leading zero in number";
             e->at = p - 1;
             return NULL;
         }
     } else {
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        p = digit_run(p, end, &n->mantissa);
     }
+    n->digits = (size_t)(p - digits);
     if (p < end && *p == '.') {
         p++;
-        if (p == end || *p < '0' || *p > '9') {
+        if (!is_digit(p, end)) {
             e->reason = "digit expected after decimal point";
             e->at = p;
             return NULL;
         }
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        const char *frac = p;
+        p = digit_run(p, end, &n->mantissa);
+        n->frac_digits = (size_t)(p - frac);
+        n->digits += n->frac_digits;
     }
     if (p < end && (*p == 'e' || *p == 'E')) {
+        n->exponent = true;
         p++;
         if (p < end && (*p == '+' || *p == '-'))
             p++;
-        if (p == end || *p < '0' || *p > '9') {
+        if (!is_digit(p, end)) {
             e->reason = "digit expected in exponent";
             e->at = p;
             return NULL;
         }
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
+        uint64_t ignored = 0;
+        p = digit_run(p, end, &ignored);
     }
     return p;
 }
 
-/* The value of a validated number [p, end); `p` lies in a NUL-terminated line. */
-static double number_value(const char *p, const char *end)
+/* The value of the validated number [p, ...) that scanning described as n; `p` lies
+ * in a NUL-terminated line. */
+static double number_value(const char *p, const NumberScan *n)
 {
     static const double POW10[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
                                        1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
     /* Up to 15 significant digits and no exponent: mantissa and power of ten are exact
      * doubles, so one division is correctly rounded, like strtod, and much cheaper. */
-    const char *s = p;
-    bool neg = *s == '-';
-    s += neg;
-    uint64_t mant = 0;
-    int digits = 0, frac = 0;
-    bool in_frac = false;
-    for (; s < end; s++) {
-        if (*s == '.') {
-            in_frac = true;
-            continue;
-        }
-        if (*s < '0' || *s > '9' || ++digits > 15)
-            return strtod(p, NULL);
-        mant = mant * 10 + (uint64_t)(*s - '0');
-        frac += in_frac;
-    }
-    double v = (double)mant / POW10[frac];
-    return neg ? -v : v;
+    if (n->exponent || n->digits > 15)
+        return strtod(p, NULL);
+    double v = (double)n->mantissa / POW10[n->frac_digits];
+    return *p == '-' ? -v : v;
 }
 
 /* ---- the scanner ----------------------------------------------------------- */
@@ -550,7 +607,7 @@ static const TrieNode *escaped_member_node(const TrieNode *parent, ScanTarget *t
         return NULL;
     }
     char *out_end = decode_string(start, end, out);
-    return lookup_name(parent, out, (size_t)(out_end - out));
+    return lookup_name(parent, out, (size_t)(out_end - out), out_end);
 }
 
 static inline bool is_blank(char c)
@@ -558,7 +615,19 @@ static inline bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-#define SKIP_BLANKS() while (p < end && is_blank(*p)) p++
+static const char *skip_blanks(const char *p, const char *end)
+{
+    while (p < end && is_blank(*p))
+        p++;
+    return p;
+}
+
+/* Machine-written lines rarely have blanks between tokens: one compare (nothing above
+ * a space is blank) settles the usual case without the loop. */
+#define SKIP_BLANKS() do { \
+        if (p < end && (unsigned char)*p <= ' ') \
+            p = skip_blanks(p, end); \
+    } while (0)
 #define FAIL(msg, pos) do { e->reason = (msg); e->at = (pos); return false; } while (0)
 
 /* Scans one JSON text [p, end). root is the trie node of the top-level value (NULL
@@ -570,6 +639,7 @@ static bool scan_json(const char *p, const char *end, const TrieNode *root, Fram
     const TrieNode *node = root;      /* trie node of the value about to be scanned */
     const char *start;
     bool escaped;
+    NumberScan number;
 
     SKIP_BLANKS();
 value:
@@ -612,11 +682,11 @@ value:
         break;
     case '-': case '0': case '1': case '2': case '3': case '4':
     case '5': case '6': case '7': case '8': case '9':
-        p = scan_number(p, end, e);
+        p = scan_number(p, end, &number, e);
         if (p == NULL)
             return false;
         if (node != NULL && node->slot >= 0)
-            put_raw(&t->ev->slots[node->slot], V_NUM, start, p)->num = number_value(start, p);
+            put_raw(&t->ev->slots[node->slot], V_NUM, start, p)->num = number_value(start, &number);
         break;
     case 't':
         if (end - p < 4 || memcmp(p, "true", 4) != 0)
@@ -639,6 +709,9 @@ value:
         if (node != NULL && node->slot >= 0)
             put_raw(&t->ev->slots[node->slot], V_NULL, start, p);
         break;
+    case ' ': case '\t': case '\n': case '\r':
+        p = skip_blanks(p, end);
+        goto value;
     default:
         FAIL("expected a JSON value", p);
     }
@@ -651,6 +724,8 @@ after_value:
         if (p < end && *p == ',') {
             p++;
             SKIP_BLANKS();
+            if (p < end && *p == '"')
+                goto member_name;
             if (p < end && *p == '}')
                 FAIL("trailing comma in object", p);
             goto member;
@@ -684,6 +759,7 @@ member:
         FAIL("unterminated object", p);
     if (*p != '"')
         FAIL("expected a member name (a string)", p);
+member_name:
     start = p + 1;
     p = scan_string(start, end, &escaped, e);
     if (p == NULL)
@@ -691,7 +767,7 @@ member:
     if (stack[depth - 1].node == NULL) {
         node = NULL;
     } else if (!escaped) {
-        node = lookup_name(stack[depth - 1].node, start, (size_t)(p - 1 - start));
+        node = lookup_name(stack[depth - 1].node, start, (size_t)(p - 1 - start), end);
     } else {
         node = escaped_member_node(stack[depth - 1].node, t, start, p - 1);
         if (t->out_of_memory)
@@ -701,8 +777,7 @@ member:
     if (p == end || *p != ':')
         FAIL("expected ':' after member name", p);
     p++;
-    SKIP_BLANKS();
-    goto value;
+    goto value;         /* which skips blanks before the value itself */
 
 close: {
         /* p is just past the closing bracket of the innermost container. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/decode.h"
+#include "runtime/digits.h"
 #include "tests/checkmain.h"
 #include "tests/testutil.h"
 
@@ -385,6 +386,248 @@ START_TEST(string_specials_at_every_position)
 }
 END_TEST
 
+/* More special bytes at every position of a word: 3- and 4-byte UTF-8, \u escapes and a
+ * surrogate pair, and invalid bytes right after a run the word scan skipped. */
+START_TEST(string_sequences_at_every_position)
+{
+    static const char *const paths[] = { "s" };
+    static const struct {
+        const char *text;       /* after the run of k 'a's, before the closing quote */
+        const char *decoded;
+    } GOOD[] = {
+        { "\xe2\x82\xac", "\xe2\x82\xac" },
+        { "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80" },
+        { "\\u00e9", "\xc3\xa9" },
+        { "\\ud83d\\ude00", "\xf0\x9f\x98\x80" },
+        { "\\\\", "\\" },
+        { "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9zzzzzzzz",
+          "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9zzzzzzzz" },
+    };
+    static const struct {
+        const char *text;
+        const char *reason;
+    } BAD[] = {
+        { "\xe2\x82", "invalid UTF-8" },
+        { "\xf0\x9f\x98", "invalid UTF-8" },
+        { "\xc3\x28", "invalid UTF-8" },
+        { "\xf8\x88\x80\x80\x80", "invalid UTF-8" },
+        { "\x7f\x80", "invalid UTF-8" },
+        { "\\u00e", "invalid \\u escape in string" },
+        { "\\ude00", "lone surrogate in \\u escape" },
+        { "\x01", "control character in string" },
+    };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    for (size_t k = 0; k < 20; k++) {
+        char run[32], line[160], want[64];
+        memset(run, 'a', k);
+        run[k] = '\0';
+        for (size_t i = 0; i < sizeof GOOD / sizeof GOOD[0]; i++) {
+            snprintf(line, sizeof line, "{\"s\":\"%s%s\"}", run, GOOD[i].text);
+            snprintf(want, sizeof want, "%s%s", run, GOOD[i].decoded);
+            Event *ev = decode_ok(&f, line);
+            ck_assert_uint_eq(ev->slots[0].len, strlen(want));
+            ck_assert_msg(memcmp(ev->slots[0].s, want, strlen(want)) == 0, "k=%zu: %s", k, line);
+            event_release(ev);
+        }
+        for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+            /* A following member keeps the scan on whole words past the bad byte. */
+            snprintf(line, sizeof line, "{\"s\":\"%s%s\",\"t\":\"padding-padding\"}", run,
+                     BAD[i].text);
+            DecodeError err = { NULL, 0 };
+            ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+            ck_assert_str_eq(err.reason, BAD[i].reason);
+            size_t at = 6 + k + (BAD[i].text[0] == '\x7f');
+            ck_assert_msg(err.offset == at, "k=%zu %s: offset %zu, want %zu", k, BAD[i].reason,
+                          err.offset, at);
+        }
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+/* Numbers are scanned 8 digits at a time: digit runs of every length, ending well
+ * before the line's end or right at it, as integers and on either side of a point,
+ * each with the value strtod gives the same text. */
+START_TEST(numbers_of_every_length)
+{
+    static const char *const paths[] = { "n" };
+    static const char *const FORMS[] = { "%s", "-%s", "%s.5", "0.%s", "-1.%s", "%s.%s",
+                                         "%se2", "%s.25E-3" };
+    static const char *const AFTER[] = { "}", ",\"x\":\"padding-padding\"}" };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    for (size_t n = 1; n <= 20; n++) {
+        char digits[32];
+        for (size_t i = 0; i < n; i++)
+            digits[i] = (char)('1' + (i * 7) % 9);
+        digits[n] = '\0';
+        for (size_t form = 0; form < sizeof FORMS / sizeof FORMS[0]; form++) {
+            for (size_t after = 0; after < 2; after++) {
+                char text[80], line[160];
+                snprintf(text, sizeof text, FORMS[form], digits, digits);
+                snprintf(line, sizeof line, "{\"n\":%s%s", text, AFTER[after]);
+                Event *ev = decode_ok(&f, line);
+                assert_raw(&ev->slots[0], V_NUM, text);
+                ck_assert_msg(ev->slots[0].num == strtod(text, NULL), "%s: %.17g, want %.17g",
+                              text, ev->slots[0].num, strtod(text, NULL));
+                event_release(ev);
+            }
+        }
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+#if DIGIT_WORDS
+/* Every byte value at every position of a word of digits: the count stops exactly
+ * there unless the byte is a digit, whatever follows it. */
+START_TEST(digit_word_count_every_byte)
+{
+    for (unsigned b = 0; b < 256; b++) {
+        for (unsigned at = 0; at < 8; at++) {
+            for (unsigned rest = 0; rest < 3; rest++) {
+                static const char FOLLOW[] = { '5', '\0', (char)0xff };
+                char bytes[8];
+                memset(bytes, '7', sizeof bytes);
+                bytes[at] = (char)b;
+                for (unsigned i = at + 1; i < 8; i++)
+                    bytes[i] = rest == 0 ? bytes[i] : FOLLOW[rest];
+                unsigned want = b >= '0' && b <= '9' ? (rest == 0 || at == 7 ? 8 : at + 1) : at;
+                unsigned got = digit_word_count(digit_word_load(bytes));
+                ck_assert_msg(got == want, "byte 0x%02x at %u (rest %u): %u, want %u", b, at,
+                              rest, got, want);
+            }
+        }
+    }
+    ck_assert_uint_eq(digit_word_value(digit_word_load("12345678"), 8), 12345678);
+    ck_assert_uint_eq(digit_word_value(digit_word_load("90210xyz"), 5), 90210);
+    ck_assert_uint_eq(digit_word_value(digit_word_load("0000007/"), 7), 7);
+    ck_assert_uint_eq(digit_word_value(digit_word_load("9:::::::"), 1), 9);
+}
+END_TEST
+#endif
+
+/* What ends a run of digits is checked as before, whatever the run's length. */
+START_TEST(bytes_after_digit_runs)
+{
+    static const char *const paths[] = { "n" };
+    static const struct {
+        const char *after;      /* right after the digits */
+        const char *reason;
+        size_t extra;           /* offset of the error past the digits */
+    } ENDS[] = {
+        { ":}", "expected ',' or '}' after object member", 0 },
+        { "/}", "expected ',' or '}' after object member", 0 },
+        { "\xc3\xa9}", "expected ',' or '}' after object member", 0 },
+        { "a}", "expected ',' or '}' after object member", 0 },
+        { ".}", "digit expected after decimal point", 1 },
+        { ".x1234567890}", "digit expected after decimal point", 1 },
+        { "e}", "digit expected in exponent", 1 },
+        { "E+:", "digit expected in exponent", 2 },
+        { "", "unterminated object", 0 },
+        { "\x0b}", "expected ',' or '}' after object member", 0 },
+    };
+    Fixture f;
+    fixture_open(&f, paths, 1);
+    for (size_t n = 1; n <= 20; n++) {
+        char digits[32];
+        for (size_t i = 0; i < n; i++)
+            digits[i] = (char)('9' - (i * 5) % 10);
+        digits[0] = '7';
+        digits[n] = '\0';
+        for (size_t i = 0; i < sizeof ENDS / sizeof ENDS[0]; i++) {
+            char line[96];
+            snprintf(line, sizeof line, "{\"n\":%s%s", digits, ENDS[i].after);
+            DecodeError err = { NULL, 0 };
+            ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+            ck_assert_msg(strcmp(err.reason, ENDS[i].reason) == 0, "%s: %s", line, err.reason);
+            ck_assert_uint_eq(err.offset, 5 + n + ENDS[i].extra);
+        }
+        char line[96];
+        snprintf(line, sizeof line, "{\"n\":0%s}", digits);
+        DecodeError err = { NULL, 0 };
+        ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+        ck_assert_str_eq(err.reason, "leading zero in number");
+        ck_assert_uint_eq(err.offset, 5);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
+/* Member names of up to 8 bytes are compared as one word when 8 bytes can be read
+ * from the name, else byte by byte: names of 1..12 bytes, alone at the end of a line
+ * (few bytes follow) or before a long member, among names that differ only in the
+ * last byte or in length. */
+START_TEST(member_names_of_every_length)
+{
+    static const char ALPHABET[] = "abcdefghijkl";
+    const char *paths[12];
+    char names[12][16];
+    for (size_t len = 1; len <= 12; len++) {
+        memcpy(names[len - 1], ALPHABET, len);
+        names[len - 1][len] = '\0';
+        paths[len - 1] = names[len - 1];
+    }
+    Fixture f;
+    fixture_open(&f, paths, 12);
+    for (size_t len = 1; len <= 12; len++) {
+        const char *name = names[len - 1];
+        char line[512];
+        snprintf(line, sizeof line, "{\"%s\":7}", name);
+        Event *ev = decode_ok(&f, line);
+        for (size_t slot = 0; slot < 12; slot++)
+            ck_assert_int_eq(ev->slots[slot].type, slot == len - 1 ? V_NUM : V_MISSING);
+        event_release(ev);
+
+        /* The name, then decoys (which would overwrite it if taken for it): the last
+         * byte changed, the first, one byte more. */
+        snprintf(line, sizeof line,
+                 "{\"%s\":3,\"%.*sz\":1,\"z%s\":1,\"%sz\":2,\"pad\":\"padding-padding\"}",
+                 name, (int)len - 1, name, name + 1, name);
+        ev = decode_ok(&f, line);
+        for (size_t slot = 0; slot < 12; slot++) {
+            if (slot == len - 1) {
+                assert_raw(&ev->slots[slot], V_NUM, "3");
+            } else {
+                ck_assert_msg(ev->slots[slot].type == V_MISSING, "%s set slot %zu", line, slot);
+            }
+        }
+        event_release(ev);
+    }
+    /* Escaped names are decoded first, and only then looked up. */
+    Event *ev = decode_ok(&f, "{\"a\\u0062c\":1,\"\\u0000ab\":2,\"ab\\u0000\":3}");
+    assert_raw(&ev->slots[2], V_NUM, "1");
+    ck_assert_int_eq(ev->slots[1].type, V_MISSING);
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+/* Blanks of each kind wherever JSON allows them; the bytes below a space that are not
+ * JSON blanks are refused in the same places. */
+START_TEST(blanks_between_every_token)
+{
+    static const char *const paths[] = { "a", "b", "c[1]" };
+    static const char BLANKS[] = " \t\n\r";
+    Fixture f;
+    fixture_open(&f, paths, 3);
+    for (size_t i = 0; i < 4; i++) {
+        char line[128];
+        char b = BLANKS[i];
+        snprintf(line, sizeof line,
+                 "%c{%c\"a\"%c:%c1%c,%c\"b\"%c:%c[%c]%c,\"c\":[%c1%c,%c2%c]%c}%c",
+                 b, b, b, b, b, b, b, b, b, b, b, b, b, b, b, b);
+        Event *ev = decode_ok(&f, line);
+        assert_raw(&ev->slots[0], V_NUM, "1");
+        ck_assert_int_eq(ev->slots[1].type, V_ARR);
+        assert_raw(&ev->slots[2], V_NUM, "2");
+        event_release(ev);
+    }
+    fixture_close(&f);
+}
+END_TEST
+
 static const struct {
     const char *line;
     const char *reason;
@@ -432,6 +675,19 @@ static const struct {
     { "{\"a\":\"\\ud800\\u0041\"}", "lone surrogate in \\u escape", 6 },
     { "{\"a\":\"x\\udc00\"}", "lone surrogate in \\u escape", 7 },
     { "\xef\xbb\xbf{}", "line is not a JSON object", 0 },
+    /* Bytes below a space that are not JSON blanks, where blanks may stand. */
+    { "{\"a\":\x0b" "1}", "expected a JSON value", 5 },
+    { "{\"a\": \t\f1}", "expected a JSON value", 7 },
+    { "{\"a\":1\x0b}", "expected ',' or '}' after object member", 6 },
+    { "{\"a\":1,\f\"b\":2}", "expected a member name (a string)", 7 },
+    { "{\x0b\"a\":1}", "expected a member name (a string)", 1 },
+    { "{\"a\"\x0b:1}", "expected ':' after member name", 4 },
+    { "{\"a\":[\x0b]}", "expected a JSON value", 6 },
+    { "{\"a\":[1,\x1f]}", "expected a JSON value", 8 },
+    { "{\"a\": \t}", "expected a JSON value", 7 },
+    { "{\"a\":1, }", "trailing comma in object", 8 },
+    { "{\"a\":[1, ]}", "trailing comma in array", 9 },
+    { "{\"a\":  ", "unexpected end of JSON text", 5 },
 };
 
 START_TEST(errors_have_reason_and_offset)
@@ -566,6 +822,14 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, scratch_does_not_move_under_a_line);
     tcase_add_test(tc, long_numbers_keep_every_digit);
     tcase_add_test(tc, string_specials_at_every_position);
+    tcase_add_test(tc, string_sequences_at_every_position);
+    tcase_add_test(tc, numbers_of_every_length);
+    tcase_add_test(tc, bytes_after_digit_runs);
+#if DIGIT_WORDS
+    tcase_add_test(tc, digit_word_count_every_byte);
+#endif
+    tcase_add_test(tc, member_names_of_every_length);
+    tcase_add_test(tc, blanks_between_every_token);
     tcase_add_loop_test(tc, errors_have_reason_and_offset, 0,
                         (int)(sizeof BAD_LINES / sizeof BAD_LINES[0]));
     tcase_add_test(tc, nesting_limit);
