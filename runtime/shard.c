@@ -48,7 +48,8 @@ struct Shard {
     RuleClock clock;           /* which rule's timers are due first; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
-    size_t *routed_order;      /* the rules whose filter this event passed, in order */
+    size_t *routed_order;      /* the rules whose filter this event passed, in order;
+                                  then (stage_slots) those of them to feed */
     PartEntry **found;         /* per rule: the routed key's entry, or NULL */
     PartProbe *probes;         /* per rule: what a lookup in its table reads first (kept
                                   by the table), side by side for the staged lookups */
@@ -59,6 +60,8 @@ struct Shard {
     size_t *probe_order;       /* the routed rules whose table may hold this event's key
                                   (stage_slots), in order: the later stages visit only
                                   these */
+    bool *woke;                /* per rule: its table cannot hold this event's key, and
+                                  the key wakes (nfa_key_wakes, asked by stage_slots) */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
@@ -185,10 +188,11 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->probes = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probes);
     s->nfas = nfa_list(rs);
     s->probe_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probe_order);
+    s->woke = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->woke);
     s->ctxs = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->ctxs);
     if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
         !s->routed_key || !s->routed_order || !s->found || !s->probes || !s->nfas ||
-        !s->probe_order || !s->ctxs ||
+        !s->probe_order || !s->woke || !s->ctxs ||
         matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
         rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
@@ -240,6 +244,7 @@ static void free_rule_set_parts(Shard *s)
     free(s->probes);
     free(s->nfas);
     free(s->probe_order);
+    free(s->woke);
     free(s->ctxs);
 }
 
@@ -609,11 +614,11 @@ static PartEntry *find_key(const RuleState *st, const RouteKey *k)
 
 /* One event for one rule and a key without an entry. Most events start nothing for
  * most rules (nfa_key_wakes says so cheaply), so a key seen for the first time gets its
- * entry only once its NFA keeps state or alerts. */
+ * entry only once its NFA keeps state or alerts. The caller has started fetching the
+ * slot that entry would take. */
 static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     RuleState *st = &s->rules[ri];
-    part_probe_prefetch(&s->probes[ri], k->hash);   /* the slot a new entry takes */
     NfaKey fresh;
     nfa_key_init(&fresh);
     s->cur_rule = ri;
@@ -639,18 +644,21 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
     warn_if_needed(s, ri);
 }
 
-/* One event for one rule and key, whose entry (find_key) is pe. */
-static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe)
+/* One event for one rule and key, whose entry (find_key) is pe; `woke`: a key without
+ * an entry is known to wake (nfa_key_wakes was asked already). */
+static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe,
+                              bool woke)
 {
     if (pe)
         feed_entry(s, ri, pe, ev);
-    else if (nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
+    else if (woke || nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
         feed_new(s, ri, k, ev);
 }
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
-    feed_found(s, ri, k, ev, find_key(&s->rules[ri], k));
+    part_probe_prefetch(&s->probes[ri], k->hash);   /* its entry's, or a new one's */
+    feed_found(s, ri, k, ev, find_key(&s->rules[ri], k), false);
 }
 
 /* Finding a routed key's state is a chain of dependent loads: the table's bitmap
@@ -664,24 +672,36 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
  * own misses and upkeep made scenario 4 about 4% slower in CPU time on the
  * development machine, so it went.)
  *
- * stage_slots returns how many rules go on to the later stages (probe_order). */
-static size_t stage_slots(Shard *s, size_t n)
+ * A rule whose table cannot hold the key is asked here whether the key wakes
+ * (nfa_key_wakes: the answer depends on the event alone), so that the slot a new entry
+ * takes is fetched while the rules before it are fed; a rule with nothing to do is
+ * left out of the feeding.
+ *
+ * stage_slots keeps the rules to feed in routed_order (*n_feed of them, in order) and
+ * returns how many go on to the later stages (probe_order). */
+static size_t stage_slots(Shard *s, size_t n, Event *ev, size_t *n_feed)
 {
-    size_t n_probe = 0;
+    size_t n_probe = 0, kept = 0;
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         RouteResult rr = s->routed[ri];
-        s->found[ri] = NULL;
-        uint64_t hash = s->routed_key[ri].hash;
-        if (rr == ROUTE_KEYED && part_probe_may_hold(&s->probes[ri], hash)) {
-            part_probe_prefetch(&s->probes[ri], hash);
-            s->probe_order[n_probe++] = ri;
+        if (rr == ROUTE_KEYED) {
+            uint64_t hash = s->routed_key[ri].hash;
+            s->found[ri] = NULL;
+            s->woke[ri] = !part_probe_may_hold(&s->probes[ri], hash);
+            if (!s->woke[ri])
+                s->probe_order[n_probe++] = ri;
+            else if (!nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
+                continue;
+            part_probe_prefetch(&s->probes[ri], hash);   /* its entry's, or a new one's */
+            s->routed_order[kept++] = ri;
         } else if (rr == ROUTE_NO_KEY) {
             s->rules[ri].stats.missing_key++;
         } else if (rr == ROUTE_FAILED) {
             s->failed = true;
         }
     }
+    *n_feed = kept;
     return n_probe;
 }
 
@@ -727,14 +747,14 @@ void shard_event(Shard *s, Event *ev)
         nfa_cond_cache_next_event(s->cond_cache);
     size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
                                 s->routed_key);
-    size_t n_probe = stage_slots(s, n);
+    size_t n_feed;
+    size_t n_probe = stage_slots(s, n, ev, &n_feed);
     stage_entries(s, n_probe);
     stage_confirm(s, n_probe);
     stage_nodes(s, n_probe);
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < n_feed; j++) {
         size_t ri = s->routed_order[j];
-        if (s->routed[ri] == ROUTE_KEYED)
-            feed_found(s, ri, &s->routed_key[ri], ev, s->found[ri]);
+        feed_found(s, ri, &s->routed_key[ri], ev, s->found[ri], s->woke[ri]);
     }
     expr_scratch_reset(s->scratch);
 }
@@ -979,6 +999,7 @@ struct ShardSwap {
     PartProbe *probes;
     const Nfa **nfas;
     size_t *probe_order;
+    bool *woke;
     NfaRunCtx *ctxs;
 };
 
@@ -1040,10 +1061,11 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->probes = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probes);
     sw->nfas = nfa_list(next);
     sw->probe_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probe_order);
+    sw->woke = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->woke);
     sw->ctxs = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->ctxs);
     if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
         !sw->routed_key || !sw->routed_order || !sw->found || !sw->probes || !sw->nfas ||
-        !sw->probe_order || !sw->ctxs ||
+        !sw->probe_order || !sw->woke || !sw->ctxs ||
         matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
         rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
@@ -1071,6 +1093,7 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->probes);
     free(sw->nfas);
     free(sw->probe_order);
+    free(sw->woke);
     free(sw->ctxs);
     free(sw);
 }
@@ -1102,6 +1125,7 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->probes = sw->probes;
     s->nfas = sw->nfas;
     s->probe_order = sw->probe_order;
+    s->woke = sw->woke;
     s->ctxs = sw->ctxs;
     s->clock = sw->clock;
     s->key_vals = sw->key_vals;
