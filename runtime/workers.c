@@ -641,7 +641,7 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
     if (!mine)
         return -1;
     size_t off = b->keys.len;
-    buf_append(&b->keys, kb, klen);
+    buf_append_inline(&b->keys, kb, klen);
     if (b->keys.failed) {
         event_release(mine);
         return -1;
@@ -858,7 +858,7 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
         if (!b)
             break;
         size_t off = b->keys.len;
-        buf_append(&b->keys, key_base + r->key_off, r->key_len);
+        buf_append_inline(&b->keys, key_base + r->key_off, r->key_len);
         Event *mine = b->keys.failed ? NULL : split_event_for(&ws->w[home], s, w, ev, &original_used);
         if (!mine)
             break;
