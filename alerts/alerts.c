@@ -11,12 +11,18 @@
 #include "alerts/outputs.h"
 #include "alerts/render.h"
 
+/* What the router finds out about a rule once instead of at every alert. */
+typedef struct RulePlan {
+    RecordNames names;       /* escaped once; owned */
+    bool keys_wanted;        /* an output of its actions reads the key texts */
+} RulePlan;
+
 struct AlertRouter {
     const CompiledRuleSet *rs;
     OutConfig cfg;           /* outputs keep a pointer to it */
     Output **outs;           /* n_outs; heap, each owned */
     size_t n_outs;
-    RecordNames *names;      /* per rule of rs, escaped once; heap, owned */
+    RulePlan *plans;         /* per rule of rs; heap, owned */
 };
 
 static void config_from_options(OutConfig *c, const AlertOptions *o)
@@ -54,27 +60,56 @@ static Output *output_open(const OutputDecl *d, const OutConfig *cfg, char **err
     return NULL;
 }
 
-static int names_build(AlertRouter *ar)
+/* An action's outputs: its `to` list, or `stdout` when it has none. */
+static size_t action_n_targets(const CompiledAction *action)
+{
+    return action && action->n_to ? action->n_to : 1;
+}
+
+/* The action's i-th output; NULL if the router does not have it. */
+static Output *action_target(const AlertRouter *ar, const CompiledAction *action, size_t i)
+{
+    int to = action && action->n_to ? action->to[i] : -1;
+    size_t slot = to < 0 ? 0 : (size_t)to + 1;
+    return slot < ar->n_outs ? ar->outs[slot] : NULL;
+}
+
+static bool actions_read_keys(const AlertRouter *ar, const CompiledAction *actions, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        for (size_t i = 0; i < action_n_targets(&actions[a]); i++) {
+            const Output *o = action_target(ar, &actions[a], i);
+            if (o && o->reads_keys)
+                return true;
+        }
+    return false;
+}
+
+/* After the outputs are open. */
+static int plans_build(AlertRouter *ar)
 {
     size_t n = ar->rs->n_rules;
-    ar->names = calloc(n ? n : 1, sizeof *ar->names);
-    if (!ar->names)
+    ar->plans = calloc(n ? n : 1, sizeof *ar->plans);
+    if (!ar->plans)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (record_names_build(&ar->names[i], &ar->rs->rules[i]) < 0)
+    for (size_t i = 0; i < n; i++) {
+        const CompiledRule *rule = &ar->rs->rules[i];
+        if (record_names_build(&ar->plans[i].names, rule) < 0)
             return -1;
+        ar->plans[i].keys_wanted =
+            actions_read_keys(ar, rule->on_match, rule->n_on_match) ||
+            actions_read_keys(ar, rule->on_timeout, rule->n_on_timeout);
+    }
     return 0;
 }
 
-/* The escaped names of `rule` if it is one of the router's rule set (it always is
- * from the engine), else NULL: the renderer then escapes them itself. */
-static const RecordNames *names_of(const AlertRouter *ar, const CompiledRule *rule)
+/* The plan of `rule` if it is one of the router's rule set (it always is from the
+ * engine), else NULL: the renderer then escapes the names for this alert. */
+static const RulePlan *plan_of(const AlertRouter *ar, const CompiledRule *rule)
 {
-    uintptr_t at = (uintptr_t)rule, first = (uintptr_t)ar->rs->rules;
-    if (at < first || (at - first) / sizeof *rule >= ar->rs->n_rules ||
-        (at - first) % sizeof *rule)
-        return NULL;
-    return &ar->names[(at - first) / sizeof *rule];
+    size_t i;
+    return array_index(rule, ar->rs->rules, ar->rs->n_rules, sizeof *rule, &i)
+               ? &ar->plans[i] : NULL;
 }
 
 AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err)
@@ -88,11 +123,6 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
         return NULL;
     }
     ar->rs = rs;
-    if (names_build(ar) < 0) {
-        alerts_free(ar);
-        *err = buf_format("out of memory");
-        return NULL;
-    }
     config_from_options(&ar->cfg, opts);
     ar->outs[0] = out_stdout_new(opts ? opts->stdout_path : NULL, &ar->cfg, err);
     if (ar->outs[0])
@@ -102,7 +132,7 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
         if (ar->outs[i + 1])
             ar->n_outs++;
     }
-    if (ar->n_outs != n_decl + 1) {
+    if (ar->n_outs != n_decl + 1 || plans_build(ar) < 0) {
         if (!*err)
             *err = buf_format("out of memory");
         alerts_free(ar);
@@ -118,8 +148,35 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
 /* The thread's record buffer is kept between alerts up to this size. */
 #define ALERT_ROOM_KEPT (64 * 1024)
 
-/* The key values as text for path and argv templates, each followed by NUL, at the
- * start of buf; offs[i] is where value i starts. */
+/* The delivering thread's scratch text (expr_scratch_text) starts with its TimeMemo,
+ * kept there from one alert to the next, then the key texts, then the record being
+ * delivered. A tag tells a memo from text another user may have left. */
+#define MEMO_TAG UINT64_C(0x766967696c2d746d)   /* "vigil-tm" */
+typedef struct KeptMemo {
+    uint64_t tag;
+    TimeMemo memo;
+} KeptMemo;
+
+static TimeMemo memo_take(const Buf *buf)
+{
+    KeptMemo kept;
+    if (buf->len >= sizeof kept) {
+        memcpy(&kept, buf->data, sizeof kept);
+        if (kept.tag == MEMO_TAG)
+            return kept.memo;
+    }
+    return (TimeMemo)TIME_MEMO_NONE;
+}
+
+static void memo_keep(Buf *buf, const TimeMemo *memo)
+{
+    KeptMemo kept = {MEMO_TAG, *memo};
+    if (!buf->failed && buf->len >= sizeof kept)
+        memcpy(buf->data, &kept, sizeof kept);
+}
+
+/* The key values as text for path and argv templates, each followed by NUL, in buf;
+ * offs[i] is where value i starts. */
 static void key_texts_append(Buf *buf, const Value *key, size_t n, size_t *offs)
 {
     for (size_t i = 0; i < n; i++) {
@@ -129,38 +186,34 @@ static void key_texts_append(Buf *buf, const Value *key, size_t n, size_t *offs)
     }
 }
 
-static Output *router_target(const AlertRouter *ar, int to)
-{
-    size_t slot = to < 0 ? 0 : (size_t)to + 1;
-    return slot < ar->n_outs ? ar->outs[slot] : NULL;
-}
-
-/* One alert's work space: the key texts, then the record being delivered, in the
- * delivering thread's scratch buffer (no allocation per alert once it has grown). */
+/* One alert's work space in the delivering thread's scratch buffer (no allocation
+ * per alert once it has grown). */
 typedef struct AlertWork {
     Buf *buf;
     size_t records_at;         /* where a record starts: after the key texts */
-    const size_t *offs;        /* the key texts' offsets */
+    size_t *offs;              /* the key texts' offsets */
     const char **ptrs;         /* n_key pointers to them, set after each render */
     size_t n_key;
+    TimeMemo memo;
 } AlertWork;
 
-static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
+static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const RulePlan *plan,
                            const CompiledAction *action, const Value *key, size_t n_key,
                            const NfaResult *r, EvalScratch *scratch, AlertMeta *meta,
                            AlertWork *w)
 {
-    buf_truncate(w->buf, w->records_at);
+    w->buf->len = w->records_at;
     meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
-    int rc = alert_render_named(rule, names_of(ar, rule), action, key, n_key, r, scratch,
-                                ECHO_DECODED, w->buf);
+    int rc = plan ? alert_render_named(rule, &plan->names, action, key, n_key, r, scratch,
+                                       ECHO_DECODED, &w->memo, w->buf)
+                  : alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_DECODED,
+                                      w->buf);
     for (size_t i = 0; rc == 0 && i < w->n_key; i++)   /* the buffer may have moved */
         w->ptrs[i] = w->buf->data + w->offs[i];
     const char *line = w->buf->data + w->records_at;
     size_t len = w->buf->len - w->records_at;
-    size_t n_to = action ? action->n_to : 0;
-    for (size_t i = 0; i < (n_to ? n_to : 1); i++) {
-        Output *o = router_target(ar, n_to ? action->to[i] : -1);
+    for (size_t i = 0; i < action_n_targets(action); i++) {
+        Output *o = action_target(ar, action, i);
         if (!o)
             continue;
         if (rc < 0)
@@ -171,42 +224,60 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule,
     }
 }
 
+/* The work space's start: the memo's place and the key texts. False on allocation
+ * failure. */
+static bool work_start(AlertWork *w, const Value *key)
+{
+    Buf *buf = w->buf;
+    buf_clear(buf);
+    /* room for the memo, the key texts and a usual record at once */
+    if (buf->cap < ALERT_ROOM && !buf_reserve(buf, ALERT_ROOM))
+        return false;
+    buf->len = sizeof(KeptMemo);   /* written back at the end */
+    buf->data[buf->len] = '\0';
+    key_texts_append(buf, key, w->n_key, w->offs);
+    w->records_at = buf->len;
+    return !buf->failed;
+}
+
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
                     const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch)
 {
-    const CompiledAction *actions = r->kind == NFA_MATCH ? rule->on_match : rule->on_timeout;
-    size_t n_actions = r->kind == NFA_MATCH ? rule->n_on_match : rule->n_on_timeout;
-    bool use_default = r->kind == NFA_MATCH && n_actions == 0 && rule->ast->n_on == 0;
+    bool match = r->kind == NFA_MATCH;
+    const CompiledAction *actions = match ? rule->on_match : rule->on_timeout;
+    size_t n_actions = match ? rule->n_on_match : rule->n_on_timeout;
+    bool use_default = match && n_actions == 0 && rule->ast->n_on == 0;
     if (n_actions == 0 && !use_default)
         return;
 
-    size_t n_meta_keys = n_key < rule->n_keys ? n_key : rule->n_keys;
+    const RulePlan *plan = plan_of(ar, rule);
+    /* the key texts only when an output will read them */
+    size_t n_meta_keys = plan && !plan->keys_wanted ? 0 : n_key < rule->n_keys ? n_key
+                                                                                : rule->n_keys;
     size_t offs_room[KEYS_ON_STACK];
     const char *ptrs_room[KEYS_ON_STACK];
     bool on_stack = n_meta_keys <= KEYS_ON_STACK;
     size_t *offs = on_stack ? offs_room : malloc(n_meta_keys * sizeof *offs);
     const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
-    AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys};
-    buf_clear(w.buf);
-    /* room for the key texts and a usual record at once */
-    if (offs && ptrs && buf_reserve(w.buf, ALERT_ROOM))
-        key_texts_append(w.buf, key, n_meta_keys, offs);
-    if (!offs || !ptrs || w.buf->failed) {
+    AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys, TIME_MEMO_NONE};
+    w.memo = memo_take(w.buf);
+    if (!offs || !ptrs || !work_start(&w, key)) {
         out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
     } else {
-        w.records_at = w.buf->len;
         AlertMeta meta = {
             .rule = rule->name, .kind = alert_kind_name(r->kind),
             .key_names = rule->key_names, .key_texts = ptrs, .n_key = n_meta_keys,
             .time_ms = r->time_ms,
         };
-        if (use_default)
-            deliver_action(ar, rule, NULL, key, n_key, r, scratch, &meta, &w);
-        for (size_t i = 0; i < n_actions; i++)
-            deliver_action(ar, rule, &actions[i], key, n_key, r, scratch, &meta, &w);
+        /* the default action is the one action of a rule without `on` */
+        for (size_t i = 0; i < (use_default ? 1 : n_actions); i++)
+            deliver_action(ar, rule, plan, use_default ? NULL : &actions[i], key, n_key, r,
+                           scratch, &meta, &w);
     }
     if (w.buf->cap > ALERT_ROOM_KEPT || w.buf->failed)
         buf_free(w.buf);
+    else
+        memo_keep(w.buf, &w.memo);
     if (!on_stack) {
         free(offs);
         free(ptrs);
@@ -268,8 +339,8 @@ void alerts_free(AlertRouter *ar)
     for (size_t i = 0; i < ar->n_outs; i++)
         ar->outs[i]->ops->destroy(ar->outs[i]);
     free(ar->outs);
-    for (size_t i = 0; ar->names && i < ar->rs->n_rules; i++)
-        record_names_free(&ar->names[i]);
-    free(ar->names);
+    for (size_t i = 0; ar->plans && i < ar->rs->n_rules; i++)
+        record_names_free(&ar->plans[i].names);
+    free(ar->plans);
     free(ar);
 }

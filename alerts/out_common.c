@@ -213,6 +213,14 @@ bool out_template_is_literal(const OutTemplate *t)
     return true;
 }
 
+bool out_template_uses(const OutTemplate *t, OutVar var)
+{
+    for (size_t i = 0; i < t->n_parts; i++)
+        if (t->parts[i].var == var)
+            return true;
+    return false;
+}
+
 static void out_utc(int64_t ms, struct tm *tm)
 {
     int64_t s = ms / 1000 - (ms % 1000 < 0);   /* floor, for times before 1970 */

@@ -508,6 +508,7 @@ static int exec_compile_argv(ExecOutput *eo, const OutputDecl *d, char **err)
         free(what);
         if (rc < 0)
             return -1;
+        eo->base.reads_keys |= out_template_uses(&eo->argv[i], OV_KEY);
         eo->n_argv++;
     }
     if (d->n_argv == 0 || eo->argv[0].n_parts == 0) {

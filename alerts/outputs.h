@@ -106,6 +106,7 @@ struct Output {
     const OutputOps *ops;
     const char *name;     /* borrowed from the rule set AST, or "stdout" */
     const char *kind;     /* "stdout", "file", "exec", "tcp", "unix" */
+    bool reads_keys;      /* write reads AlertMeta.key_texts (else they may be left out) */
 };
 
 /* Each constructor returns NULL with *err (heap message) on failure. The OutputDecl and
@@ -140,6 +141,7 @@ int out_template_compile(const Template *t, unsigned allowed, const char *what,
                          OutTemplate *out, char **err);
 void out_template_render(const OutTemplate *t, const AlertMeta *m, Buf *out);
 bool out_template_is_literal(const OutTemplate *t);
+bool out_template_uses(const OutTemplate *t, OutVar var);
 void out_template_free(OutTemplate *t);
 
 /* "file:line:col: " for a span (empty without a source); heap, NULL on OOM. */

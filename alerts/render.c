@@ -1,22 +1,26 @@
 /* alerts/render.c — the alert record (RUNTIME.md section 4) as one line of JSON.
  *
- * Owns: alert_render and the text forms of keys, severities and kinds. The record is
- * byte-exact and always valid JSON in valid UTF-8: every piece that comes from data
- * (key values, field values, echoed events not known to be decoded) is checked, and a
- * piece that fails (only possible for hand-built events; the decoder rejects such
- * lines) is written as a JSON string instead, its invalid bytes replaced by U+FFFD.
+ * Owns: alert_render, RecordNames and the text forms of keys, severities and kinds.
+ * The record is byte-exact and always valid JSON in valid UTF-8: every piece that
+ * comes from data (key values, field values, echoed events not known to be decoded)
+ * is checked, and a piece that fails (only possible for hand-built events; the
+ * decoder rejects such lines) is written as a JSON string instead, its invalid bytes
+ * replaced by U+FFFD.
  *
- * A rule may alert on every other event, so rendering is kept cheap: the record's
- * room is reserved once, constant text goes in a few large pieces, text that needs no
- * escaping is copied after one scan of 8 bytes at a time (the message is built in
- * place and escaped only when it must be), the time is formatted without printf, and
- * the event lines of a result from the engine are not validated again (render.h). */
+ * A rule may alert on every other event, so rendering is kept cheap: a rule's names
+ * and each action's record head are escaped once (RecordNames); the stretches whose
+ * length is known before they are written (head, keys and time; the events) get their
+ * room reserved once and are copied in without a check per piece; the message is
+ * built in place and scanned for escapes only when a piece of it is not known to need
+ * none; the time is formatted straight into the record, without printf; and the
+ * event lines of a result from the engine are not validated again (render.h). */
 #include "alerts/render.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/isotime.h"
+#include "base/utf8.h"
 #include "runtime/decode.h"
 
 typedef struct Piece {
@@ -26,6 +30,23 @@ typedef struct Piece {
 
 #define PIECE(literal) {literal, sizeof literal - 1}
 #define PUT_PIECE(out, literal) buf_append_inline(out, literal, sizeof literal - 1)
+
+/* Copies to p in room that a buf_reserve has made: no checks, and no NUL until the
+ * end of the stretch (reserved_end); returns the end of the copy. */
+static inline char *put_at(char *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    return p + n;
+}
+
+#define PUT_AT(p, literal) put_at(p, literal, sizeof literal - 1)
+
+/* Ends a stretch written with put_at at p. */
+static inline void reserved_end(Buf *out, char *p)
+{
+    *p = '\0';
+    out->len = (size_t)(p - out->data);
+}
 
 /* In Severity order (dsl/ast.h). */
 #define SEVERITIES(X) X("info") X("low") X("medium") X("high") X("critical")
@@ -63,12 +84,47 @@ static bool is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* Whether the body of a quoted string text[0, len) (len >= 8) is plain ASCII with
+ * nothing to escape, checked 8 bytes at a time over whole words of the text, its
+ * quotes masked out. False also for a false alarm (a borrow from the opening quote's
+ * byte), which only sends the text to the exact check. */
+static bool quoted_words_plain(const char *text, size_t len)
+{
+#if JSON_STOPS_EXACT   /* little-endian: the first byte of a word is its lowest */
+    uint64_t first = ~UINT64_C(0xff), last = ~(UINT64_C(0xff) << 56);   /* the quotes */
+    if (len == 8)   /* one word with both */
+        first = last = first & last;
+    uint64_t w, stops;
+    memcpy(&w, text, sizeof w);
+    stops = json_string_stops(w) & first;
+    for (size_t i = 8; i + 8 < len; i += 8) {
+        memcpy(&w, text + i, sizeof w);
+        stops |= json_string_stops(w);
+    }
+    memcpy(&w, text + len - 8, sizeof w);
+    stops |= json_string_stops(w) & last;
+    return stops == 0;
+#else
+    (void)text;
+    (void)len;
+    return false;
+#endif
+}
+
+/* Whether the body of the quoted string text[0, len) goes between quotes as it is. */
+static bool quoted_body_plain(const char *text, size_t len)
+{
+    if (len >= 8 && quoted_words_plain(text, len))
+        return true;
+    return buf_json_verbatim_len(text + 1, len - 2) == len - 2;
+}
+
 /* The raw texts that are valid without a full check: a string with nothing to escape
  * (every key like "u7") or an integer without leading zeros. */
 static bool json_plainly_valid(const char *text, size_t len)
 {
     if (len >= 2 && text[0] == '"')
-        return text[len - 1] == '"' && buf_json_verbatim_len(text + 1, len - 2) == len - 2;
+        return text[len - 1] == '"' && quoted_body_plain(text, len);
     size_t i = len && text[0] == '-';
     if (i == len)
         return false;
@@ -109,18 +165,27 @@ static void put_name(Buf *out, const char *name)
 
 /* A value as JSON: its original text when it has one (a 19-digit id stays exact),
  * else (or if that text is not valid JSON) value_to_json. */
-static void put_value_json(Buf *out, const Value *v, Buf *tmp)
+static bool raw_is_json(const Value *v)
 {
-    if (v->raw && v->raw_len && json_ok(v->raw, v->raw_len)) {
-        buf_append_inline(out, v->raw, v->raw_len);
-        return;
-    }
+    return v->raw && v->raw_len && json_ok(v->raw, v->raw_len);
+}
+
+static void put_value_json_made(Buf *out, const Value *v, Buf *tmp)
+{
     size_t at = out->len;
     value_to_json(v, out);
     keep_if_json(out, at, tmp);
 }
 
-/* ---- names escaped once (RecordNames) ---------------------------------------- */
+static void put_value_json(Buf *out, const Value *v, Buf *tmp)
+{
+    if (raw_is_json(v))
+        buf_append_inline(out, v->raw, v->raw_len);
+    else
+        put_value_json_made(out, v, tmp);
+}
+
+/* ---- texts escaped once (RecordNames) ----------------------------------------- */
 
 static void put_key_piece(Buf *b, const char *name, bool first)
 {
@@ -136,15 +201,54 @@ static void put_step_piece(Buf *b, const char *name)
     PUT_PIECE(b, ":[");
 }
 
+/* {"rule":NAME,"kind":...,"severity":...,"key":{ with the name already a JSON string */
+static void put_head_pieces(Buf *b, const char *name_json, size_t name_len,
+                            NfaResultKind kind, Severity severity)
+{
+    PUT_PIECE(b, "{\"rule\":");
+    buf_append_inline(b, name_json, name_len);
+    const Piece *head = &record_heads[kind == NFA_TIMEOUT][severity_index(severity)];
+    buf_append_inline(b, head->text, head->len);
+}
+
+static bool literals_need_no_escape(const CompiledTemplate *t)
+{
+    for (size_t i = 0; i < t->n_parts; i++) {
+        const CompiledTemplatePart *p = &t->parts[i];
+        if (!p->expr && p->text && buf_json_verbatim_len(p->text, p->len) != p->len)
+            return false;
+    }
+    return true;
+}
+
+/* The heads of an action (NULL: the default action) at the end of names->text;
+ * name_json is the rule's name as a JSON string, kept elsewhere. */
+static void put_action_head(RecordNames *names, RecordHead *head, const CompiledAction *action,
+                            const Buf *name_json)
+{
+    static const NfaResultKind kinds[2] = {NFA_MATCH, NFA_TIMEOUT};
+    for (size_t k = 0; k < 2; k++) {
+        head->at[k] = names->text.len;
+        put_head_pieces(&names->text, name_json->data, name_json->len, kinds[k],
+                        action ? action->severity : SEV_MEDIUM);
+        head->len[k] = names->text.len - head->at[k];
+    }
+    head->plain_literals = !action || literals_need_no_escape(&action->message);
+}
+
 int record_names_build(RecordNames *names, const CompiledRule *rule)
 {
     const Rule *ast = rule->ast;
+    size_t n_heads = 1 + rule->n_on_match + rule->n_on_timeout;
     memset(names, 0, sizeof *names);
     names->key_ends = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *names->key_ends);
     names->step_ends = malloc((ast->n_steps ? ast->n_steps : 1) * sizeof *names->step_ends);
-    if (!names->key_ends || !names->step_ends)
+    names->heads = malloc(n_heads * sizeof *names->heads);
+    if (!names->key_ends || !names->step_ends || !names->heads)
         return -1;
-    put_name(&names->text, rule->name);
+    Buf name_json = BUF_INIT;
+    put_name(&name_json, rule->name);
+    buf_append(&names->text, name_json.data, name_json.len);
     names->name_len = names->text.len;
     for (size_t i = 0; i < rule->n_keys; i++) {
         put_key_piece(&names->text, rule->key_names[i], i == 0);
@@ -154,7 +258,15 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
         put_step_piece(&names->text, ast->steps[s].name);
         names->step_ends[s] = names->text.len;
     }
-    return names->text.failed ? -1 : 0;
+    RecordHead *head = names->heads;
+    put_action_head(names, head++, NULL, &name_json);
+    for (size_t i = 0; i < rule->n_on_match; i++)
+        put_action_head(names, head++, &rule->on_match[i], &name_json);
+    for (size_t i = 0; i < rule->n_on_timeout; i++)
+        put_action_head(names, head++, &rule->on_timeout[i], &name_json);
+    bool failed = names->text.failed || name_json.failed;
+    buf_free(&name_json);
+    return failed ? -1 : 0;
 }
 
 void record_names_free(RecordNames *names)
@@ -162,76 +274,183 @@ void record_names_free(RecordNames *names)
     buf_free(&names->text);
     free(names->key_ends);
     free(names->step_ends);
+    free(names->heads);
     memset(names, 0, sizeof *names);
 }
 
-static void put_key_name(Buf *out, const RecordNames *names, const CompiledRule *rule,
-                         size_t i)
+/* The head of `action` (NULL: the default action), or NULL if it is not one of the
+ * rule's own actions. */
+static const RecordHead *head_of(const RecordNames *names, const CompiledRule *rule,
+                                 const CompiledAction *action)
 {
-    if (!names) {
-        put_key_piece(out, rule->key_names[i], i == 0);
-        return;
-    }
-    size_t from = i ? names->key_ends[i - 1] : names->name_len;
-    buf_append_inline(out, names->text.data + from, names->key_ends[i] - from);
+    size_t i;
+    if (!action)
+        return &names->heads[0];
+    if (array_index(action, rule->on_match, rule->n_on_match, sizeof *action, &i))
+        return &names->heads[1 + i];
+    if (array_index(action, rule->on_timeout, rule->n_on_timeout, sizeof *action, &i))
+        return &names->heads[1 + rule->n_on_match + i];
+    return NULL;
 }
 
-static void put_step_name(Buf *out, const RecordNames *names, const CompiledRule *rule,
-                          size_t s)
+static size_t key_piece_at(const RecordNames *names, size_t i)
 {
-    if (!names) {
-        put_step_piece(out, rule->ast->steps[s].name);
-        return;
-    }
-    size_t from = s ? names->step_ends[s - 1]
-                    : rule->n_keys ? names->key_ends[rule->n_keys - 1] : names->name_len;
-    buf_append_inline(out, names->text.data + from, names->step_ends[s] - from);
+    return i ? names->key_ends[i - 1] : names->name_len;
 }
 
-/* {"rule":NAME,"kind":...,"severity":...,"key":{...} */
-static void put_head(Buf *out, const CompiledRule *rule, const RecordNames *names,
-                     const CompiledAction *action, NfaResultKind kind, const Value *key,
-                     size_t n_key, Buf *tmp)
+static size_t steps_at(const RecordNames *names, const CompiledRule *rule)
 {
-    PUT_PIECE(out, "{\"rule\":");
-    if (names)
-        buf_append_inline(out, names->text.data, names->name_len);
-    else
-        put_name(out, rule->name);
-    const Piece *head = &record_heads[kind == NFA_TIMEOUT]
-                                     [severity_index(action ? action->severity : SEV_MEDIUM)];
-    buf_append_inline(out, head->text, head->len);
+    return rule->n_keys ? names->key_ends[rule->n_keys - 1] : names->name_len;
+}
+
+static size_t step_piece_at(const RecordNames *names, const CompiledRule *rule, size_t s)
+{
+    return s ? names->step_ends[s - 1] : steps_at(names, rule);
+}
+
+/* ---- the record --------------------------------------------------------------- */
+
+/* The events of a result, oldest first. */
+typedef struct Chain {
+    const MatchNode *const *nodes;
+    size_t n;
+    size_t lines_len;          /* of all their lines */
+    EchoLines echo;
+} Chain;
+
+/* Room for `},"time":"`, the time, `","message":"` and a NUL. */
+#define TIME_ROOM 64
+
+/* The ISO-8601 text of ms at p (time_format_iso without its NUL); returns its end.
+ * With a memo, a time in the second of the one before costs a copy and three digits. */
+static char *put_time(char *p, int64_t ms, TimeMemo *memo)
+{
+    int64_t second = ms / 1000;
+    if (!memo || ms < 0)
+        return p + time_format_iso(ms, p);
+    if (second != memo->second) {
+        char text[32];
+        if (time_format_iso(second * 1000, text) != TIME_MEMO_LEN + 5)   /* year > 9999 */
+            return p + time_format_iso(ms, p);
+        memcpy(memo->text, text, TIME_MEMO_LEN);
+        memo->second = second;
+    }
+    unsigned msec = (unsigned)(ms - second * 1000);
+    p = put_at(p, memo->text, TIME_MEMO_LEN);
+    p[0] = '.';
+    p[1] = (char)('0' + msec / 100);
+    p[2] = (char)('0' + msec / 10 % 10);
+    p[3] = (char)('0' + msec % 10);
+    p[4] = 'Z';
+    return p + 5;
+}
+
+/* {"rule":...,"key":{...},"time":"...","message": (and the message's opening quote
+ * when it is a template): one reservation for all of it, redone only after a key
+ * value that had to be written otherwise. head NULL: an action not the rule's own. */
+static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNames *names,
+                              const RecordHead *head, const CompiledAction *action,
+                              const NfaResult *r, const Value *key, size_t n_key,
+                              TimeMemo *memo, Buf *tmp)
+{
+    size_t kind = r->kind == NFA_TIMEOUT;
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
+    size_t room = TIME_ROOM + (head ? head->len[kind] : 0) + steps_at(names, rule) -
+                  names->name_len;
+    for (size_t i = 0; i < n; i++)
+        room += key[i].raw_len;
+    if (!head)
+        put_head_pieces(out, names->text.data, names->name_len, r->kind,
+                        action->severity);
+    if (!buf_reserve(out, room))
+        return;
+    char *p = out->data + out->len;
+    if (head)
+        p = put_at(p, names->text.data + head->at[kind], head->len[kind]);
     for (size_t i = 0; i < n; i++) {
-        put_key_name(out, names, rule, i);
-        put_value_json(out, &key[i], tmp);
+        size_t at = key_piece_at(names, i);
+        p = put_at(p, names->text.data + at, names->key_ends[i] - at);
+        if (raw_is_json(&key[i])) {
+            p = put_at(p, key[i].raw, key[i].raw_len);
+            continue;
+        }
+        reserved_end(out, p);
+        put_value_json_made(out, &key[i], tmp);
+        if (!buf_reserve(out, room))   /* more than what is left: simpler, as rare */
+            return;
+        p = out->data + out->len;
     }
-    buf_putc_inline(out, '}');
+    p = PUT_AT(p, "},\"time\":\"");
+    p = put_time(p, r->time_ms, memo);
+    if (action)
+        p = PUT_AT(p, "\",\"message\":\"");
+    else
+        p = PUT_AT(p, "\",\"message\":");
+    reserved_end(out, p);
 }
 
-/* ,"time":"...","message":... */
-static void put_time_and_message(Buf *out, const CompiledRule *rule,
-                                 const CompiledAction *action, int64_t time_ms,
-                                 const EvalCtx *ctx, EvalScratch *scratch, Buf *tmp)
+/* Whether [text, text + len) lies in the line of an event of the chain: text the
+ * decoder has validated, when the chain's lines come from it. */
+static bool in_event_line(const Chain *c, const char *text, size_t len)
 {
-    char when[32];
-    size_t when_len = time_format_iso(time_ms, when);
-    PUT_PIECE(out, ",\"time\":\"");
-    buf_append_inline(out, when, when_len);
+    uintptr_t at = (uintptr_t)text;
+    for (size_t i = c->n; i-- > 0;) {   /* newest first: bare fields read the last */
+        const Event *ev = c->nodes[i]->event;
+        uintptr_t from = (uintptr_t)ev->line;
+        if (at >= from && at - from <= ev->line_len && len <= ev->line_len - (at - from))
+            return true;
+    }
+    return false;
+}
+
+/* Appends v as template text (value_to_text). Returns true when that text is known
+ * to go between JSON quotes as it is: the text of null, booleans, times, durations
+ * and formatted numbers is plain ASCII; a number's raw text, or a string that had no
+ * escapes (its bytes are its raw text's between the quotes), is plain when it lies in
+ * a decoded line. Anything else is scanned with the whole message. */
+static bool put_text_value(Buf *out, const Value *v, const Chain *c)
+{
+    bool decoded = c->echo == ECHO_DECODED;
+    switch (v->type) {
+    case V_STR:
+        buf_append_inline(out, v->s, v->len);
+        return decoded && v->raw && v->s == v->raw + 1 && v->raw_len == (size_t)v->len + 2 &&
+               in_event_line(c, v->raw, v->raw_len);
+    case V_NUM:
+        if (!v->raw)
+            break;
+        buf_append_inline(out, v->raw, v->raw_len);
+        return decoded && in_event_line(c, v->raw, v->raw_len);
+    case V_OBJ:
+    case V_ARR:
+        value_to_text(v, out);
+        return false;
+    default:
+        break;
+    }
+    value_to_text(v, out);
+    return true;
+}
+
+/* The message after `"message":`: the rule's name for the default action, else the
+ * template's text, its opening quote already written. */
+static void put_message(Buf *out, const RecordNames *names, const RecordHead *head,
+                        const CompiledAction *action, const EvalCtx *ctx,
+                        EvalScratch *scratch, const Chain *chain, Buf *tmp)
+{
     if (!action) {
-        PUT_PIECE(out, "\",\"message\":");
-        put_name(out, rule->name);
+        buf_append_inline(out, names->text.data, names->name_len);
         return;
     }
-    PUT_PIECE(out, "\",\"message\":\"");
     /* The whole text in place first: a UTF-8 sequence split over two parts stays
      * intact, and text with nothing to escape (the usual case) is never copied. */
     size_t text_at = out->len;
+    bool plain = head && head->plain_literals;
     for (size_t i = 0; i < action->message.n_parts; i++) {
         const CompiledTemplatePart *p = &action->message.parts[i];
         if (p->expr) {
             Value v = expr_eval(p->expr, ctx, scratch);
-            value_to_text(&v, out);
+            plain = put_text_value(out, &v, chain) && plain;
         } else if (p->text) {
             buf_append_inline(out, p->text, p->len);
         }
@@ -239,7 +458,8 @@ static void put_time_and_message(Buf *out, const CompiledRule *rule,
     if (out->failed)
         return;
     size_t text_len = out->len - text_at;
-    if (buf_json_verbatim_len(out->data + text_at, text_len) != text_len) {
+    /* pieces that each need no escaping need none together */
+    if (!plain && buf_json_verbatim_len(out->data + text_at, text_len) != text_len) {
         buf_clear(tmp);
         buf_append(tmp, out->data + text_at, text_len);
         if (tmp->failed) {
@@ -256,8 +476,12 @@ static void put_time_and_message(Buf *out, const CompiledRule *rule,
 static void put_fields(Buf *out, const CompiledAction *action, const EvalCtx *ctx,
                        EvalScratch *scratch, Buf *tmp)
 {
+    if (!action || !action->n_fields) {
+        PUT_PIECE(out, ",\"fields\":{}");
+        return;
+    }
     PUT_PIECE(out, ",\"fields\":{");
-    for (size_t i = 0; action && i < action->n_fields; i++) {
+    for (size_t i = 0; i < action->n_fields; i++) {
         if (i)
             buf_putc_inline(out, ',');
         put_name(out, action->field_names[i]);
@@ -268,63 +492,81 @@ static void put_fields(Buf *out, const CompiledAction *action, const EvalCtx *ct
     buf_putc_inline(out, '}');
 }
 
-static void put_event(Buf *out, const Event *ev, EchoLines echo)
+/* One echoed event at p, in reserved room; returns the end of it. A line that has to
+ * be written as a string goes through out, which then gets `room` again; NULL if that
+ * reservation failed. */
+static char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo, size_t room)
 {
     const char *s = ev->line;
     size_t len = ev->line_len;
+    if (echo == ECHO_DECODED)   /* the decoder trimmed and validated it */
+        return put_at(p, s, len);
     while (len && is_blank(*s)) {
         s++;
         len--;
     }
     while (len && is_blank(s[len - 1]))
         len--;
-    if (echo == ECHO_DECODED || json_ok(s, len))
-        buf_append_inline(out, s, len);
-    else
-        buf_json_string(out, s, len);
+    if (json_ok(s, len))
+        return put_at(p, s, len);
+    reserved_end(out, p);
+    buf_json_string(out, s, len);
+    return buf_reserve(out, room) ? out->data + out->len : NULL;
 }
 
-/* Steps in pattern order, each with its events oldest first. `nodes` is the match
- * chain copied oldest first. */
+/* ,"events":{...}} to the record's end: steps in pattern order, each with its events
+ * oldest first, in one reservation (redone only after a line written as a string). */
 static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *names,
-                       const MatchNode *const *nodes, size_t n, EchoLines echo)
+                       const Chain *chain)
 {
     const Rule *ast = rule->ast;
-    PUT_PIECE(out, ",\"events\":{");
+    size_t steps_from = steps_at(names, rule);
+    size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - steps_from : 0;
+    size_t room = 16 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
+    if (!buf_reserve(out, room))
+        return;
+    char *p = PUT_AT(out->data + out->len, ",\"events\":{");
     bool any_step = false;
     for (size_t s = 0; s < ast->n_steps; s++) {
         bool any_event = false;
-        for (size_t i = 0; i < n; i++) {
-            if (nodes[i]->step != s)
+        for (size_t i = 0; i < chain->n; i++) {
+            if (chain->nodes[i]->step != s)
                 continue;
             if (!any_event) {
                 if (any_step)
-                    buf_putc_inline(out, ',');
-                put_step_name(out, names, rule, s);
+                    *p++ = ',';
+                size_t at = step_piece_at(names, rule, s);
+                p = put_at(p, names->text.data + at, names->step_ends[s] - at);
                 any_step = any_event = true;
             } else {
-                buf_putc_inline(out, ',');
+                *p++ = ',';
             }
-            put_event(out, nodes[i]->event, echo);
+            if (!(p = put_event(out, p, chain->nodes[i]->event, chain->echo, room)))
+                return;
         }
         if (any_event)
-            buf_putc_inline(out, ']');
+            *p++ = ']';
     }
-    buf_putc_inline(out, '}');
+    p = PUT_AT(p, "}}");
+    reserved_end(out, p);
 }
 
 /* Chains at most this long are copied to the stack, longer ones to the heap. */
 #define CHAIN_ON_STACK 16
 
 /* The match chain oldest first (*n nodes): in `room` (CHAIN_ON_STACK of them) when it
- * fits, else in a heap array the caller frees; NULL on allocation failure. */
+ * fits, else in a heap array the caller frees; NULL on allocation failure. Adds up
+ * the lengths of their lines in *lines_len. */
 static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNode **room,
-                                            size_t *n)
+                                            size_t *n, size_t *lines_len)
 {
-    size_t count = 0;
-    for (const MatchNode *m = last; m; m = m->prev)
+    size_t count = 0, len = 0;
+    for (const MatchNode *m = last; m; m = m->prev) {
         count++;
+        len += m->event->line_len;
+    }
     *n = count;
+    *lines_len = len;
     const MatchNode **nodes = count <= CHAIN_ON_STACK ? room : malloc(count * sizeof *nodes);
     if (!nodes)
         return NULL;
@@ -334,47 +576,31 @@ static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNo
     return nodes;
 }
 
-/* A generous guess at the record's length, so that it is allocated once: the fixed
- * text, the names, the echoed events and room for a few values. */
-static size_t record_size_guess(const CompiledRule *rule, const CompiledAction *action,
-                                const MatchNode *const *nodes, size_t n)
-{
-    size_t size = 160 + 2 * strlen(rule->name) + 48 * rule->n_keys;
-    for (size_t i = 0; i < n; i++)
-        size += nodes[i]->event->line_len + 24;
-    if (action) {
-        for (size_t i = 0; i < action->message.n_parts; i++)
-            size += action->message.parts[i].len + 24;
-        size += 48 * action->n_fields;
-    }
-    return size;
-}
-
 int alert_render_named(const CompiledRule *rule, const RecordNames *names,
                        const CompiledAction *action, const Value *key, size_t n_key,
-                       const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out)
+                       const NfaResult *r, EvalScratch *scratch, EchoLines echo,
+                       TimeMemo *memo, Buf *out)
 {
     const MatchNode *room[CHAIN_ON_STACK];
-    size_t n_nodes;
-    const MatchNode **nodes = chain_oldest_first(r->last, room, &n_nodes);
-    if (!nodes) {
+    Chain chain = {.echo = echo};
+    chain.nodes = chain_oldest_first(r->last, room, &chain.n, &chain.lines_len);
+    if (!chain.nodes) {
         out->failed = true;
         return -1;
     }
-    buf_reserve(out, record_size_guess(rule, action, nodes, n_nodes));
-
     Buf tmp = BUF_INIT;   /* only for text that must be escaped after all */
     EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
                    .time_ms = r->time_ms};
-    put_head(out, rule, names, action, r->kind, key, n_key, &tmp);
-    put_time_and_message(out, rule, action, r->time_ms, &ctx, scratch, &tmp);
+    const RecordHead *head = head_of(names, rule, action);
+    put_head_and_time(out, rule, names, head, action, r, key, n_key, memo, &tmp);
+    put_message(out, names, head, action, &ctx, scratch, &chain, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
-    put_events(out, rule, names, nodes, n_nodes, echo);
-    buf_putc_inline(out, '}');
-    if (nodes != room)
-        free(nodes);
+    put_events(out, rule, names, &chain);
+    if (chain.nodes != room)
+        free((void *)chain.nodes);
     bool failed = out->failed || tmp.failed;
-    buf_free(&tmp);
+    if (tmp.data)
+        buf_free(&tmp);
     return failed ? -1 : 0;
 }
 
@@ -382,12 +608,20 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
                       const Value *key, size_t n_key, const NfaResult *r,
                       EvalScratch *scratch, EchoLines echo, Buf *out)
 {
-    return alert_render_named(rule, NULL, action, key, n_key, r, scratch, echo, out);
+    RecordNames names;
+    int rc = record_names_build(&names, rule);
+    if (rc == 0)
+        rc = alert_render_named(rule, &names, action, key, n_key, r, scratch, echo, NULL,
+                                out);
+    else
+        out->failed = true;
+    record_names_free(&names);
+    return rc;
 }
 
 int alert_render(const CompiledRule *rule, const CompiledAction *action,
                  const Value *key, size_t n_key, const NfaResult *r,
                  EvalScratch *scratch, Buf *out)
 {
-    return alert_render_named(rule, NULL, action, key, n_key, r, scratch, ECHO_CHECKED, out);
+    return alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_CHECKED, out);
 }

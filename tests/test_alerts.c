@@ -118,6 +118,16 @@ static void take(const CompiledRule *r, const char *step, Event *ev)
     fx.chain = n;
 }
 
+/* Loads `text` and starts the match chain of its rule `name` at step a with the
+ * event {} at T_2026. */
+static const CompiledRule *rule_with_empty_event(const char *text, const char *name)
+{
+    load_rules(text);
+    const CompiledRule *r = rule(name);
+    take(r, "a", decode("{}", T_2026));
+    return r;
+}
+
 /* Key values of the partition, as the engine computes them from an event. */
 static void eval_key(const CompiledRule *r, const Event *ev, Value *key)
 {
@@ -695,9 +705,7 @@ END_TEST
 
 START_TEST(kinds_and_severities)
 {
-    load_rules("rule s { begin a; on match alert \"m\"; }\n");
-    const CompiledRule *r = rule("s");
-    take(r, "a", decode("{}", T_2026));
+    const CompiledRule *r = rule_with_empty_event("rule s { begin a; on match alert \"m\"; }\n", "s");
     static const char *const names[] = {"info", "low", "medium", "high", "critical"};
     for (int kind = 0; kind < 2; kind++) {
         for (int sev = 0; sev <= 5; sev++) {
@@ -752,6 +760,86 @@ START_TEST(long_chains_and_far_times)
 }
 END_TEST
 
+/* Key texts whose quoted body has a special byte (or none) at every position, over
+ * lengths on both sides of the 8-byte words the plain check reads: the key is its
+ * raw text when that is valid JSON, else that text as a JSON string. */
+START_TEST(key_strings_checked_at_every_length)
+{
+    const CompiledRule *r = rule_with_empty_event("rule k { key id; begin a; on match alert \"m\"; }\n", "k");
+    static const char *const marks[] = {"", "\"", "\\", "\\n", "\x01", "\x7f", "#", "\xc3\xa9",
+                                        "\xff", "\xe2\x82"};
+    char raw[64];
+    for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++)
+        for (size_t len = 0; len <= 26; len++)
+            for (size_t at = 0; at <= len; at++) {
+                size_t n = 0;
+                raw[n++] = '"';
+                for (size_t i = 0; i < len; i++) {
+                    if (i == at)
+                        for (const char *c = marks[m]; *c; c++)
+                            raw[n++] = *c;
+                    raw[n++] = (char)('a' + i % 26);
+                }
+                raw[n++] = '"';
+                raw[n] = '\0';
+                Value key[1] = {raw_value(V_STR, raw)};
+                Buf want = BUF_INIT;
+                buf_puts(&want, "\"key\":{\"id\":");
+                DecodeError derr;
+                if (json_validate(raw, n, DECODE_MAX_DEPTH, &derr))
+                    buf_append(&want, raw, n);
+                else
+                    buf_json_string(&want, raw, n);
+                buf_puts(&want, "},");
+                const char *got = render(r, &r->on_match[0], key, NFA_MATCH, T_2026);
+                ck_assert_msg(strstr(got, want.data) != NULL, "%s in %s", want.data, got);
+                buf_free(&want);
+            }
+}
+END_TEST
+
+/* The time of records rendered one after another with the thread's memo, against
+ * the formatter: within a second, across seconds, days and years, before 1970 and
+ * past year 9999 (where the memo stands aside). */
+START_TEST(time_memo_matches_the_formatter)
+{
+    const CompiledRule *r = rule_with_empty_event("rule t { begin a; }\n", "t");
+    RecordNames names;
+    ck_assert_int_eq(record_names_build(&names, r), 0);
+    TimeMemo memo = TIME_MEMO_NONE;
+    static const int64_t times[] = {
+        T_2026, T_2026 + 1, T_2026 + 999, T_2026 + 1000, T_2026 + 1001, T_2026 + 999,
+        T_2026 + DAY_MS, T_2026 - 1, 0, 999, 1000, -1, -1000, -1001, 0,
+        INT64_C(253402300799999), INT64_C(253402300800000), INT64_C(253402300800001),
+        INT64_C(253402300799999), T_2026 + 123, INT64_MAX, INT64_MIN, T_2026 + 123,
+    };
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        NfaResult res = {.kind = NFA_MATCH, .time_ms = times[i], .last = fx.chain};
+        buf_clear(&fx.out);
+        ck_assert_int_eq(alert_render_named(r, &names, NULL, NULL, 0, &res, fx.scratch,
+                                            ECHO_DECODED, &memo, &fx.out), 0);
+        char iso[32], field[48];
+        time_format_iso(times[i], iso);
+        snprintf(field, sizeof field, ",\"time\":\"%s\",", iso);
+        ck_assert_msg(strstr(fx.out.data, field) != NULL, "%s in %s", field, fx.out.data);
+    }
+    uint64_t x = 777;
+    int64_t t = T_2026;
+    for (int i = 0; i < 20000; i++) {   /* small steps forward and back, some jumps */
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        t += (int64_t)(x >> 54) - 400 + (i % 1000 == 0 ? (int64_t)(x >> 20) : 0);
+        NfaResult res = {.kind = NFA_MATCH, .time_ms = t, .last = fx.chain};
+        buf_clear(&fx.out);
+        ck_assert_int_eq(alert_render_named(r, &names, NULL, NULL, 0, &res, fx.scratch,
+                                            ECHO_DECODED, &memo, &fx.out), 0);
+        char iso[32];
+        time_format_iso(t, iso);
+        ck_assert_msg(strstr(fx.out.data, iso) != NULL, "%s in %s", iso, fx.out.data);
+    }
+    record_names_free(&names);
+}
+END_TEST
+
 /* ---- delivery ------------------------------------------------------------- */
 
 /* An alert router for the loaded rules whose `stdout` output is the file
@@ -764,6 +852,13 @@ static AlertRouter *router_with_stdout_file(char *out_path, size_t cap)
     AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
     ck_assert_msg(ar != NULL, "%s", err);
     return ar;
+}
+
+/* load_rules(text), then router_with_stdout_file. */
+static AlertRouter *rules_with_router(const char *text, char *out_path, size_t cap)
+{
+    load_rules(text);
+    return router_with_stdout_file(out_path, cap);
 }
 
 static int count_lines(const char *s)
@@ -853,13 +948,12 @@ END_TEST
  * actions per result and a step without events between steps with events. */
 START_TEST(delivered_records_equal_rendered_ones)
 {
-    load_rules(
+    char out_path[128];
+    AlertRouter *ar = rules_with_router(
         "rule wide { key k1, k2, k3, k4, k5, k6, k7, k8, k9, k10;\n"
         "  begin a where n > 0; followed_by gap; followed_by b; within 1m;\n"
         "  on timeout alert \"t {k10} {a.n}\" alert high \"again {k1}\"; }\n"
-        "rule plain { key k1; begin a where n > 0; }\n");
-    char out_path[128];
-    AlertRouter *ar = router_with_stdout_file(out_path, sizeof out_path);
+        "rule plain { key k1; begin a where n > 0; }\n", out_path, sizeof out_path);
 
     const CompiledRule *wide = rule("wide");
     Event *e = decode("{\"k1\":\"u\\\"1\",\"k2\":2,\"k3\":null,\"k4\":true,\"k5\":\"\",\"k6\":[1],"
@@ -908,6 +1002,83 @@ START_TEST(delivered_records_equal_rendered_ones)
     free(got);
     buf_free(&want);
     match_node_release(with_b);
+}
+END_TEST
+
+/* Message values go in unscanned only when they are known plain: numbers and strings
+ * without escapes read from decoded lines, and values whose text is plain ASCII by
+ * type. Strings with escapes, objects, literal text with a quote and key values
+ * whose raw text is not in a line are scanned (and escaped). Delivered records equal
+ * what alert_render (which trusts nothing) gives; the message is checked outright. */
+static const char *value_kinds_rules =
+    "rule v { key k; begin a; followed_by b;\n"
+    "  on match alert \"{a.s}/{s}/{u}/{n}/{big}/{o}/{key.k}/{count(b)}/{f}/{nothing}/"
+    "{time(a)}\"\n"
+    "           alert \"q\\\"{a.s}\\\" {n}\"; }\n";
+
+START_TEST(message_values_trusted_only_from_decoded_lines)
+{
+    char out_path[128];
+    AlertRouter *ar = rules_with_router(value_kinds_rules, out_path, sizeof out_path);
+    const CompiledRule *r = rule("v");
+    Event *a = decode("{\"s\":\"from a\"}", T_2026);
+    Event *b = decode("  {\"s\":\"tab\\there\",\"u\":\"\\u00e9t\\u00e9\",\"n\":-1.5e3,"
+                      "\"big\":12345678901234567890,\"o\":{\"x\":\"y\"},\"f\":true}\r\n",
+                      T_2026 + 1500);
+    take(r, "a", a);
+    take(r, "b", b);
+    /* a key string that looks plain (its bytes are its raw text's between the quotes)
+     * but whose text is in no line: a control byte */
+    static const char key_raw[] = "\"k\x01\"";
+    Value key[1] = {value_str(key_raw + 1, 2)};
+    key[0].raw = key_raw;
+    key[0].raw_len = sizeof key_raw - 1;
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = b->time_ms, .last = fx.chain};
+    Buf want = BUF_INIT;
+    for (int i = 0; i < 3; i++) {   /* the memo carried from one alert to the next */
+        alerts_deliver(ar, r, key, 1, &res, fx.scratch);
+        for (size_t j = 0; j < r->n_on_match; j++) {
+            buf_clear(&fx.out);
+            ck_assert_int_eq(alert_render(r, &r->on_match[j], key, 1, &res, fx.scratch,
+                                          &fx.out), 0);
+            buf_append(&want, fx.out.data, fx.out.len);
+            buf_putc(&want, '\n');
+        }
+        res.time_ms += 400;
+    }
+    ck_assert_int_eq(alerts_flush(ar), 0);
+    alerts_free(ar);
+    char *got = test_read_file(out_path, NULL);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want.data);
+    ck_assert_ptr_nonnull(strstr(got,
+        "\"message\":\"from a/tab\\there/\xc3\xa9t\xc3\xa9/-1.5e3/12345678901234567890/"
+        "{\\\"x\\\":\\\"y\\\"}/k\\u0001/1/true/null/2026-01-01T00:00:00.000Z\""));
+    ck_assert_ptr_nonnull(strstr(got, "\"message\":\"q\\\"from a\\\" -1.5e3\""));
+    ck_assert_ptr_nonnull(strstr(got, "\"time\":\"2026-01-01T00:00:02.300Z\""));
+    free(got);
+    buf_free(&want);
+}
+END_TEST
+
+/* The memo lives at the front of the thread's scratch text: text some other user
+ * left there is not taken for one. */
+START_TEST(foreign_scratch_text_is_no_time_memo)
+{
+    const CompiledRule *r = rule_with_empty_event("rule p { begin a; }\n", "p");
+    char out_path[128];
+    AlertRouter *ar = router_with_stdout_file(out_path, sizeof out_path);
+    Buf *text = expr_scratch_text(fx.scratch);
+    buf_clear(text);
+    for (int i = 0; i < 8; i++)
+        buf_puts(text, "2026-01-01T00:00:00");
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = T_2026 + 5 * DAY_MS + 1, .last = fx.chain};
+    alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+    ck_assert_int_eq(alerts_flush(ar), 0);
+    alerts_free(ar);
+    char *got = test_read_file(out_path, NULL);
+    ck_assert_ptr_nonnull(strstr(got, "\"time\":\"2026-01-06T00:00:00.001Z\""));
+    free(got);
 }
 END_TEST
 
@@ -973,6 +1144,8 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, message_escaped_after_being_built_in_place);
     tcase_add_test(tr, kinds_and_severities);
     tcase_add_test(tr, long_chains_and_far_times);
+    tcase_add_test(tr, key_strings_checked_at_every_length);
+    tcase_add_test(tr, time_memo_matches_the_formatter);
     suite_add_tcase(s, tr);
     TCase *tf = tcase_create("fast paths");
     tcase_set_timeout(tf, 60);
@@ -989,6 +1162,8 @@ static Suite *alerts_suite(void)
     tcase_add_test(td, deliver_to_declared_outputs);
     tcase_add_test(td, delivered_records_equal_rendered_ones);
     tcase_add_test(td, failing_output_does_not_stop_the_others);
+    tcase_add_test(td, message_values_trusted_only_from_decoded_lines);
+    tcase_add_test(td, foreign_scratch_text_is_no_time_memo);
     suite_add_tcase(s, td);
     return s;
 }

@@ -402,6 +402,35 @@ START_TEST(exec_hostile_key_stays_one_argument)
 }
 END_TEST
 
+/* The router leaves out the key texts for outputs that never read them. */
+START_TEST(only_outputs_with_key_templates_read_keys)
+{
+    const char *with_key[] = {data_script("capture.sh"), tmpdir, "{key.user_id}"};
+    const char *without[] = {data_script("capture.sh"), tmpdir, "{rule}", "{severity}"};
+    struct { const char *const *argv; size_t n; bool reads; } cases[] = {
+        {with_key, 3, true},
+        {without, 4, false},
+    };
+    char *err = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        OutputDecl d = exec_decl("hook", cases[i].argv, cases[i].n, DURATION_NONE);
+        Output *o = out_exec_new(&d, &cfg, &err);
+        ck_assert_msg(o != NULL, "%s", err);
+        ck_assert_int_eq(o->reads_keys, cases[i].reads);
+        o->ops->destroy(o);
+    }
+    OutputDecl f = file_decl("archive", path_in_tmp("{rule}/{date}.jsonl"), DURATION_NONE);
+    Output *o = out_file_new(&f, &cfg, &err);
+    ck_assert_msg(o != NULL, "%s", err);
+    ck_assert(!o->reads_keys);
+    o->ops->destroy(o);
+    o = out_stdout_new(path_in_tmp("out.jsonl"), &cfg, &err);
+    ck_assert_msg(o != NULL, "%s", err);
+    ck_assert(!o->reads_keys);
+    o->ops->destroy(o);
+}
+END_TEST
+
 START_TEST(exec_failure_retried_then_logged)
 {
     const char *argv[] = {data_script("fail.sh"), tmpdir};
@@ -729,6 +758,7 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(te, exec_hang_killed_at_timeout);
     tcase_add_test(te, exec_argv0_must_be_literal);
     tcase_add_test(te, exec_queue_bounded_drops_counted);
+    tcase_add_test(te, only_outputs_with_key_templates_read_keys);
     suite_add_tcase(s, te);
     TCase *tn = tcase_create("net");
     tcase_add_checked_fixture(tn, setup, teardown);
