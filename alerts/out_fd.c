@@ -72,11 +72,13 @@ static void fdbuf_flush(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char
     fd_health_result(h, cfg, name, path, lines, fdbuf_drain(fb));
 }
 
-/* Appends one line; writes the batch when it is big or old enough. */
-static void fdbuf_add(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char *name,
-                      const char *path, const char *line, size_t len, int64_t now)
+/* Appends one line; writes the batch when it is big or old enough. Inline: the
+ * stdout output calls it for every alert. */
+static inline void fdbuf_add(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char *name,
+                             const char *path, const char *line, size_t len, int64_t now)
 {
-    if (!buf_reserve(&fb->buf, len + 1)) {
+    /* room for the line, its newline and the NUL, mostly there already */
+    if (fb->buf.cap - fb->buf.len < len + 2 && !buf_reserve(&fb->buf, len + 1)) {
         /* Out of memory: write out what is buffered, then try again with that room. */
         fb->buf.failed = false;
         fdbuf_flush(fb, h, cfg, name, path);

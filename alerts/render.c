@@ -315,6 +315,7 @@ typedef struct Chain {
     const MatchNode *const *nodes;
     size_t n;
     size_t lines_len;          /* of all their lines */
+    bool in_step_order;        /* each node's step is the one before's or later */
     EchoLines echo;
 } Chain;
 
@@ -514,6 +515,56 @@ static char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo, size_
     return buf_reserve(out, room) ? out->data + out->len : NULL;
 }
 
+/* `"STEP":[` at p, after the `],` that closes the step before unless it is the first. */
+static char *open_step(char *p, const RecordNames *names, const CompiledRule *rule,
+                       size_t s, bool first)
+{
+    if (!first) {
+        *p++ = ']';
+        *p++ = ',';
+    }
+    size_t at = step_piece_at(names, rule, s);
+    return put_at(p, names->text.data + at, names->step_ends[s] - at);
+}
+
+/* The events at p, in a chain whose steps come in pattern order: one pass. */
+static char *put_events_in_order(Buf *out, char *p, const CompiledRule *rule,
+                                 const RecordNames *names, const Chain *c, size_t room)
+{
+    for (size_t i = 0; i < c->n && p; i++) {
+        size_t s = c->nodes[i]->step;
+        if (i && s == c->nodes[i - 1]->step)
+            *p++ = ',';
+        else
+            p = open_step(p, names, rule, s, i == 0);
+        p = put_event(out, p, c->nodes[i]->event, c->echo, room);
+    }
+    return p;
+}
+
+/* The events at p, any chain: a pass over it per step. *any: a step was opened. */
+static char *put_events_by_step(Buf *out, char *p, const CompiledRule *rule,
+                                const RecordNames *names, const Chain *c, size_t room,
+                                bool *any)
+{
+    for (size_t s = 0; s < rule->ast->n_steps; s++) {
+        bool opened = false;
+        for (size_t i = 0; i < c->n; i++) {
+            if (c->nodes[i]->step != s)
+                continue;
+            if (opened) {
+                *p++ = ',';
+            } else {
+                p = open_step(p, names, rule, s, !*any);
+                opened = *any = true;
+            }
+            if (!(p = put_event(out, p, c->nodes[i]->event, c->echo, room)))
+                return NULL;
+        }
+    }
+    return p;
+}
+
 /* ,"events":{...}} to the record's end: steps in pattern order, each with its events
  * oldest first, in one reservation (redone only after a line written as a string). */
 static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *names,
@@ -526,27 +577,15 @@ static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *na
     if (!buf_reserve(out, room))
         return;
     char *p = PUT_AT(out->data + out->len, ",\"events\":{");
-    bool any_step = false;
-    for (size_t s = 0; s < ast->n_steps; s++) {
-        bool any_event = false;
-        for (size_t i = 0; i < chain->n; i++) {
-            if (chain->nodes[i]->step != s)
-                continue;
-            if (!any_event) {
-                if (any_step)
-                    *p++ = ',';
-                size_t at = step_piece_at(names, rule, s);
-                p = put_at(p, names->text.data + at, names->step_ends[s] - at);
-                any_step = any_event = true;
-            } else {
-                *p++ = ',';
-            }
-            if (!(p = put_event(out, p, chain->nodes[i]->event, chain->echo, room)))
-                return;
-        }
-        if (any_event)
-            *p++ = ']';
-    }
+    bool any = chain->in_step_order && chain->n > 0;
+    if (chain->in_step_order)
+        p = put_events_in_order(out, p, rule, names, chain, room);
+    else
+        p = put_events_by_step(out, p, rule, names, chain, room, &any);
+    if (!p)
+        return;
+    if (any)
+        *p++ = ']';
     p = PUT_AT(p, "}}");
     reserved_end(out, p);
 }
@@ -554,19 +593,23 @@ static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *na
 /* Chains at most this long are copied to the stack, longer ones to the heap. */
 #define CHAIN_ON_STACK 16
 
-/* The match chain oldest first (*n nodes): in `room` (CHAIN_ON_STACK of them) when it
- * fits, else in a heap array the caller frees; NULL on allocation failure. Adds up
- * the lengths of their lines in *lines_len. */
+/* The match chain oldest first (c->n nodes): in `room` (CHAIN_ON_STACK of them) when
+ * it fits, else in a heap array the caller frees; NULL on allocation failure. Also
+ * adds up the lengths of their lines and sees whether their steps are in order (and
+ * within the rule's). */
 static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNode **room,
-                                            size_t *n, size_t *lines_len)
+                                            size_t n_steps, Chain *c)
 {
     size_t count = 0, len = 0;
+    bool in_order = true;
     for (const MatchNode *m = last; m; m = m->prev) {
         count++;
         len += m->event->line_len;
+        in_order = in_order && m->step < n_steps && (!m->prev || m->prev->step <= m->step);
     }
-    *n = count;
-    *lines_len = len;
+    c->n = count;
+    c->lines_len = len;
+    c->in_step_order = in_order;
     const MatchNode **nodes = count <= CHAIN_ON_STACK ? room : malloc(count * sizeof *nodes);
     if (!nodes)
         return NULL;
@@ -583,7 +626,7 @@ int alert_render_named(const CompiledRule *rule, const RecordNames *names,
 {
     const MatchNode *room[CHAIN_ON_STACK];
     Chain chain = {.echo = echo};
-    chain.nodes = chain_oldest_first(r->last, room, &chain.n, &chain.lines_len);
+    chain.nodes = chain_oldest_first(r->last, room, rule->ast->n_steps, &chain);
     if (!chain.nodes) {
         out->failed = true;
         return -1;

@@ -798,6 +798,47 @@ START_TEST(key_strings_checked_at_every_length)
 }
 END_TEST
 
+/* Events are grouped by step in pattern order, each step's oldest first, whatever
+ * the order of the chain: one pass when its steps come in order, a pass per step
+ * otherwise (where a node of a step the rule does not have is left out). */
+START_TEST(events_grouped_by_step_in_pattern_order)
+{
+    load_rules("rule g { begin a; followed_by b one_or_more; followed_by c; }\n");
+    const CompiledRule *r = rule("g");
+    static const struct { const char *steps; const char *events; } cases[] = {
+        {"abbc", "\"a\":[{\"i\":0}],\"b\":[{\"i\":1},{\"i\":2}],\"c\":[{\"i\":3}]"},
+        {"ac", "\"a\":[{\"i\":0}],\"c\":[{\"i\":1}]"},
+        {"bab", "\"a\":[{\"i\":1}],\"b\":[{\"i\":0},{\"i\":2}]"},
+        {"cba", "\"a\":[{\"i\":2}],\"b\":[{\"i\":1}],\"c\":[{\"i\":0}]"},
+        {"azb", "\"a\":[{\"i\":0}],\"b\":[{\"i\":2}]"},   /* z: no such step */
+        {"z", ""},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (fx.chain)
+            match_node_release(fx.chain);
+        fx.chain = NULL;
+        for (size_t i = 0; cases[c].steps[i]; i++) {
+            char line[16];
+            snprintf(line, sizeof line, "{\"i\":%zu}", i);
+            Event *e = decode(line, T_2026 + (int64_t)i);
+            char step[2] = {cases[c].steps[i], '\0'};
+            int s = step[0] == 'z' ? 99 : ast_step_index(r->ast, step);
+            MatchNode *n = match_node_new(fx.chain, e, (uint16_t)s);
+            ck_assert_ptr_nonnull(n);
+            if (fx.chain)
+                match_node_release(fx.chain);
+            fx.chain = n;
+        }
+        char want[160];
+        snprintf(want, sizeof want, ",\"events\":{%s}}", cases[c].events);
+        const char *got = render(r, NULL, NULL, NFA_MATCH, T_2026);
+        size_t got_len = strlen(got), want_len = strlen(want);
+        ck_assert_msg(got_len >= want_len && strcmp(got + got_len - want_len, want) == 0,
+                      "%s: %s", cases[c].steps, got);
+    }
+}
+END_TEST
+
 /* The time of records rendered one after another with the thread's memo, against
  * the formatter: within a second, across seconds, days and years, before 1970 and
  * past year 9999 (where the memo stands aside). */
@@ -1146,6 +1187,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, long_chains_and_far_times);
     tcase_add_test(tr, key_strings_checked_at_every_length);
     tcase_add_test(tr, time_memo_matches_the_formatter);
+    tcase_add_test(tr, events_grouped_by_step_in_pattern_order);
     suite_add_tcase(s, tr);
     TCase *tf = tcase_create("fast paths");
     tcase_set_timeout(tf, 60);
