@@ -4,6 +4,7 @@
 #ifndef VIGIL_RUNTIME_DIGITS_H
 #define VIGIL_RUNTIME_DIGITS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -86,6 +87,34 @@ static inline const char *digit_run(const char *p, const char *end, uint64_t *ac
     }
     *acc = v;
     return p;
+}
+
+/* Whether [p, end), of 1..19 bytes, is all digits; if so its value in *out. Reads only
+ * inside [p, end): a tail shorter than a word is taken from the text's last 8 bytes. */
+static inline bool digit_text_value(const char *p, const char *end, uint64_t *out)
+{
+#if DIGIT_WORDS
+    if (end - p >= 8) {
+        uint64_t v = 0;
+        for (; end - p > 8; p += 8) {
+            uint64_t w = digit_word_load(p);
+            if (digit_word_count(w) != 8)
+                return false;
+            v = v * DIGIT_POW10[8] + digit_word_value(w, 8);
+        }
+        unsigned n = (unsigned)(end - p);
+        uint64_t tail = digit_word_load(end - 8) >> (64 - 8 * n);
+        if (digit_word_count(tail) != n)
+            return false;
+        *out = v * DIGIT_POW10[n] + digit_word_value(tail, n);
+        return true;
+    }
+#endif
+    uint64_t v = 0;
+    if (digit_run(p, end, &v) != end)
+        return false;
+    *out = v;
+    return true;
 }
 
 #endif

@@ -249,8 +249,8 @@ static FastResult plain_integer_scaled(const char *s, size_t len, int scale_exp,
     const char *digits = s + neg, *end = s + len;
     if (digits == end || end - digits > PLAIN_INTEGER_MAX_DIGITS)
         return FAST_NOT_PLAIN;
-    uint64_t v = 0;
-    if (digit_run(digits, end, &v) != end)
+    uint64_t v;
+    if (!digit_text_value(digits, end, &v))
         return FAST_NOT_PLAIN;
     /* EVTIME_MAX_ABS_MS is a whole number of seconds, so the bound scales exactly. */
     uint64_t scale = scale_exp == 3 ? 1000 : 1;
