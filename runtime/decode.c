@@ -267,18 +267,22 @@ static inline bool same_bytes(const char *a, const char *b, size_t len)
     return true;
 }
 
+/* The child of n for the name of len (1..8) bytes whose name_word is word. */
+static inline const TrieNode *lookup_word(const TrieNode *n, uint64_t word, size_t len)
+{
+    for (size_t i = 0; i < n->n_names; i++)
+        if (n->names[i].word == word && n->names[i].len == len)
+            return n->names[i].child;
+    return NULL;
+}
+
 /* The child of n for the member name [name, name + len); `limit` bounds what may be
  * read there (at least the name). */
 static inline const TrieNode *lookup_name(const TrieNode *n, const char *name, size_t len,
                                           const char *limit)
 {
-    if (has_name_word(len) && limit - name >= NAME_WORD_MAX) {
-        uint64_t word = name_word(name, len);
-        for (size_t i = 0; i < n->n_names; i++)
-            if (n->names[i].word == word && n->names[i].len == len)
-                return n->names[i].child;
-        return NULL;
-    }
+    if (has_name_word(len) && limit - name >= NAME_WORD_MAX)
+        return lookup_word(n, name_word(name, len), len);
     for (size_t i = 0; i < n->n_names; i++) {
         const NameEdge *edge = &n->names[i];
         if (edge->len == len && same_bytes(edge->name, name, len))
@@ -761,6 +765,22 @@ member:
         FAIL("expected a member name (a string)", p);
 member_name:
     start = p + 1;
+    if (NAME_WORDS && end - start >= 8) {
+        /* Most names are plain and shorter than a word: the word that finds the closing
+         * quote is the name's word as well, so the name is scanned and looked up with
+         * one load. Anything else (escapes, UTF-8, 8 bytes or more) goes the long way. */
+        uint64_t w;
+        memcpy(&w, start, sizeof w);
+        /* The flag on the word's last byte keeps the count defined (at most 7) when
+         * no byte stops the run; that byte is then not a quote. */
+        unsigned len = json_bytes_before_stop(json_string_stops(w) | UINT64_C(1) << 63);
+        if (len > 0 && start[len] == '"') {
+            p = start + len + 1;
+            node = stack[depth - 1].node == NULL
+                   ? NULL : lookup_word(stack[depth - 1].node, NAME_WORD_KEEP(w, len), len);
+            goto member_colon;
+        }
+    }
     p = scan_string(start, end, &escaped, e);
     if (p == NULL)
         return false;
@@ -773,6 +793,7 @@ member_name:
         if (t->out_of_memory)
             FAIL("out of memory", start);
     }
+member_colon:
     SKIP_BLANKS();
     if (p == end || *p != ':')
         FAIL("expected ':' after member name", p);

@@ -604,6 +604,52 @@ START_TEST(member_names_of_every_length)
 }
 END_TEST
 
+/* A plain name shorter than a word is scanned and looked up from the one word that
+ * holds it; every other name goes the long way. Escapes, UTF-8 and bad bytes at every
+ * position of that word, and the empty name. */
+START_TEST(member_names_with_special_bytes)
+{
+    static const char *const BAD[][2] = {
+        { "\x01", "control character in string" },
+        { "\xff", "invalid UTF-8" },
+        { "\\q", "invalid escape in string" },
+    };
+    for (size_t k = 0; k < 10; k++) {
+        char run[16], path[32], line[128];
+        memset(run, 'a', k);
+        run[k] = '\0';
+        snprintf(path, sizeof path, "%s\xc3\xa9", run);
+        const char *paths[] = { path };
+        Fixture f;
+        fixture_open(&f, paths, 1);
+        snprintf(line, sizeof line, "{\"%s\\u00e9\":1,\"pad\":\"padding-padding\"}", run);
+        Event *ev = decode_ok(&f, line);
+        assert_raw(&ev->slots[0], V_NUM, "1");
+        event_release(ev);
+        snprintf(line, sizeof line, "{\"%s\xc3\xa9\":2,\"pad\":\"padding-padding\"}", run);
+        ev = decode_ok(&f, line);
+        assert_raw(&ev->slots[0], V_NUM, "2");
+        event_release(ev);
+        snprintf(line, sizeof line, "{\"%s\":3,\"pad\":\"padding-padding\"}", run);
+        ev = decode_ok(&f, line);          /* the path's prefix is not the path */
+        ck_assert_int_eq(ev->slots[0].type, V_MISSING);
+        event_release(ev);
+        ev = decode_ok(&f, "{\"\":4,\"pad\":\"padding-padding\"}");
+        ck_assert_int_eq(ev->slots[0].type, V_MISSING);
+        event_release(ev);
+        for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+            snprintf(line, sizeof line, "{\"%s%s\":1,\"pad\":\"padding-padding\"}", run,
+                     BAD[i][0]);
+            DecodeError err = { NULL, 0 };
+            ck_assert_ptr_null(decoder_decode(f.d, line, strlen(line), &err));
+            ck_assert_str_eq(err.reason, BAD[i][1]);
+            ck_assert_uint_eq(err.offset, 2 + k);
+        }
+        fixture_close(&f);
+    }
+}
+END_TEST
+
 /* Blanks of each kind wherever JSON allows them; the bytes below a space that are not
  * JSON blanks are refused in the same places. */
 START_TEST(blanks_between_every_token)
@@ -829,6 +875,7 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, digit_word_count_every_byte);
 #endif
     tcase_add_test(tc, member_names_of_every_length);
+    tcase_add_test(tc, member_names_with_special_bytes);
     tcase_add_test(tc, blanks_between_every_token);
     tcase_add_loop_test(tc, errors_have_reason_and_offset, 0,
                         (int)(sizeof BAD_LINES / sizeof BAD_LINES[0]));
