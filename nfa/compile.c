@@ -521,11 +521,15 @@ static bool reaches_final(const Nfa *nfa, uint32_t s, unsigned depth)
     return false;
 }
 
-static bool finish_analysis(Nfa *nfa)
+/* Fills in what the matcher sizes its scratch by; a pattern whose decisions could
+ * collect too many edges (or that proceeds in a cycle) is an error of the rule. */
+static void finish_analysis(Builder *b, Nfa *nfa)
 {
     size_t *memo = malloc(nfa->n_states * sizeof *memo);
-    if (!memo)
-        return false;
+    if (!memo) {
+        b->oom = true;
+        return;
+    }
     for (size_t i = 0; i < nfa->n_states; i++)
         memo[i] = SIZE_MAX;
     nfa->max_collect = 1;
@@ -536,9 +540,11 @@ static bool finish_analysis(Nfa *nfa)
         nfa->states[i].proceeds_to_final = reaches_final(nfa, i, 0);
     }
     free(memo);
-    return nfa->max_collect < (1u << 20);
+    if (nfa->max_collect >= (1u << 20))
+        set_err(b, "pattern too complex");
 }
 
+/* Copies the builder's graph into nfa; false (with b->oom set) when out of memory. */
 static bool freeze(Builder *b, Nfa *nfa, uint32_t start)
 {
     size_t n_edges = 0;
@@ -549,6 +555,7 @@ static bool freeze(Builder *b, Nfa *nfa, uint32_t start)
     size_t *seen = calloc(nfa->n_steps, sizeof *seen);
     if (!nfa->states || !nfa->edges || !seen) {
         free(seen);
+        b->oom = true;
         return false;
     }
     nfa->n_states = b->n_st;
@@ -579,8 +586,10 @@ static bool freeze(Builder *b, Nfa *nfa, uint32_t start)
     }
     free(order);
     free(seen);
-    if (!ok)
+    if (!ok) {
+        b->oom = true;
         return false;
+    }
     nfa->conds = b->conds;
     nfa->n_conds = b->n_conds;
     b->conds = NULL;
@@ -701,9 +710,10 @@ Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err)
         cond_new(&b, NFA_C_TRUE, NFA_NONE, 0, 0);   /* index 0: true */
         build_graph(&b, &start);
     }
-    bool ok = !b.oom && !b.err && freeze(&b, nfa, start) && finish_analysis(nfa);
-    if (!ok) {
-        *err = b.err ? b.err : dup_err(b.oom ? "out of memory" : "pattern too complex");
+    if (!b.oom && !b.err && freeze(&b, nfa, start))
+        finish_analysis(&b, nfa);
+    if (b.oom || b.err) {
+        *err = b.err ? b.err : dup_err("out of memory");
         b.err = NULL;
         builder_free(&b);
         nfa_free(nfa);
