@@ -152,27 +152,24 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
  * kept there from one alert to the next, then the key texts, then the record being
  * delivered. A tag tells a memo from text another user may have left. */
 #define MEMO_TAG UINT64_C(0x766967696c2d746d)   /* "vigil-tm" */
-typedef struct KeptMemo {
-    uint64_t tag;
-    TimeMemo memo;
-} KeptMemo;
+#define MEMO_ROOM (sizeof(uint64_t) + sizeof(TimeMemo))
 
-static TimeMemo memo_take(const Buf *buf)
+static void memo_take(const Buf *buf, TimeMemo *memo)
 {
-    KeptMemo kept;
-    if (buf->len >= sizeof kept) {
-        memcpy(&kept, buf->data, sizeof kept);
-        if (kept.tag == MEMO_TAG)
-            return kept.memo;
-    }
-    return (TimeMemo)TIME_MEMO_NONE;
+    uint64_t tag = 0;
+    if (buf->len >= MEMO_ROOM)
+        memcpy(&tag, buf->data, sizeof tag);
+    if (tag == MEMO_TAG)
+        memcpy(memo, buf->data + sizeof tag, sizeof *memo);
 }
 
 static void memo_keep(Buf *buf, const TimeMemo *memo)
 {
-    KeptMemo kept = {MEMO_TAG, *memo};
-    if (!buf->failed && buf->len >= sizeof kept)
-        memcpy(buf->data, &kept, sizeof kept);
+    static const uint64_t tag = MEMO_TAG;
+    if (buf->failed || buf->len < MEMO_ROOM)
+        return;
+    memcpy(buf->data, &tag, sizeof tag);
+    memcpy(buf->data + sizeof tag, memo, sizeof *memo);
 }
 
 /* The key values as text for path and argv templates, each followed by NUL, in buf;
@@ -233,7 +230,7 @@ static bool work_start(AlertWork *w, const Value *key)
     /* room for the memo, the key texts and a usual record at once */
     if (buf->cap < ALERT_ROOM && !buf_reserve(buf, ALERT_ROOM))
         return false;
-    buf->len = sizeof(KeptMemo);   /* written back at the end */
+    buf->len = MEMO_ROOM;   /* the memo is written back at the end */
     buf->data[buf->len] = '\0';
     key_texts_append(buf, key, w->n_key, w->offs);
     w->records_at = buf->len;
@@ -260,7 +257,7 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     size_t *offs = on_stack ? offs_room : malloc(n_meta_keys * sizeof *offs);
     const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
     AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys, TIME_MEMO_NONE};
-    w.memo = memo_take(w.buf);
+    memo_take(w.buf, &w.memo);
     if (!offs || !ptrs || !work_start(&w, key)) {
         out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
     } else {

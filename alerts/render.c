@@ -496,7 +496,7 @@ static void put_fields(Buf *out, const CompiledAction *action, const EvalCtx *ct
 /* One echoed event at p, in reserved room; returns the end of it. A line that has to
  * be written as a string goes through out, which then gets `room` again; NULL if that
  * reservation failed. */
-static char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo, size_t room)
+static inline char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo, size_t room)
 {
     const char *s = ev->line;
     size_t len = ev->line_len;
@@ -516,8 +516,8 @@ static char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo, size_
 }
 
 /* `"STEP":[` at p, after the `],` that closes the step before unless it is the first. */
-static char *open_step(char *p, const RecordNames *names, const CompiledRule *rule,
-                       size_t s, bool first)
+static inline char *open_step(char *p, const RecordNames *names, const CompiledRule *rule,
+                              size_t s, bool first)
 {
     if (!first) {
         *p++ = ']';
@@ -593,16 +593,19 @@ static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *na
 /* Chains at most this long are copied to the stack, longer ones to the heap. */
 #define CHAIN_ON_STACK 16
 
-/* The match chain oldest first (c->n nodes): in `room` (CHAIN_ON_STACK of them) when
- * it fits, else in a heap array the caller frees; NULL on allocation failure. Also
- * adds up the lengths of their lines and sees whether their steps are in order (and
- * within the rule's). */
+/* The match chain oldest first (c->n nodes): at the end of `room` (CHAIN_ON_STACK of
+ * them) when it fits, else in a heap array the caller frees; NULL on allocation
+ * failure. Also adds up the lengths of their lines and sees whether their steps are
+ * in order (and within the rule's). */
 static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNode **room,
                                             size_t n_steps, Chain *c)
 {
     size_t count = 0, len = 0;
     bool in_order = true;
+    const MatchNode **at = room + CHAIN_ON_STACK;
     for (const MatchNode *m = last; m; m = m->prev) {
+        if (count < CHAIN_ON_STACK)
+            *--at = m;
         count++;
         len += m->event->line_len;
         in_order = in_order && m->step < n_steps && (!m->prev || m->prev->step <= m->step);
@@ -610,7 +613,9 @@ static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNo
     c->n = count;
     c->lines_len = len;
     c->in_step_order = in_order;
-    const MatchNode **nodes = count <= CHAIN_ON_STACK ? room : malloc(count * sizeof *nodes);
+    if (count <= CHAIN_ON_STACK)
+        return at;
+    const MatchNode **nodes = malloc(count * sizeof *nodes);
     if (!nodes)
         return NULL;
     size_t i = count;
@@ -639,7 +644,7 @@ int alert_render_named(const CompiledRule *rule, const RecordNames *names,
     put_message(out, names, head, action, &ctx, scratch, &chain, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
     put_events(out, rule, names, &chain);
-    if (chain.nodes != room)
+    if (chain.n > CHAIN_ON_STACK)
         free((void *)chain.nodes);
     bool failed = out->failed || tmp.failed;
     if (tmp.data)
