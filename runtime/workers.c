@@ -788,11 +788,14 @@ void workers_split_free(WorkerSplit *s)
     free(s);
 }
 
-/* Owner w's sub-batch with room for one more item. */
+/* Owner w's sub-batch with room for one more item. A new one comes from the splitting
+ * worker's own spares (batches it matched last, so in its cache), not the owner's:
+ * the items are then written here without taking their cache lines from the other
+ * core first, and cross once, to be read by the owner (whose spares they join). */
 static Batch *split_room(Workers *ws, WorkerSplit *s, size_t w)
 {
     Batch *b = s->sub[w];
-    if (!b && !(b = s->sub[w] = batch_get(&ws->w[w], ws->rs->n_rules)))
+    if (!b && !(b = s->sub[w] = batch_get(&ws->w[s->home], ws->rs->n_rules)))
         return NULL;
     if (b->n < b->cap)
         return b;
