@@ -282,25 +282,6 @@ static Value eval_in(const Expr *e, const Event *ev)
 
 static Value eval0(const Expr *e) { return eval_in(e, NULL); }
 
-static Value S(const char *s) { return value_str(s, strlen(s)); }
-
-static Value raw_num(double d, const char *raw)
-{
-    Value v = value_num(d);
-    v.raw = raw;
-    v.raw_len = strlen(raw);
-    return v;
-}
-
-static Value raw_json(ValueType type, const char *raw)
-{
-    Value v = value_null();
-    v.type = type;
-    v.raw = raw;
-    v.raw_len = strlen(raw);
-    return v;
-}
-
 #define ck_num(v, expected) do { Value v_ = (v); \
     ck_assert_int_eq(v_.type, V_NUM); ck_assert_double_eq_tol(v_.num, (expected), 1e-9); } while (0)
 #define ck_bool(v, expected) do { Value v_ = (v); \
@@ -371,7 +352,7 @@ START_TEST(folded_constants_outlive_scratch)
     Value folded = eval0(bin(BIN_ADD, str("ab"), str("cd")));
     Value upper = eval0(call(FN_UPPER, "upper", 1, bin(BIN_ADD, str("x"), str("y"))));
     expr_scratch_reset(fx.scratch);
-    Event *ev = event(0, "s", S("zzzzzzzzzzzz"), NULL);
+    Event *ev = event(0, "s", test_str("zzzzzzzzzzzz"), NULL);
     ck_str(eval_in(bin(BIN_ADD, field("s"), field("s")), ev), "zzzzzzzzzzzzzzzzzzzzzzzz");
     ck_str(eval_in(call(FN_UPPER, "upper", 1, field("s")), ev), "ZZZZZZZZZZZZ");
     ck_str(folded, "abcd");
@@ -401,7 +382,7 @@ END_TEST
 
 START_TEST(comparisons)
 {
-    Event *ev = event(0, "amount", value_num(1500), "name", S("bob"), "flag", value_bool(true),
+    Event *ev = event(0, "amount", value_num(1500), "name", test_str("bob"), "flag", value_bool(true),
                       NULL);
     ck_bool(eval_in(bin(BIN_GT, field("amount"), num(1000)), ev), true);
     ck_bool(eval_in(bin(BIN_GE, field("amount"), num(1500)), ev), true);
@@ -419,7 +400,7 @@ END_TEST
 
 START_TEST(mismatched_types_are_false)
 {
-    Event *ev = event(0, "amount", value_num(1), "code", S("1"), NULL);
+    Event *ev = event(0, "amount", value_num(1), "code", test_str("1"), NULL);
     ck_bool(eval_in(bin(BIN_EQ, field("amount"), str("1")), ev), false);
     ck_bool(eval_in(bin(BIN_NE, field("amount"), str("1")), ev), false);
     ck_bool(eval_in(bin(BIN_EQ, field("code"), num(1)), ev), false);
@@ -491,14 +472,15 @@ static int truth_of_value(Value v)
 START_TEST(fast_conditions_agree_with_eval)
 {
     const Value samples[] = {
-        value_num(5), value_num(7), value_num(NAN), S("tx"), S("tx2"), S(""), S("t"),
+        value_num(5), value_num(7), value_num(NAN),
+        test_str("tx"), test_str("tx2"), test_str(""), test_str("t"),
         value_bool(true), value_bool(false), value_null(), value_missing(),
-        value_time(5), value_dur(5), raw_json(V_OBJ, "{\"a\":1}"),
+        value_time(5), value_dur(5), test_raw_json(V_OBJ, "{\"a\":1}"),
     };
     const size_t n_samples = sizeof samples / sizeof samples[0];
     Expr *consts[] = {num(5), num(6), str("tx"), str(""), boolean(false), boolean(true)};
     const BinaryOp ops[] = {BIN_EQ, BIN_NE, BIN_LT, BIN_LE, BIN_GT, BIN_GE};
-    take(0, event(1, "x", S("tx"), NULL));
+    take(0, event(1, "x", test_str("tx"), NULL));
     size_t checked = 0;
     for (size_t i = 0; i < n_samples; i++) {
         Event *ev = event(2, "x", samples[i], "y", samples[(i + 3) % n_samples], NULL);
@@ -531,7 +513,7 @@ START_TEST(fast_conditions_agree_with_eval)
     }
     ck_assert_uint_eq(checked, n_samples * 6 * 15);
     /* A few by hand, so that agreement is not agreement in error. */
-    Event *ev = event(3, "x", S("tx"), "n", value_num(250), NULL);
+    Event *ev = event(3, "x", test_str("tx"), "n", value_num(250), NULL);
     EvalCtx ctx = {ev, fx.match, NULL, 0, 3};
     ck_assert_int_eq(expr_truth(compile(bin(BIN_EQ, field("x"), str("tx"))), &ctx, fx.scratch), 1);
     ck_assert_int_eq(expr_truth(compile(bin(BIN_NE, str("tx"), field("x"))), &ctx, fx.scratch), 0);
@@ -647,8 +629,8 @@ END_TEST
 
 START_TEST(in_constant_list)
 {
-    Event *ev = event(0, "n", value_num(2), "s", S("b"), "code", S("1"), "neg", value_num(-0.0),
-                      NULL);
+    Event *ev = event(0, "n", value_num(2), "s", test_str("b"), "code", test_str("1"),
+                      "neg", value_num(-0.0), NULL);
     Expr *items = list(5, num(1), num(2), str("a"), str("b"), num(0));
     ck_bool(eval_in(bin(BIN_IN, field("n"), items), ev), true);
     ck_bool(eval_in(bin(BIN_IN, field("s"), items), ev), true);
@@ -683,7 +665,7 @@ START_TEST(in_large_list)
         ck_assert_int_eq(r.b, i % 3 == 0);
         char name[16];
         snprintf(name, sizeof name, "k%d", i);
-        ev->slots[slot("v")] = S(name);
+        ev->slots[slot("v")] = test_str(name);
         r = expr_eval(ce, &ctx, fx.scratch);
         ck_assert_int_eq(r.b, i < 200);
         event_release(ev);
@@ -704,8 +686,8 @@ END_TEST
 
 START_TEST(regex_match)
 {
-    Event *ev = event(0, "msg", S("ERROR disk full"), "n", value_num(500), "u", S("\xc3\xa9"),
-                      NULL);
+    Event *ev = event(0, "msg", test_str("ERROR disk full"), "n", value_num(500),
+                      "u", test_str("\xc3\xa9"), NULL);
     ck_bool(eval_in(bin(BIN_MATCH, field("msg"), str("ERROR|FATAL")), ev), true);
     ck_bool(eval_in(bin(BIN_MATCH, field("msg"), str("^FATAL")), ev), false);
     ck_bool(eval_in(bin(BIN_NMATCH, field("msg"), str("^FATAL")), ev), true);
@@ -739,7 +721,7 @@ START_TEST(regex_catastrophic_backtracking)
     ck_null(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 2, field("s"), str("(a+)+$")), ev));
     ck_assert_uint_eq(expr_scratch_regex_limit_hits(fx.scratch), 3);
     /* The same pattern on a short subject still works. */
-    Event *ok = event(0, "s", S("aaa"), NULL);
+    Event *ok = event(0, "s", test_str("aaa"), NULL);
     ck_bool(eval_in(bin(BIN_MATCH, field("s"), str("(a+)+$")), ok), true);
     ck_assert_uint_eq(expr_scratch_regex_limit_hits(fx.scratch), 3);
 }
@@ -747,7 +729,7 @@ END_TEST
 
 START_TEST(regex_extract_groups)
 {
-    Event *ev = event(0, "s", S("user=bob id=42"), NULL);
+    Event *ev = event(0, "s", test_str("user=bob id=42"), NULL);
     ck_str(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 2, field("s"), str("id=(\\d+)")), ev),
            "42");
     ck_str(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 2, field("s"), str("id=\\d+")), ev),
@@ -766,7 +748,7 @@ START_TEST(regex_extract_groups)
     ck_null(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 3, field("s"),
                          str("user=(\\w+)( none)?"), num(2)), ev));
     /* More groups than the scratch's initial match data holds. */
-    Event *many = event(0, "s", S("abcdefghijklmnopqrstuvwxyz"), NULL);
+    Event *many = event(0, "s", test_str("abcdefghijklmnopqrstuvwxyz"), NULL);
     char pattern[128] = "";
     for (int i = 0; i < 20; i++)
         strcat(pattern, "(.)");
@@ -790,7 +772,7 @@ END_TEST
 
 START_TEST(string_functions)
 {
-    Event *ev = event(0, "s", S("H\xc3\xa9llo World"), "n", value_num(3), NULL);
+    Event *ev = event(0, "s", test_str("H\xc3\xa9llo World"), "n", value_num(3), NULL);
     ck_str(eval_in(call(FN_LOWER, "lower", 1, field("s")), ev), "h\xc3\xa9llo world");
     ck_str(eval_in(call(FN_UPPER, "upper", 1, field("s")), ev), "H\xc3\xa9LLO WORLD");
     ck_str(eval_in(call(FN_LOWER, "lower", 1, str("abc")), ev), "abc");
@@ -815,9 +797,11 @@ END_TEST
 
 START_TEST(len_of_arrays_and_objects)
 {
-    Event *ev = event(0, "arr", raw_json(V_ARR, "[1, [2, 3], \"a,]b\", {\"x\": [4,5]}]"),
-                      "empty", raw_json(V_ARR, "[ ]"), "obj", raw_json(V_OBJ, "{\"a\":1,\"b\":2}"),
-                      "eobj", raw_json(V_OBJ, "{}"), "one", raw_json(V_ARR, "[\"\\\"]\"]"), NULL);
+    Event *ev = event(0, "arr", test_raw_json(V_ARR, "[1, [2, 3], \"a,]b\", {\"x\": [4,5]}]"),
+                      "empty", test_raw_json(V_ARR, "[ ]"),
+                      "obj", test_raw_json(V_OBJ, "{\"a\":1,\"b\":2}"),
+                      "eobj", test_raw_json(V_OBJ, "{}"),
+                      "one", test_raw_json(V_ARR, "[\"\\\"]\"]"), NULL);
     ck_num(eval_in(call(FN_LEN, "len", 1, field("arr")), ev), 4);
     ck_num(eval_in(call(FN_LEN, "len", 1, field("empty")), ev), 0);
     ck_num(eval_in(call(FN_LEN, "len", 1, field("obj")), ev), 2);
@@ -848,7 +832,7 @@ END_TEST
 
 START_TEST(null_handling_functions)
 {
-    Event *ev = event(0, "nothing", value_null(), "zero", value_num(0), "s", S("x"), NULL);
+    Event *ev = event(0, "nothing", value_null(), "zero", value_num(0), "s", test_str("x"), NULL);
     ck_bool(eval_in(call(FN_EXISTS, "exists", 1, field("missing")), ev), false);
     ck_bool(eval_in(call(FN_EXISTS, "exists", 1, field("nothing")), ev), true);
     ck_bool(eval_in(call(FN_EXISTS, "exists", 1, field("zero")), ev), true);
@@ -861,8 +845,9 @@ END_TEST
 
 START_TEST(conversions)
 {
-    Event *ev = event(1767226140000, "id", raw_num(1234567890123456789.0, "1234567890123456789"),
-                      "obj", raw_json(V_OBJ, "{\"a\":1}"), NULL);
+    Event *ev = event(1767226140000,
+                      "id", test_raw_num(1234567890123456789.0, "1234567890123456789"),
+                      "obj", test_raw_json(V_OBJ, "{\"a\":1}"), NULL);
     ck_str(eval0(call(FN_STR, "str", 1, num(1.5))), "1.5");
     ck_str(eval0(call(FN_STR, "str", 1, num(1e6))), "1000000");
     ck_str(eval0(call(FN_STR, "str", 1, boolean(false))), "false");
@@ -964,7 +949,8 @@ END_TEST
 
 START_TEST(keys)
 {
-    Value keyvals[2] = {S("u7"), raw_num(12345678901234567890.0, "12345678901234567890")};
+    Value keyvals[2] = {test_str("u7"),
+                        test_raw_num(12345678901234567890.0, "12345678901234567890")};
     CExpr *ce = compile(key(0));
     CExpr *ce2 = compile(key(1));
     EvalCtx ctx = {NULL, NULL, keyvals, 2, 0};
@@ -979,12 +965,12 @@ END_TEST
 /* a: amounts 10, 20, (missing), 30, 20 and tags; b: amount 1000 in between. */
 static void build_chain(void)
 {
-    take(0, event(1000, "amount", value_num(10), "tag", S("x"), NULL));
-    take(0, event(2000, "amount", value_num(20), "tag", S("y"), NULL));
-    take(1, event(2500, "amount", value_num(1000), "tag", S("z"), NULL));
-    take(0, event(3000, "tag", S("x"), "other", value_null(), NULL));
-    take(0, event(4000, "amount", raw_num(30, "30.0"), "tag", value_num(5), NULL));
-    take(0, event(5000, "amount", value_num(20), "tag", S("x"), NULL));
+    take(0, event(1000, "amount", value_num(10), "tag", test_str("x"), NULL));
+    take(0, event(2000, "amount", value_num(20), "tag", test_str("y"), NULL));
+    take(1, event(2500, "amount", value_num(1000), "tag", test_str("z"), NULL));
+    take(0, event(3000, "tag", test_str("x"), "other", value_null(), NULL));
+    take(0, event(4000, "amount", test_raw_num(30, "30.0"), "tag", value_num(5), NULL));
+    take(0, event(5000, "amount", value_num(20), "tag", test_str("x"), NULL));
 }
 
 START_TEST(aggregates)
@@ -1148,7 +1134,7 @@ START_TEST(count_distinct_many)
     for (int i = 0; i < 5000; i++) {
         Event *ev = event_new("{}", 2, N_SLOTS);
         ck_assert_ptr_nonnull(ev);
-        ev->slots[slot("v")] = i % 2 ? value_num(i % 97) : raw_num(i % 97, "x");
+        ev->slots[slot("v")] = i % 2 ? value_num(i % 97) : test_raw_num(i % 97, "x");
         take(0, ev);
         event_release(ev);
     }
@@ -1298,21 +1284,21 @@ START_TEST(parsed_rule_conditions)
     ck_assert(!expr_is_iterative(where_a));
     ck_assert(expr_is_iterative(where_b));
 
-    Event *e1 = event(0, "amount", value_num(20), "name", S("bob"), NULL);
-    Event *low = event(0, "amount", value_num(5), "name", S("bob"), NULL);
-    Event *alice = event(0, "amount", value_num(50), "name", S("alice"), NULL);
+    Event *e1 = event(0, "amount", value_num(20), "name", test_str("bob"), NULL);
+    Event *low = event(0, "amount", value_num(5), "name", test_str("bob"), NULL);
+    Event *alice = event(0, "amount", value_num(50), "name", test_str("alice"), NULL);
     EvalCtx c1 = {e1, NULL, NULL, 0, 0}, c2 = {low, NULL, NULL, 0, 0}, c3 = {alice, NULL, NULL, 0, 0};
     ck_assert(expr_test(where_a, &c1, fx.scratch));
     ck_assert(!expr_test(where_a, &c2, fx.scratch));
     ck_assert(!expr_test(where_a, &c3, fx.scratch));
 
     take(0, e1);
-    take(0, event(60000, "amount", value_num(30), "name", S("boo"), NULL));
-    Event *in_time = event(120000, "amount", value_num(40), "country", S("DE"), "name", S("bo"),
-                           NULL);
-    Event *late = event(400000, "amount", value_num(40), "country", S("fr"), NULL);
-    Event *small = event(120000, "amount", value_num(30), "country", S("fr"), NULL);
-    Event *other = event(120000, "amount", value_num(99), "country", S("us"), NULL);
+    take(0, event(60000, "amount", value_num(30), "name", test_str("boo"), NULL));
+    Event *in_time = event(120000, "amount", value_num(40), "country", test_str("DE"),
+                           "name", test_str("bo"), NULL);
+    Event *late = event(400000, "amount", value_num(40), "country", test_str("fr"), NULL);
+    Event *small = event(120000, "amount", value_num(30), "country", test_str("fr"), NULL);
+    Event *other = event(120000, "amount", value_num(99), "country", test_str("us"), NULL);
     EvalCtx ok = {in_time, fx.match, NULL, 0, in_time->time_ms};
     EvalCtx too_late = {late, fx.match, NULL, 0, late->time_ms};
     EvalCtx not_bigger = {small, fx.match, NULL, 0, small->time_ms};
@@ -1324,7 +1310,7 @@ START_TEST(parsed_rule_conditions)
 
     /* The action, after b took in_time: bare fields read the match's last event. */
     take(1, in_time);
-    Value key_values[1] = {S("u1")};
+    Value key_values[1] = {test_str("u1")};
     EvalCtx action = {NULL, fx.match, key_values, 1, in_time->time_ms};
     const Action *act = &r->on[0].actions[0];
     ck_assert_uint_eq(act->n_fields, 5);

@@ -12,48 +12,24 @@
 #include "nfa/event.h"
 #include "nfa/value.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
-static Value str(const char *s) { return value_str(s, strlen(s)); }
-
-static Value raw_num(double d, const char *raw)
-{
-    Value v = value_num(d);
-    v.raw = raw;
-    v.raw_len = strlen(raw);
-    return v;
-}
-
-static Value raw_json(ValueType t, const char *raw)
-{
-    Value v = value_null();
-    v.type = t;
-    v.raw = raw;
-    v.raw_len = strlen(raw);
-    return v;
-}
-
-/* The JSON form of v, in a static buffer for easy comparison. */
-static const char *json_of(Value v)
+/* What write makes of v, in a static buffer for easy comparison (each call
+ * overwrites the last). */
+static const char *written(Value v, void (*write)(const Value *, Buf *))
 {
     static char out[256];
     Buf b = BUF_INIT;
-    value_to_json(&v, &b);
+    write(&v, &b);
     ck_assert(!b.failed);
     snprintf(out, sizeof out, "%s", b.data ? b.data : "");
     buf_free(&b);
     return out;
 }
 
-static const char *text_of(Value v)
-{
-    static char out[256];
-    Buf b = BUF_INIT;
-    value_to_text(&v, &b);
-    ck_assert(!b.failed);
-    snprintf(out, sizeof out, "%s", b.data ? b.data : "");
-    buf_free(&b);
-    return out;
-}
+static const char *json_of(Value v) { return written(v, value_to_json); }
+
+static const char *text_of(Value v) { return written(v, value_to_text); }
 
 /* ---- equality and order --------------------------------------------------- */
 
@@ -62,9 +38,9 @@ START_TEST(equal_same_types)
     Value a = value_num(1.5), b = value_num(1.5), c = value_num(2);
     ck_assert(value_equal(&a, &b));
     ck_assert(!value_equal(&a, &c));
-    Value one = raw_num(1, "1.0"), one2 = value_num(1);
+    Value one = test_raw_num(1, "1.0"), one2 = value_num(1);
     ck_assert(value_equal(&one, &one2)); /* numbers compare as doubles, not by text */
-    Value s1 = str("abc"), s2 = str("abc"), s3 = str("abd"), s4 = str("ab");
+    Value s1 = test_str("abc"), s2 = test_str("abc"), s3 = test_str("abd"), s4 = test_str("ab");
     ck_assert(value_equal(&s1, &s2));
     ck_assert(!value_equal(&s1, &s3));
     ck_assert(!value_equal(&s1, &s4));
@@ -76,8 +52,8 @@ START_TEST(equal_same_types)
     Value tm1 = value_time(1000), tm2 = value_time(1000), d1 = value_dur(1000);
     ck_assert(value_equal(&tm1, &tm2));
     ck_assert(!value_equal(&tm1, &d1));
-    Value o1 = raw_json(V_OBJ, "{\"a\":1}"), o2 = raw_json(V_OBJ, "{\"a\":1}"),
-          o3 = raw_json(V_OBJ, "{\"a\":2}");
+    Value o1 = test_raw_json(V_OBJ, "{\"a\":1}"), o2 = test_raw_json(V_OBJ, "{\"a\":1}"),
+          o3 = test_raw_json(V_OBJ, "{\"a\":2}");
     ck_assert(value_equal(&o1, &o2));
     ck_assert(!value_equal(&o1, &o3));
 }
@@ -85,8 +61,8 @@ END_TEST
 
 START_TEST(equal_null_and_mismatch)
 {
-    Value m = value_missing(), n = value_null(), zero = value_num(0), empty = str("");
-    Value one = value_num(1), s1 = str("1"), f = value_bool(false);
+    Value m = value_missing(), n = value_null(), zero = value_num(0), empty = test_str("");
+    Value one = value_num(1), s1 = test_str("1"), f = value_bool(false);
     ck_assert(value_equal(&m, &n));
     ck_assert(value_equal(&n, &n));
     ck_assert(!value_equal(&n, &zero));
@@ -103,7 +79,7 @@ START_TEST(compare_orders)
     ck_assert_int_eq(value_compare(&b, &a), 1);
     ck_assert_int_eq(value_compare(&a, &a), 0);
     ck_assert_int_eq(value_compare(&a, &nan), 2);
-    Value s1 = str("a"), s2 = str("b"), s3 = str("ab"), hi = str("\xc3\xa9");
+    Value s1 = test_str("a"), s2 = test_str("b"), s3 = test_str("ab"), hi = test_str("\xc3\xa9");
     ck_assert_int_eq(value_compare(&s1, &s2), -1);
     ck_assert_int_eq(value_compare(&s3, &s1), 1);
     ck_assert_int_eq(value_compare(&s1, &s3), -1);
@@ -112,7 +88,7 @@ START_TEST(compare_orders)
     ck_assert_int_eq(value_compare(&t1, &t2), -1);
     ck_assert_int_eq(value_compare(&d1, &d2), 1);
     ck_assert_int_eq(value_compare(&t1, &d1), 2);
-    Value n = value_null(), m = value_missing(), one_s = str("1");
+    Value n = value_null(), m = value_missing(), one_s = test_str("1");
     ck_assert_int_eq(value_compare(&n, &a), 2);
     ck_assert_int_eq(value_compare(&a, &m), 2);
     ck_assert_int_eq(value_compare(&n, &n), 2);
@@ -140,10 +116,10 @@ START_TEST(json_numbers)
     ck_assert_str_eq(json_of(value_num(INFINITY)), "null");
     ck_assert_str_eq(json_of(value_num(-INFINITY)), "null");
     /* A 19-digit id keeps its digits through raw; the double alone would round it. */
-    ck_assert_str_eq(json_of(raw_num(1234567890123456789.0, "1234567890123456789")),
+    ck_assert_str_eq(json_of(test_raw_num(1234567890123456789.0, "1234567890123456789")),
                      "1234567890123456789");
     ck_assert_str_ne(json_of(value_num(1234567890123456789.0)), "1234567890123456789");
-    ck_assert_str_eq(json_of(raw_num(1, "1.0e0")), "1.0e0");
+    ck_assert_str_eq(json_of(test_raw_num(1, "1.0e0")), "1.0e0");
 }
 END_TEST
 
@@ -153,29 +129,29 @@ START_TEST(json_other_types)
     ck_assert_str_eq(json_of(value_missing()), "null");
     ck_assert_str_eq(json_of(value_bool(true)), "true");
     ck_assert_str_eq(json_of(value_bool(false)), "false");
-    ck_assert_str_eq(json_of(str("a\"b\\c\n")), "\"a\\\"b\\\\c\\n\"");
+    ck_assert_str_eq(json_of(test_str("a\"b\\c\n")), "\"a\\\"b\\\\c\\n\"");
     ck_assert_str_eq(json_of(value_str("a\0b", 3)), "\"a\\u0000b\"");
     ck_assert_str_eq(json_of(value_time(1767226140000)), "\"2026-01-01T00:09:00.000Z\"");
     ck_assert_str_eq(json_of(value_dur(300000)), "300000");
     ck_assert_str_eq(json_of(value_dur(-5)), "-5");
-    ck_assert_str_eq(json_of(raw_json(V_OBJ, "{\"a\": [1, 2]}")), "{\"a\": [1, 2]}");
-    ck_assert_str_eq(json_of(raw_json(V_ARR, "[1,\"x\"]")), "[1,\"x\"]");
+    ck_assert_str_eq(json_of(test_raw_json(V_OBJ, "{\"a\": [1, 2]}")), "{\"a\": [1, 2]}");
+    ck_assert_str_eq(json_of(test_raw_json(V_ARR, "[1,\"x\"]")), "[1,\"x\"]");
 }
 END_TEST
 
 START_TEST(text_forms)
 {
-    ck_assert_str_eq(text_of(str("hello \"you\"")), "hello \"you\"");
+    ck_assert_str_eq(text_of(test_str("hello \"you\"")), "hello \"you\"");
     ck_assert_str_eq(text_of(value_num(2.5)), "2.5");
     ck_assert_str_eq(text_of(value_num(1e6)), "1000000");
-    ck_assert_str_eq(text_of(raw_num(9007199254740993.0, "9007199254740993")),
+    ck_assert_str_eq(text_of(test_raw_num(9007199254740993.0, "9007199254740993")),
                      "9007199254740993");
     ck_assert_str_eq(text_of(value_null()), "null");
     ck_assert_str_eq(text_of(value_missing()), "null");
     ck_assert_str_eq(text_of(value_bool(true)), "true");
     ck_assert_str_eq(text_of(value_time(0)), "1970-01-01T00:00:00.000Z");
     ck_assert_str_eq(text_of(value_dur(1500)), "1500");
-    ck_assert_str_eq(text_of(raw_json(V_ARR, "[]")), "[]");
+    ck_assert_str_eq(text_of(test_raw_json(V_ARR, "[]")), "[]");
 }
 END_TEST
 
@@ -270,7 +246,7 @@ START_TEST(value_is_small)
         ck_assert_uint_eq(sizeof(Value), 32);
     ck_assert_uint_le(sizeof(Value), 32);
     /* The payload members share their bits: a constructor sets only its own. */
-    Value n = value_num(2.5), t = value_time(1700000000123), s = str("abc");
+    Value n = value_num(2.5), t = value_time(1700000000123), s = test_str("abc");
     ck_assert(n.num == 2.5);
     ck_assert_int_eq(t.i, 1700000000123);
     ck_assert_uint_eq(s.len, 3);
@@ -301,7 +277,7 @@ START_TEST(value_rebase_moves_only_inner_pointers)
     Value out_str = value_str(outside + 1, 2);
     out_str.raw = outside;
     out_str.raw_len = 4;
-    Value num = raw_num(12345, "12345");
+    Value num = test_raw_num(12345, "12345");
     num.raw = from + 5;
     Value end_ptr = value_str(from + sizeof from, 0);   /* one past the range: stays */
 

@@ -69,3 +69,26 @@ RuleSet *test_parse_checked(const char *text)
     diags_free(&d);
     return rs;
 }
+
+Value test_str(const char *s)
+{
+    return value_str(s, strlen(s));
+}
+
+Value test_raw_num(double d, const char *raw)
+{
+    Value v = value_num(d);
+    v.raw = raw;
+    v.raw_len = (uint32_t)strlen(raw);
+    return v;
+}
+
+Value test_raw_json(ValueType type, const char *raw)
+{
+    ck_assert(type == V_OBJ || type == V_ARR);
+    Value v = value_null();
+    v.type = type;
+    v.raw = raw;
+    v.raw_len = (uint32_t)strlen(raw);
+    return v;
+}

@@ -1,8 +1,8 @@
 /* tests/testutil.h — what many Check tests need: a whole file, a stream, a shell
- * command's output or printed diagnostics as one string, and rule text parsed and
- * checked. What is not the test's subject (an allocation, a read error) fails the
- * running test, so callers handle only the cases they test, such as a file that does
- * not exist. Call these from tests only. */
+ * command's output or printed diagnostics as one string, rule text parsed and
+ * checked, and values made as if read from an event. What is not the test's subject
+ * (an allocation, a read error) fails the running test, so callers handle only the
+ * cases they test, such as a file that does not exist. Call these from tests only. */
 #ifndef VIGIL_TESTS_TESTUTIL_H
 #define VIGIL_TESTS_TESTUTIL_H
 
@@ -11,6 +11,7 @@
 
 #include "dsl/ast.h"
 #include "dsl/diag.h"
+#include "nfa/value.h"
 
 /* The rest of stream f as a NUL-terminated heap string (caller frees), "" when there
  * is none; its length without the NUL in *len when len is not NULL. f stays open. */
@@ -30,5 +31,16 @@ char *test_diags_text(const Diags *d);
 /* text parsed as the file t.cep and checked (caller frees with ast_ruleset_free);
  * fails the test, quoting the diagnostics, when there is an error. */
 RuleSet *test_parse_checked(const char *text);
+
+/* The string value of the C string s (not copied: s must outlive the value). */
+Value test_str(const char *s);
+
+/* The number d as read from an event whose JSON text for it is raw (not copied), so
+ * that the value keeps that text, as a decoded one does. */
+Value test_raw_num(double d, const char *raw);
+
+/* An object or array (type V_OBJ or V_ARR) as read from an event: its JSON text raw
+ * (not copied). */
+Value test_raw_json(ValueType type, const char *raw);
 
 #endif
