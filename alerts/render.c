@@ -41,6 +41,12 @@ static inline char *put_at(char *p, const char *s, size_t n)
 
 #define PUT_AT(p, literal) put_at(p, literal, sizeof literal - 1)
 
+/* buf_reserve(out, n), without the call when the room is there already. */
+static inline bool room_for(Buf *out, size_t n)
+{
+    return (!out->failed && out->cap - out->len > n) || buf_reserve(out, n);
+}
+
 /* Ends a stretch written with put_at at p. */
 static inline void reserved_end(Buf *out, char *p)
 {
@@ -363,7 +369,7 @@ static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNa
     if (!head)
         put_head_pieces(out, names->text.data, names->name_len, r->kind,
                         action->severity);
-    if (!buf_reserve(out, room))
+    if (!room_for(out, room))
         return;
     char *p = out->data + out->len;
     if (head)
@@ -574,7 +580,7 @@ static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *na
     size_t steps_from = steps_at(names, rule);
     size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - steps_from : 0;
     size_t room = 16 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
-    if (!buf_reserve(out, room))
+    if (!room_for(out, room))
         return;
     char *p = PUT_AT(out->data + out->len, ",\"events\":{");
     bool any = chain->in_step_order && chain->n > 0;
