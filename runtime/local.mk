@@ -1,6 +1,6 @@
 libvigil_a_SOURCES += \
 	runtime/decode.c runtime/decode.h \
-	runtime/evtime.c runtime/evtime.h \
+	runtime/evtime.c runtime/evtime.h runtime/digits.h \
 	runtime/input.c runtime/input.h
 # engine (runtime/engine, shard, workers, reorder, partition, deadline)
 libvigil_a_SOURCES += \

@@ -1,6 +1,4 @@
 # tests: decode (see tests/local.mk)
-# the decoder's and event time's 8-digit words (header only)
-libvigil_a_SOURCES += runtime/digits.h
 check_PROGRAMS += tests/test_decode tests/test_evtime
 TESTS += tests/test_decode tests/test_evtime
 tests_test_decode_SOURCES = tests/test_decode.c $(TEST_UTIL)
