@@ -2,7 +2,8 @@
 # different areas never edit the same build file.
 TEST_LIBS = $(LDADD_VIGIL) $(CHECK_LIBS)
 TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-# Files and commands read into strings (tests/testutil.h): add to a test's _SOURCES.
+# Helpers every area shares (tests/testutil.h: files and commands read into strings,
+# parsed rule sets, diagnostics as text, values as a decoder makes them): add to _SOURCES.
 TEST_UTIL = tests/testutil.c tests/testutil.h
 # check_run_suite, the end of every test program's main; header-only.
 EXTRA_DIST += tests/checkmain.h tests/partkeys.h

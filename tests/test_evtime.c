@@ -7,6 +7,7 @@
 
 #include "runtime/evtime.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 #define T_2024_02_29_123456_789 INT64_C(1709210096789)
 
@@ -81,16 +82,6 @@ START_TEST(iso_respects_length)
 }
 END_TEST
 
-static Value num_raw(double d, const char *raw)
-{
-    Value v = value_num(d);
-    v.raw = raw;
-    v.raw_len = strlen(raw);
-    return v;
-}
-
-static Value str(const char *s) { return value_str(s, strlen(s)); }
-
 static void expect_ms(Value v, TimeFormat fmt, int64_t want)
 {
     int64_t ms = 42;
@@ -106,10 +97,10 @@ static void expect_fail(Value v, TimeFormat fmt)
 
 START_TEST(auto_format)
 {
-    expect_ms(str("2024-02-29T12:34:56.789Z"), TIME_AUTO, T_2024_02_29_123456_789);
-    expect_ms(num_raw(1709210096.789, "1709210096.789"), TIME_AUTO, T_2024_02_29_123456_789);
-    expect_ms(num_raw(1709210096, "1709210096"), TIME_AUTO, INT64_C(1709210096000));
-    expect_fail(str("1709210096"), TIME_AUTO);        /* a string is ISO-8601 */
+    expect_ms(test_str("2024-02-29T12:34:56.789Z"), TIME_AUTO, T_2024_02_29_123456_789);
+    expect_ms(test_raw_num(1709210096.789, "1709210096.789"), TIME_AUTO, T_2024_02_29_123456_789);
+    expect_ms(test_raw_num(1709210096, "1709210096"), TIME_AUTO, INT64_C(1709210096000));
+    expect_fail(test_str("1709210096"), TIME_AUTO);        /* a string is ISO-8601 */
     expect_fail(value_missing(), TIME_AUTO);
     expect_fail(value_null(), TIME_AUTO);
     expect_fail(value_bool(true), TIME_AUTO);
@@ -119,47 +110,47 @@ END_TEST
 
 START_TEST(iso_format)
 {
-    expect_ms(str("2024-02-29T12:34:56.789Z"), TIME_ISO8601, T_2024_02_29_123456_789);
-    expect_fail(num_raw(1709210096, "1709210096"), TIME_ISO8601);
-    expect_fail(str("yesterday"), TIME_ISO8601);
+    expect_ms(test_str("2024-02-29T12:34:56.789Z"), TIME_ISO8601, T_2024_02_29_123456_789);
+    expect_fail(test_raw_num(1709210096, "1709210096"), TIME_ISO8601);
+    expect_fail(test_str("yesterday"), TIME_ISO8601);
 }
 END_TEST
 
 START_TEST(epoch_seconds)
 {
-    expect_ms(num_raw(1.5, "1.5"), TIME_EPOCH_S, 1500);
-    expect_ms(num_raw(-1.5, "-1.5"), TIME_EPOCH_S, -1500);
-    expect_ms(num_raw(1.0005, "1.0005"), TIME_EPOCH_S, 1000);      /* sub-ms floored */
-    expect_ms(num_raw(-0.0005, "-0.0005"), TIME_EPOCH_S, -1);
-    expect_ms(num_raw(0.001, "0.001"), TIME_EPOCH_S, 1);            /* exact, no float error */
-    expect_ms(num_raw(1.001, "1.001"), TIME_EPOCH_S, 1001);
-    expect_ms(num_raw(1e3, "1e3"), TIME_EPOCH_S, 1000000);
-    expect_ms(num_raw(17e-1, "17E-1"), TIME_EPOCH_S, 1700);
-    expect_ms(num_raw(0, "0"), TIME_EPOCH_S, 0);
-    expect_ms(num_raw(0, "-0.0"), TIME_EPOCH_S, 0);
+    expect_ms(test_raw_num(1.5, "1.5"), TIME_EPOCH_S, 1500);
+    expect_ms(test_raw_num(-1.5, "-1.5"), TIME_EPOCH_S, -1500);
+    expect_ms(test_raw_num(1.0005, "1.0005"), TIME_EPOCH_S, 1000);      /* sub-ms floored */
+    expect_ms(test_raw_num(-0.0005, "-0.0005"), TIME_EPOCH_S, -1);
+    expect_ms(test_raw_num(0.001, "0.001"), TIME_EPOCH_S, 1);            /* exact, no float error */
+    expect_ms(test_raw_num(1.001, "1.001"), TIME_EPOCH_S, 1001);
+    expect_ms(test_raw_num(1e3, "1e3"), TIME_EPOCH_S, 1000000);
+    expect_ms(test_raw_num(17e-1, "17E-1"), TIME_EPOCH_S, 1700);
+    expect_ms(test_raw_num(0, "0"), TIME_EPOCH_S, 0);
+    expect_ms(test_raw_num(0, "-0.0"), TIME_EPOCH_S, 0);
     expect_ms(value_num(2.25), TIME_EPOCH_S, 2250);                 /* computed, no text */
-    expect_ms(str("1709210096.789"), TIME_EPOCH_S, T_2024_02_29_123456_789);
-    expect_fail(num_raw(1e20, "1e20"), TIME_EPOCH_S);
+    expect_ms(test_str("1709210096.789"), TIME_EPOCH_S, T_2024_02_29_123456_789);
+    expect_fail(test_raw_num(1e20, "1e20"), TIME_EPOCH_S);
     expect_fail(value_num(1e300), TIME_EPOCH_S);
-    expect_fail(str("12abc"), TIME_EPOCH_S);
-    expect_fail(str(""), TIME_EPOCH_S);
-    expect_fail(str("-"), TIME_EPOCH_S);
-    expect_fail(str("1e"), TIME_EPOCH_S);
-    expect_fail(str(" 12"), TIME_EPOCH_S);
-    expect_fail(str("2024-02-29T12:34:56Z"), TIME_EPOCH_S);
+    expect_fail(test_str("12abc"), TIME_EPOCH_S);
+    expect_fail(test_str(""), TIME_EPOCH_S);
+    expect_fail(test_str("-"), TIME_EPOCH_S);
+    expect_fail(test_str("1e"), TIME_EPOCH_S);
+    expect_fail(test_str(" 12"), TIME_EPOCH_S);
+    expect_fail(test_str("2024-02-29T12:34:56Z"), TIME_EPOCH_S);
     expect_fail(value_null(), TIME_EPOCH_S);
 }
 END_TEST
 
 START_TEST(epoch_milliseconds)
 {
-    expect_ms(num_raw(1709210096789.0, "1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
-    expect_ms(num_raw(1.9, "1.9"), TIME_EPOCH_MS, 1);
-    expect_ms(num_raw(-1.9, "-1.9"), TIME_EPOCH_MS, -2);
-    expect_ms(num_raw(1.7e12, "1.7e12"), TIME_EPOCH_MS, INT64_C(1700000000000));
-    expect_ms(str("1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
+    expect_ms(test_raw_num(1709210096789.0, "1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
+    expect_ms(test_raw_num(1.9, "1.9"), TIME_EPOCH_MS, 1);
+    expect_ms(test_raw_num(-1.9, "-1.9"), TIME_EPOCH_MS, -2);
+    expect_ms(test_raw_num(1.7e12, "1.7e12"), TIME_EPOCH_MS, INT64_C(1700000000000));
+    expect_ms(test_str("1709210096789"), TIME_EPOCH_MS, T_2024_02_29_123456_789);
     expect_ms(value_num(1500), TIME_EPOCH_MS, 1500);
-    expect_fail(num_raw(1e17, "100000000000000000"), TIME_EPOCH_MS);
+    expect_fail(test_raw_num(1e17, "100000000000000000"), TIME_EPOCH_MS);
     expect_fail(value_bool(false), TIME_EPOCH_MS);
 }
 END_TEST
@@ -184,7 +175,7 @@ static const char *const PLAIN_INTEGERS[] = {
 static Value with_zero_fraction(const char *text, char *buf, size_t cap, bool as_string)
 {
     snprintf(buf, cap, "%s.0", text);
-    return as_string ? str(buf) : num_raw(0, buf);
+    return as_string ? test_str(buf) : test_raw_num(0, buf);
 }
 
 START_TEST(fast_integer_path_matches_general)
@@ -196,7 +187,7 @@ START_TEST(fast_integer_path_matches_general)
         for (int as_string = 0; as_string <= 1; as_string++) {
             if (as_string && FORMATS[f] == TIME_AUTO)
                 continue;                        /* a string there is ISO-8601 */
-            Value fast = as_string ? str(text) : num_raw(0, text);
+            Value fast = as_string ? test_str(text) : test_raw_num(0, text);
             Value general = with_zero_fraction(text, buf, sizeof buf, as_string);
             int64_t fast_ms = 42, general_ms = 43;
             bool fast_ok = evtime_parse(&fast, FORMATS[f], &fast_ms);
@@ -221,26 +212,26 @@ static const char *const NOT_EPOCH_MS[] = {
 
 START_TEST(fast_integer_path_values)
 {
-    expect_ms(num_raw(0, "1700000000000"), TIME_EPOCH_MS, INT64_C(1700000000000));
-    expect_ms(num_raw(0, "-1700000000000"), TIME_EPOCH_MS, INT64_C(-1700000000000));
-    expect_ms(num_raw(0, "1700000000"), TIME_EPOCH_S, INT64_C(1700000000000));
-    expect_ms(num_raw(0, "-0"), TIME_EPOCH_MS, 0);
-    expect_ms(str("007"), TIME_EPOCH_S, 7000);
-    expect_ms(num_raw(0, "253402300800000"), TIME_EPOCH_MS, INT64_C(253402300800000));
-    expect_ms(num_raw(0, "-253402300800000"), TIME_EPOCH_MS, INT64_C(-253402300800000));
-    expect_fail(num_raw(0, "253402300800001"), TIME_EPOCH_MS);
-    expect_fail(num_raw(0, "-253402300800001"), TIME_EPOCH_MS);
-    expect_ms(num_raw(0, "253402300800"), TIME_EPOCH_S, INT64_C(253402300800000));
-    expect_ms(num_raw(0, "-253402300800"), TIME_EPOCH_S, INT64_C(-253402300800000));
-    expect_fail(num_raw(0, "253402300801"), TIME_EPOCH_S);
-    expect_fail(num_raw(0, "-253402300801"), TIME_EPOCH_S);
-    expect_fail(num_raw(0, "999999999999999999"), TIME_EPOCH_S);  /* x1000 would overflow */
-    expect_ms(num_raw(0, "000000000000000001"), TIME_EPOCH_MS, 1);
-    expect_ms(num_raw(0, "0000000000000000001"), TIME_EPOCH_MS, 1); /* 19: general */
+    expect_ms(test_raw_num(0, "1700000000000"), TIME_EPOCH_MS, INT64_C(1700000000000));
+    expect_ms(test_raw_num(0, "-1700000000000"), TIME_EPOCH_MS, INT64_C(-1700000000000));
+    expect_ms(test_raw_num(0, "1700000000"), TIME_EPOCH_S, INT64_C(1700000000000));
+    expect_ms(test_raw_num(0, "-0"), TIME_EPOCH_MS, 0);
+    expect_ms(test_str("007"), TIME_EPOCH_S, 7000);
+    expect_ms(test_raw_num(0, "253402300800000"), TIME_EPOCH_MS, INT64_C(253402300800000));
+    expect_ms(test_raw_num(0, "-253402300800000"), TIME_EPOCH_MS, INT64_C(-253402300800000));
+    expect_fail(test_raw_num(0, "253402300800001"), TIME_EPOCH_MS);
+    expect_fail(test_raw_num(0, "-253402300800001"), TIME_EPOCH_MS);
+    expect_ms(test_raw_num(0, "253402300800"), TIME_EPOCH_S, INT64_C(253402300800000));
+    expect_ms(test_raw_num(0, "-253402300800"), TIME_EPOCH_S, INT64_C(-253402300800000));
+    expect_fail(test_raw_num(0, "253402300801"), TIME_EPOCH_S);
+    expect_fail(test_raw_num(0, "-253402300801"), TIME_EPOCH_S);
+    expect_fail(test_raw_num(0, "999999999999999999"), TIME_EPOCH_S);  /* x1000 would overflow */
+    expect_ms(test_raw_num(0, "000000000000000001"), TIME_EPOCH_MS, 1);
+    expect_ms(test_raw_num(0, "0000000000000000001"), TIME_EPOCH_MS, 1); /* 19: general */
     for (size_t i = 0; i < sizeof NOT_EPOCH_MS / sizeof NOT_EPOCH_MS[0]; i++)
-        expect_fail(str(NOT_EPOCH_MS[i]), TIME_EPOCH_MS);
-    expect_ms(str("1234567890123"), TIME_EPOCH_MS, INT64_C(1234567890123));
-    expect_ms(str("-12345678"), TIME_EPOCH_MS, INT64_C(-12345678));
+        expect_fail(test_str(NOT_EPOCH_MS[i]), TIME_EPOCH_MS);
+    expect_ms(test_str("1234567890123"), TIME_EPOCH_MS, INT64_C(1234567890123));
+    expect_ms(test_str("-12345678"), TIME_EPOCH_MS, INT64_C(-12345678));
 }
 END_TEST
 
