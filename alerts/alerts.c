@@ -148,30 +148,6 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
 /* The thread's record buffer is kept between alerts up to this size. */
 #define ALERT_ROOM_KEPT (64 * 1024)
 
-/* The delivering thread's scratch text (expr_scratch_text) starts with its TimeMemo,
- * kept there from one alert to the next, then the key texts, then the record being
- * delivered. A tag tells a memo from text another user may have left. */
-#define MEMO_TAG UINT64_C(0x766967696c2d746d)   /* "vigil-tm" */
-#define MEMO_ROOM (sizeof(uint64_t) + sizeof(TimeMemo))
-
-static void memo_take(const Buf *buf, TimeMemo *memo)
-{
-    uint64_t tag = 0;
-    if (buf->len >= MEMO_ROOM)
-        memcpy(&tag, buf->data, sizeof tag);
-    if (tag == MEMO_TAG)
-        memcpy(memo, buf->data + sizeof tag, sizeof *memo);
-}
-
-static void memo_keep(Buf *buf, const TimeMemo *memo)
-{
-    static const uint64_t tag = MEMO_TAG;
-    if (buf->failed || buf->len < MEMO_ROOM)
-        return;
-    memcpy(buf->data, &tag, sizeof tag);
-    memcpy(buf->data + sizeof tag, memo, sizeof *memo);
-}
-
 /* The key values as text for path and argv templates, each followed by NUL, in buf;
  * offs[i] is where value i starts. */
 static void key_texts_append(Buf *buf, const Value *key, size_t n, size_t *offs)
@@ -191,7 +167,6 @@ typedef struct AlertWork {
     size_t *offs;              /* the key texts' offsets */
     const char **ptrs;         /* n_key pointers to them, set after each render */
     size_t n_key;
-    TimeMemo memo;
 } AlertWork;
 
 static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const RulePlan *plan,
@@ -202,7 +177,7 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const Rule
     w->buf->len = w->records_at;
     meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
     int rc = plan ? alert_render_named(rule, &plan->names, action, key, n_key, r, scratch,
-                                       ECHO_DECODED, &w->memo, w->buf)
+                                       ECHO_DECODED, w->buf)
                   : alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_DECODED,
                                       w->buf);
     for (size_t i = 0; rc == 0 && i < w->n_key; i++)   /* the buffer may have moved */
@@ -221,17 +196,14 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const Rule
     }
 }
 
-/* The work space's start: the memo's place and the key texts. False on allocation
- * failure. */
+/* The work space's start: the key texts. False on allocation failure. */
 static bool work_start(AlertWork *w, const Value *key)
 {
     Buf *buf = w->buf;
     buf_clear(buf);
-    /* room for the memo, the key texts and a usual record at once */
+    /* room for the key texts and a usual record at once */
     if (buf->cap < ALERT_ROOM && !buf_reserve(buf, ALERT_ROOM))
         return false;
-    buf->len = MEMO_ROOM;   /* the memo is written back at the end */
-    buf->data[buf->len] = '\0';
     key_texts_append(buf, key, w->n_key, w->offs);
     w->records_at = buf->len;
     return !buf->failed;
@@ -256,8 +228,7 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     bool on_stack = n_meta_keys <= KEYS_ON_STACK;
     size_t *offs = on_stack ? offs_room : malloc(n_meta_keys * sizeof *offs);
     const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
-    AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys, TIME_MEMO_NONE};
-    memo_take(w.buf, &w.memo);
+    AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys};
     if (!offs || !ptrs || !work_start(&w, key)) {
         out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
     } else {
@@ -273,8 +244,6 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     }
     if (w.buf->cap > ALERT_ROOM_KEPT || w.buf->failed)
         buf_free(w.buf);
-    else
-        memo_keep(w.buf, &w.memo);
     if (!on_stack) {
         free(offs);
         free(ptrs);

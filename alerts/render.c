@@ -328,29 +328,6 @@ typedef struct Chain {
 /* Room for `},"time":"`, the time, `","message":"` and a NUL. */
 #define TIME_ROOM 64
 
-/* The ISO-8601 text of ms at p (time_format_iso without its NUL); returns its end.
- * With a memo, a time in the second of the one before costs a copy and three digits. */
-static char *put_time(char *p, int64_t ms, TimeMemo *memo)
-{
-    int64_t second = ms / 1000;
-    if (!memo || ms < 0)
-        return p + time_format_iso(ms, p);
-    if (second != memo->second) {
-        char text[32];
-        if (time_format_iso(second * 1000, text) != TIME_MEMO_LEN + 5)   /* year > 9999 */
-            return p + time_format_iso(ms, p);
-        memcpy(memo->text, text, TIME_MEMO_LEN);
-        memo->second = second;
-    }
-    unsigned msec = (unsigned)(ms - second * 1000);
-    p = put_at(p, memo->text, TIME_MEMO_LEN);
-    p[0] = '.';
-    p[1] = (char)('0' + msec / 100);
-    p[2] = (char)('0' + msec / 10 % 10);
-    p[3] = (char)('0' + msec % 10);
-    p[4] = 'Z';
-    return p + 5;
-}
 
 /* {"rule":...,"key":{...},"time":"...","message": (and the message's opening quote
  * when it is a template): one reservation for all of it, redone only after a key
@@ -358,7 +335,7 @@ static char *put_time(char *p, int64_t ms, TimeMemo *memo)
 static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNames *names,
                               const RecordHead *head, const CompiledAction *action,
                               const NfaResult *r, const Value *key, size_t n_key,
-                              TimeMemo *memo, Buf *tmp)
+                              Buf *tmp)
 {
     size_t kind = r->kind == NFA_TIMEOUT;
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
@@ -388,7 +365,7 @@ static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNa
         p = out->data + out->len;
     }
     p = PUT_AT(p, "},\"time\":\"");
-    p = put_time(p, r->time_ms, memo);
+    p += time_format_iso(r->time_ms, p);   /* its NUL is overwritten next */
     if (action)
         p = PUT_AT(p, "\",\"message\":\"");
     else
@@ -632,8 +609,7 @@ static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNo
 
 int alert_render_named(const CompiledRule *rule, const RecordNames *names,
                        const CompiledAction *action, const Value *key, size_t n_key,
-                       const NfaResult *r, EvalScratch *scratch, EchoLines echo,
-                       TimeMemo *memo, Buf *out)
+                       const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out)
 {
     const MatchNode *room[CHAIN_ON_STACK];
     Chain chain = {.echo = echo};
@@ -646,7 +622,7 @@ int alert_render_named(const CompiledRule *rule, const RecordNames *names,
     EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
                    .time_ms = r->time_ms};
     const RecordHead *head = head_of(names, rule, action);
-    put_head_and_time(out, rule, names, head, action, r, key, n_key, memo, &tmp);
+    put_head_and_time(out, rule, names, head, action, r, key, n_key, &tmp);
     put_message(out, names, head, action, &ctx, scratch, &chain, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
     put_events(out, rule, names, &chain);
@@ -665,8 +641,7 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
     RecordNames names;
     int rc = record_names_build(&names, rule);
     if (rc == 0)
-        rc = alert_render_named(rule, &names, action, key, n_key, r, scratch, echo, NULL,
-                                out);
+        rc = alert_render_named(rule, &names, action, key, n_key, r, scratch, echo, out);
     else
         out->failed = true;
     record_names_free(&names);

@@ -59,26 +59,14 @@ typedef struct RecordNames {
                                   on_timeout's in order */
 } RecordNames;
 
-/* The text of the last whole second a thread's alerts were stamped with, kept between
- * its alerts: most alerts fall in the second of the one before, so their time costs a
- * copy and three digits instead of a date computation. */
-#define TIME_MEMO_LEN 19       /* "YYYY-MM-DDTHH:MM:SS" */
-typedef struct TimeMemo {
-    int64_t second;            /* of text; INT64_MIN: none yet */
-    char text[TIME_MEMO_LEN];
-} TimeMemo;
-
-#define TIME_MEMO_NONE {INT64_MIN, {0}}
-
 /* 0, or -1 on allocation failure (then *names is empty and may be freed). */
 int record_names_build(RecordNames *names, const CompiledRule *rule);
 void record_names_free(RecordNames *names);
-/* alert_render_echo with the rule's texts already escaped (names built for `rule`)
- * and the thread's memo of the time (NULL: none). An action that is not one of the
- * rule's own (a modified copy) still renders right, only a little slower. */
+/* alert_render_echo with the rule's texts already escaped (names built for `rule`).
+ * An action that is not one of the rule's own (a modified copy) still renders right,
+ * only a little slower. */
 int alert_render_named(const CompiledRule *rule, const RecordNames *names,
                        const CompiledAction *action, const Value *key, size_t n_key,
-                       const NfaResult *r, EvalScratch *scratch, EchoLines echo,
-                       TimeMemo *memo, Buf *out);
+                       const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out);
 
 #endif
