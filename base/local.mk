@@ -6,4 +6,5 @@ libvigil_a_SOURCES += \
 	base/grow.h \
 	base/hash.h \
 	base/isotime.c base/isotime.h \
+	base/slab.c base/slab.h \
 	base/utf8.h

@@ -9,6 +9,7 @@
 
 #include "base/buf.h"
 #include "base/freeroom.h"
+#include "base/slab.h"
 
 /* ---- field table ---------------------------------------------------------- */
 
@@ -261,75 +262,40 @@ void match_node_release(MatchNode *n)
 
 /* ---- node pools ------------------------------------------------------------- */
 
-/* A slab's header sits at its start: the address of any of its nodes, rounded down
- * to SLAB_BYTES, is the header. 16 KiB: an aligned request of twice that stays below
- * malloc's mmap threshold, so the unused alignment slack goes back to the heap (an
- * mmapped chunk would keep it). */
-#define SLAB_BYTES ((size_t)1 << 14)
-
-/* Each slab keeps its own free nodes and count, so that one whose nodes are all
- * released can go back to malloc: a burst of partial matches does not pin its peak
- * for the life of the thread. Slabs are in one of four places: the current one (new
- * nodes come from it), the list of others with free room, the one empty spare, or
- * none (full: a release into it lists it again). */
-typedef struct NodeSlab {
-    NodePool *pool;
-    struct NodeSlab *prev, *next;   /* in pool->room while listed */
-    MatchNode *free;                /* released nodes of this slab, linked through prev */
-    uint32_t used;                  /* bytes after the header ever handed out */
-    uint32_t live;                  /* nodes taken and not yet released */
-    bool listed;                    /* in pool->room */
-} NodeSlab;
-
+/* Nodes are carved from slabs of one size (base/slab.h), each slab's owner the pool,
+ * so that a node finds its pool from its own address. Each slab keeps its own free
+ * nodes and count, so that one whose nodes are all released can go back to malloc: a
+ * burst of partial matches does not pin its peak for the life of the thread. Slabs
+ * are in one of four places: the current one (new nodes come from it, and it stays
+ * current when emptied), the list of others with free room (none of them empty), the
+ * source's one empty spare, or none (full: a release into it lists it again). */
 struct NodePool {
-    NodeSlab *cur;          /* where nodes come from; NULL before the first */
-    NodeSlab *room;         /* other slabs with free nodes (none of them empty) */
-    NodeSlab *spare;        /* one empty slab kept for the next burst, or NULL */
-    size_t n_slabs;         /* all of them */
+    Slab *cur;              /* where nodes come from; NULL before the first */
+    SlabList room;          /* other slabs with free nodes */
+    SlabSource src;         /* the slabs' count and the spare */
     MatchNode *root;        /* the newest node taken without prev while it is held (not
                                a reference: releasing it clears this) */
     size_t live;            /* nodes taken and not yet released */
     bool orphaned;          /* node_pool_free was called: go with the last node */
-    bool memcheck;          /* running under valgrind: tell memcheck about free room */
 };
 
-/* Room not handed out (released nodes, a slab's unused part, cached events) is hidden
- * from the memory checkers (base/freeroom.h), so that a use after release is still
- * caught although the memory stays with the pool. */
-
-
-_Static_assert(sizeof(NodeSlab) % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
-
-#define SLAB_ROOM ((uint32_t)(SLAB_BYTES - sizeof(NodeSlab)))
-
-static NodeSlab *slab_of(const MatchNode *n)
-{
-    return (NodeSlab *)((uintptr_t)n & ~(uintptr_t)(SLAB_BYTES - 1));
-}
+_Static_assert(SLAB_HEAD % _Alignof(MatchNode) == 0, "nodes after the header are aligned");
 
 NodePool *node_pool_new(void)
 {
     NodePool *p = calloc(1, sizeof *p);
     if (p)
-        p->memcheck = free_room_under_memcheck();
+        slab_source_init(&p->src);
     return p;
-}
-
-static void slab_free(NodePool *p, NodeSlab *s)
-{
-    if (!s)
-        return;
-    free_room_show(p->memcheck, s, SLAB_BYTES);
-    free(s);
-    p->n_slabs--;
 }
 
 /* Only when no node is held: every slab left is then the current one or the spare
  * (an emptied slab never stays listed). */
 static void pool_destroy(NodePool *p)
 {
-    slab_free(p, p->cur);
-    slab_free(p, p->spare);
+    if (p->cur)
+        slab_destroy(&p->src, p->cur);
+    slab_drop_spare(&p->src);
     free(p);
 }
 
@@ -342,8 +308,7 @@ void node_pool_free(NodePool *pool)
         return;
     }
     pool->orphaned = true;   /* it takes no more nodes: no spare room is needed */
-    slab_free(pool, pool->spare);
-    pool->spare = NULL;
+    slab_drop_spare(&pool->src);
 }
 
 size_t node_pool_live(const NodePool *pool)
@@ -353,80 +318,32 @@ size_t node_pool_live(const NodePool *pool)
 
 size_t node_pool_slabs(const NodePool *pool)
 {
-    return pool->n_slabs;
-}
-
-static void slab_list(NodePool *p, NodeSlab *s)
-{
-    s->prev = NULL;
-    s->next = p->room;
-    if (p->room)
-        p->room->prev = s;
-    p->room = s;
-    s->listed = true;
-}
-
-static void slab_unlist(NodePool *p, NodeSlab *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        p->room = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    s->listed = false;
+    return pool->src.slabs;
 }
 
 /* The slab new nodes come from once the current one is full: a listed one (reusing
  * released room first), else the spare, else a new one. NULL on allocation failure. */
-static NodeSlab *next_slab(NodePool *p)
+static Slab *next_slab(NodePool *p)
 {
-    NodeSlab *s = p->room;
+    Slab *s = p->room.head;
     if (s) {
-        slab_unlist(p, s);
+        slab_list_unlink(&p->room, s);
         return s;
     }
-    if ((s = p->spare)) {
-        p->spare = NULL;
-        return s;
-    }
-    if (!(s = aligned_alloc(SLAB_BYTES, SLAB_BYTES)))
-        return NULL;
-    memset(s, 0, sizeof *s);
-    s->pool = p;
-    free_room_hide(p->memcheck, s + 1, SLAB_ROOM);
-    p->n_slabs++;
+    if ((s = slab_obtain(&p->src, sizeof(MatchNode))))
+        s->owner = p;
     return s;
-}
-
-/* Room for one node in the current slab: a released one, else its next unused. */
-static MatchNode *slab_take(NodePool *p, NodeSlab *s)
-{
-    MatchNode *n = s->free;
-    if (n) {
-        free_room_show(p->memcheck, n, sizeof *n);
-        s->free = n->prev;
-    } else if (SLAB_ROOM - s->used >= sizeof *n) {
-        n = (MatchNode *)(void *)((char *)(s + 1) + s->used);
-        s->used += (uint32_t)sizeof *n;
-        free_room_show(p->memcheck, n, sizeof *n);
-    } else {
-        return NULL;
-    }
-    s->live++;
-    return n;
 }
 
 static MatchNode *pool_alloc(NodePool *p)
 {
-    MatchNode *n = p->cur ? slab_take(p, p->cur) : NULL;
-    if (n)
-        return n;
-    NodeSlab *s = next_slab(p);
-    if (!s)
-        return NULL;
-    p->cur = s;   /* the full one is unlisted: a release lists it again */
-    return slab_take(p, s);
+    if (!p->cur || slab_full(p->cur)) {
+        Slab *s = next_slab(p);
+        if (!s)
+            return NULL;
+        p->cur = s;   /* the full one is unlisted: a release lists it again */
+    }
+    return slab_take(p->cur, p->src.memcheck);
 }
 
 MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_t step)
@@ -456,38 +373,32 @@ MatchNode *node_pool_take(NodePool *pool, MatchNode *prev, Event *event, uint16_
 }
 
 /* A slab whose last node went (not the current one, unless the pool is orphaned):
- * kept as the spare if there is none, else freed, so an idle pool holds at most two
- * slabs; an orphaned pool keeps none. */
-static void slab_emptied(NodePool *p, NodeSlab *s)
+ * retired to the spare, so an idle pool holds at most two slabs; an orphaned pool
+ * keeps none. */
+static void slab_emptied(NodePool *p, Slab *s)
 {
-    if (s->listed)
-        slab_unlist(p, s);
     if (s == p->cur)
         p->cur = NULL;
-    if (p->spare || p->orphaned) {
-        slab_free(p, s);
-        return;
-    }
-    s->free = NULL;
-    s->used = 0;
-    free_room_hide(p->memcheck, s + 1, SLAB_ROOM);
-    p->spare = s;
+    else
+        slab_list_unlink(&p->room, s);
+    if (p->orphaned)
+        slab_destroy(&p->src, s);
+    else
+        slab_retire(&p->src, s);
 }
 
 static void pool_put(MatchNode *n)
 {
-    NodeSlab *s = slab_of(n);
-    NodePool *p = s->pool;
+    Slab *s = slab_of(n);
+    NodePool *p = s->owner;
     if (p->root == n)
         p->root = NULL;
-    n->prev = s->free;
-    s->free = n;
-    free_room_hide(p->memcheck, n, sizeof *n);
-    s->live--;
+    bool was_full = slab_full(s);
+    slab_put(s, n, p->src.memcheck);
     if (s->live == 0 && (s != p->cur || p->orphaned))
         slab_emptied(p, s);
-    else if (s != p->cur && !s->listed)
-        slab_list(p, s);
+    else if (was_full && s != p->cur)
+        slab_list_push(&p->room, s);
     if (--p->live == 0 && p->orphaned)
         pool_destroy(p);
 }

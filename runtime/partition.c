@@ -9,40 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/freeroom.h"
 #include "base/hash.h"
 #include "base/utf8.h"
 
 #define PART_MIN_SLOTS 16
 
 /* ---- slabs ----------------------------------------------------------------------
- * A slab is a SLAB_BYTES block aligned to its size, so an entry finds its slab by
- * masking its address: a header, then entries of one size class (multiples of 8
- * bytes). Never-used entries are carved from the end of the used part (a new slab
- * touches only the memory it hands out); freed ones go on the slab's free list. A slab
- * with room is on its class's list; an empty one is freed, except one spare per pool
- * that the next slab of any class reuses, so a key that dies and comes back costs no
- * allocation. The slab an entry was last freed to serves the next one of its class
+ * Each size class has its list of slabs with room (base/slab.h); one spare, shared by
+ * all classes, is kept by the pool's SlabSource and an emptied slab goes there or back
+ * to malloc, so memory follows the live keys and a key that dies and comes back costs
+ * no allocation. The slab an entry was last freed to serves the next one of its class
  * (LIFO: the entry is still in the cache), without relinking lists, whose other slabs'
  * headers are cold. A slab's header is read on every free: the timers prefetch it for
  * the keys about to fire (part_slab_prefetch). Entries of more than 512 bytes get a
  * malloc of their own. */
-#define SLAB_BYTES PART_SLAB_BYTES
 #define ENTRY_ALIGN 8u
 #define SLAB_CLASSES PART_SLAB_CLASSES
 
-struct PartSlab {
-    PartSlab *prev, *next;        /* in its class's list while it has room */
-    void *free;                   /* freed entries, linked through their first word */
-    uint32_t live;                /* entries handed out */
-    uint32_t carved;              /* entries ever handed out from the end */
-    uint32_t cap;                 /* entries the slab holds */
-};
-
-/* Entries start at a cache line, so that those of 64 bytes (the fixed part and a key
- * of up to 11 bytes with its NUL, partition.h) sit in one line each. */
-#define SLAB_HEAD ((sizeof(PartSlab) + 63) & ~(size_t)63)
-_Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_BYTES - SLAB_HEAD,
+_Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_ROOM,
                "a slab holds at least sixteen entries of its largest class");
 
 size_t part_entry_bytes(size_t klen, size_t pre)
@@ -57,47 +41,17 @@ static size_t slab_class(size_t bytes)
     return bytes / ENTRY_ALIGN <= SLAB_CLASSES ? bytes / ENTRY_ALIGN - 1 : SLAB_CLASSES;
 }
 
-static PartSlab *slab_of(const PartEntry *e)
+/* A slab of the class with room for an entry of `bytes`, on the class's list; NULL on
+ * allocation failure. */
+static Slab *slab_with_room(PartPool *pool, PartSlabClass *c, size_t bytes)
 {
-    return (PartSlab *)((uintptr_t)e & ~(uintptr_t)(SLAB_BYTES - 1));
-}
-
-static void slab_unlink(PartPool *pool, size_t cls, PartSlab *sl)
-{
-    if (sl->prev)
-        sl->prev->next = sl->next;
-    else
-        pool->cls[cls].avail = sl->next;
-    if (sl->next)
-        sl->next->prev = sl->prev;
-    sl->prev = sl->next = NULL;
-}
-
-static void slab_push(PartPool *pool, size_t cls, PartSlab *sl)
-{
-    sl->prev = NULL;
-    sl->next = pool->cls[cls].avail;
-    if (sl->next)
-        sl->next->prev = sl;
-    pool->cls[cls].avail = sl;
-}
-
-/* A slab with room for an entry of `bytes`, on its class's list; NULL on allocation
- * failure. */
-static PartSlab *slab_with_room(PartPool *pool, size_t cls, size_t bytes)
-{
-    PartSlab *recent = pool->cls[cls].recent;
-    if (recent && recent->live < recent->cap)
-        return recent;
-    if (pool->cls[cls].avail)
-        return pool->cls[cls].avail;
-    PartSlab *sl = pool->spare ? pool->spare : aligned_alloc(SLAB_BYTES, SLAB_BYTES);
-    if (!sl)
-        return NULL;
-    pool->spare = NULL;
-    *sl = (PartSlab){.cap = (uint32_t)((SLAB_BYTES - SLAB_HEAD) / bytes)};
-    free_room_hide(pool->memcheck, (char *)sl + SLAB_HEAD, SLAB_BYTES - SLAB_HEAD);
-    slab_push(pool, cls, sl);
+    if (c->recent && !slab_full(c->recent))
+        return c->recent;
+    if (c->avail.head)
+        return c->avail.head;
+    Slab *sl = slab_obtain(&pool->src, bytes);
+    if (sl)
+        slab_list_push(&c->avail, sl);
     return sl;
 }
 
@@ -109,29 +63,14 @@ static void *entry_alloc(PartPool *pool, size_t bytes)
         return malloc(bytes);
     if (!pool->cls && !(pool->cls = calloc(SLAB_CLASSES, sizeof *pool->cls)))
         return NULL;
-    PartSlab *sl = slab_with_room(pool, cls, bytes);
+    PartSlabClass *c = &pool->cls[cls];
+    Slab *sl = slab_with_room(pool, c, bytes);
     if (!sl)
         return NULL;
-    void *e = sl->free;
-    if (!e)
-        e = (char *)sl + SLAB_HEAD + (size_t)sl->carved++ * bytes;
-    free_room_show(pool->memcheck, e, bytes);
-    if (e == sl->free)
-        memcpy(&sl->free, e, sizeof sl->free);
-    if (++sl->live == sl->cap)
-        slab_unlink(pool, cls, sl);
+    void *e = slab_take(sl, pool->src.memcheck);
+    if (slab_full(sl))
+        slab_list_unlink(&c->avail, sl);
     return e;
-}
-
-/* Gives a slab back to the allocator (or keeps it as the pool's spare). */
-static void slab_drop(PartPool *pool, PartSlab *sl)
-{
-    if (pool->spare) {
-        free_room_show(pool->memcheck, sl, SLAB_BYTES);
-        free(sl);
-    } else {
-        pool->spare = sl;
-    }
 }
 
 static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
@@ -143,35 +82,32 @@ static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
         free(e);
         return;
     }
-    PartSlab *sl = slab_of(entry);
-    if (sl->live-- == sl->cap)
-        slab_push(pool, cls, sl);
-    if (!sl->live) {
-        slab_unlink(pool, cls, sl);
-        if (pool->cls[cls].recent == sl)
-            pool->cls[cls].recent = NULL;
-        slab_drop(pool, sl);
+    PartSlabClass *c = &pool->cls[cls];
+    Slab *sl = slab_of(e);
+    bool was_full = slab_full(sl);
+    slab_put(sl, e, pool->src.memcheck);
+    if (was_full)
+        slab_list_push(&c->avail, sl);
+    if (sl->live) {
+        c->recent = sl;
         return;
     }
-    memcpy(e, &sl->free, sizeof sl->free);
-    free_room_hide(pool->memcheck, e, bytes);
-    sl->free = e;
-    pool->cls[cls].recent = sl;
+    slab_list_unlink(&c->avail, sl);
+    if (c->recent == sl)
+        c->recent = NULL;
+    slab_retire(&pool->src, sl);
 }
 
 void part_pool_init(PartPool *pool)
 {
     pool->cls = NULL;
-    pool->spare = NULL;
-    pool->memcheck = free_room_under_memcheck();
+    slab_source_init(&pool->src);
 }
 
 void part_pool_free(PartPool *pool)
 {
     free(pool->cls);
-    if (pool->spare)
-        free_room_show(pool->memcheck, pool->spare, SLAB_BYTES);
-    free(pool->spare);
+    slab_drop_spare(&pool->src);
     part_pool_init(pool);
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/slab.h"
 #include "nfa/nfa.h"
 #include "nfa/value.h"
 
@@ -73,10 +74,6 @@ static inline int64_t *part_suppress_until(PartEntry *e)
     return (int64_t *)(void *)((char *)e - sizeof(int64_t));
 }
 
-/* Entries of one size, carved from one aligned block: no allocator header per entry,
- * and the churn of keys that start and die reuses freed entries at once. */
-typedef struct PartSlab PartSlab;
-
 /* A slot is one 64-bit word (0: empty): the entry's address, the top bits of the key's
  * hash as a tag, so that a probe touches an entry only on a tag match, and in the
  * three low bits (entries are 8-aligned) how far the slot is from its home, saturated
@@ -84,24 +81,21 @@ typedef struct PartSlab PartSlab;
 #define PART_PTR_BITS (UINTPTR_MAX > UINT32_MAX ? 48 : 32)
 #define PART_DIST_MAX 7u
 
-/* Entry size classes: 8 .. 512 bytes, in steps of 8; larger entries are malloc'd.
- * Slabs are PART_SLAB_BYTES, aligned to their size: 16 KiB, since their headers all sit
- * at the same offset of a page, and fewer of them contend less for the cache's sets. */
+/* Entry size classes: 8 .. 512 bytes, in steps of 8, each served by its own slabs
+ * (base/slab.h: no allocator header per entry, and the churn of keys that start and die
+ * reuses freed entries at once); larger entries are malloc'd. */
 #define PART_SLAB_CLASSES 64u
-#define PART_SLAB_BYTES 16384u
 
 /* Where entries come from: one per table, or one per thread shared by its tables, so
  * that an entry one rule frees is the next one another rule makes, still in the cache. */
 typedef struct PartSlabClass {
-    PartSlab *avail;          /* the slabs with room, a list */
-    PartSlab *recent;         /* the one an entry was last freed to, or NULL */
+    SlabList avail;           /* the slabs of the class with room */
+    Slab *recent;             /* the one an entry was last freed to, or NULL */
 } PartSlabClass;
 
 typedef struct PartPool {
     PartSlabClass *cls;       /* PART_SLAB_CLASSES; heap, owned, made on the first entry */
-    PartSlab *spare;          /* one empty slab kept for the next class that needs one */
-    bool memcheck;            /* running under valgrind: free room is hidden from it
-                                 (base/freeroom.h), as it is from AddressSanitizer */
+    SlabSource src;           /* the slabs, and the one empty spare any class reuses */
 } PartPool;
 
 /* What a lookup reads before any entry: a copy of the table's slot array, bitmap and
@@ -239,7 +233,7 @@ static inline void part_entry_prefetch(const PartEntry *e)
  * address computed, not read: nothing happens for an entry outside any slab). */
 static inline void part_slab_prefetch(const PartEntry *e)
 {
-    __builtin_prefetch((const void *)((uintptr_t)e & ~(uintptr_t)(PART_SLAB_BYTES - 1)), 1);
+    __builtin_prefetch(slab_of(e), 1);
 }
 /* Unlinks and frees an entry (its NfaKey must be idle: nfa_key_clear). */
 void part_remove(PartTable *t, PartEntry *e);

@@ -19,3 +19,9 @@ tests_test_nfa_memory_LDADD = $(TEST_LIBS)
 tests_test_nfa_explain_SOURCES = tests/test_nfa_explain.c $(NFA_HARNESS) $(TEST_UTIL)
 tests_test_nfa_explain_CFLAGS = $(TEST_CFLAGS)
 tests_test_nfa_explain_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_slab
+TESTS += tests/test_slab
+tests_test_slab_SOURCES = tests/test_slab.c
+tests_test_slab_CFLAGS = $(TEST_CFLAGS)
+tests_test_slab_LDADD = $(TEST_LIBS)

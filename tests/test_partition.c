@@ -152,7 +152,7 @@ static size_t slabs_with_room(const PartPool *pool)
 {
     size_t n = 0;
     for (size_t c = 0; pool->cls && c < PART_SLAB_CLASSES; c++)
-        n += pool->cls[c].avail != NULL || pool->cls[c].recent != NULL;
+        n += pool->cls[c].avail.head != NULL || pool->cls[c].recent != NULL;
     return n;
 }
 
@@ -176,7 +176,8 @@ START_TEST(pool_keeps_one_empty_slab)
         part_remove(&t, e[(i * 7) % MAX_KEYS]);
     ck_assert_uint_eq(t.count, 0);
     ck_assert_uint_eq(slabs_with_room(&pool), 0);
-    ck_assert_ptr_nonnull(pool.spare);
+    ck_assert_ptr_nonnull(pool.src.spare);
+    ck_assert_uint_eq(pool.src.slabs, 1);
     part_table_free(&t, NULL, NULL);
     part_pool_free(&pool);
 }
