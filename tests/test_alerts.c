@@ -1132,6 +1132,71 @@ START_TEST(failing_output_does_not_stop_the_others)
 }
 END_TEST
 
+/* ---- coverage: paths no other test reaches ------------------------------------- */
+
+/* A hand-built line with blanks around valid JSON is echoed trimmed, as JSON. */
+START_TEST(checked_line_trimmed_before_echo)
+{
+    load_rules("rule plain { begin a; }\n");
+    const CompiledRule *r = rule("plain");
+    static const char line[] = " \t{\"n\":1} \r\n";
+    Event *e = event_new(line, sizeof line - 1, fx.rs->fields.n);
+    ck_assert_ptr_nonnull(e);
+    fx.events[fx.n_events++] = e;
+    take(r, "a", e);
+    const char *out = render(r, NULL, NULL, NFA_MATCH, T_2026);
+    ck_assert_str_eq(out,
+        "{\"rule\":\"plain\",\"kind\":\"match\",\"severity\":\"medium\",\"key\":{},"
+        "\"time\":\"2026-01-01T00:00:00.000Z\",\"message\":\"plain\",\"fields\":{},"
+        "\"events\":{\"a\":[{\"n\":1}]}}");
+}
+END_TEST
+
+/* An action that is a copy of the rule's own (not found in the rule's arrays) renders
+ * exactly as the original, kind and severity included. */
+START_TEST(copied_action_renders_as_the_original)
+{
+    load_rules(burst_rules);
+    const CompiledRule *r = rule("large_tx_burst");
+    take(r, "first", decode(E1, T_2026));
+    take(r, "second", decode(E2, T_2026 + 5 * MIN_MS));
+    Value key[1];
+    eval_key(r, fx.events[0], key);
+    for (int kind = 0; kind < 2; kind++) {
+        const CompiledAction *own = kind ? &r->on_timeout[0] : &r->on_match[0];
+        NfaResultKind k = kind ? NFA_TIMEOUT : NFA_MATCH;
+        char *want = strdup(render(r, own, key, k, T_2026 + 6 * MIN_MS));
+        ck_assert_ptr_nonnull(want);
+        CompiledAction copy = *own;
+        ck_assert_str_eq(render(r, &copy, key, k, T_2026 + 6 * MIN_MS), want);
+        free(want);
+    }
+}
+END_TEST
+
+/* Key values that carry no JSON text of their own (computed, or a raw text that is
+ * not JSON) are written from the value. */
+START_TEST(key_values_without_json_text)
+{
+    load_rules("rule k { key a, b, c; begin s; }\n");
+    const CompiledRule *r = rule("k");
+    take(r, "s", decode("{}", T_2026));
+    Value key[3] = {{0}, {0}, {0}};
+    key[0].type = V_NUM;
+    key[0].num = 2.5;
+    key[1].type = V_STR;
+    key[1].s = "q\"x";
+    key[1].len = 3;
+    key[1].raw = "q\"x";   /* not JSON: ignored */
+    key[1].raw_len = 3;
+    key[2].type = V_BOOL;
+    key[2].b = true;
+    const char *out = render(r, NULL, key, NFA_MATCH, T_2026);
+    ck_assert_msg(strstr(out, "\"key\":{\"a\":2.5,\"b\":\"q\\\"x\",\"c\":true}") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 static Suite *alerts_suite(void)
 {
     Suite *s = suite_create("alerts");
@@ -1151,6 +1216,9 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, key_strings_checked_at_every_length);
     tcase_add_test(tr, record_time_is_the_formatters);
     tcase_add_test(tr, events_grouped_by_step_in_pattern_order);
+    tcase_add_test(tr, checked_line_trimmed_before_echo);
+    tcase_add_test(tr, copied_action_renders_as_the_original);
+    tcase_add_test(tr, key_values_without_json_text);
     suite_add_tcase(s, tr);
     TCase *tf = tcase_create("fast paths");
     tcase_set_timeout(tf, 60);

@@ -805,6 +805,70 @@ START_TEST(validate_any_top_level)
 }
 END_TEST
 
+/* ---- coverage: paths no other test reaches ------------------------------------- */
+
+/* Fields under one array element share its index node: each still gets its value. */
+START_TEST(fields_sharing_an_index_segment)
+{
+    static const char *const paths[] = { "items[0].a", "items[0].b", "items[1].a",
+                                         "items[0].c[2]", "items[0].c[0]" };
+    Fixture f;
+    fixture_open(&f, paths, 5);
+    Event *ev = decode_ok(&f, "{\"items\":[{\"a\":1,\"b\":\"x\",\"c\":[7,8,9]},{\"a\":2,\"b\":3}]}");
+    assert_raw(&ev->slots[0], V_NUM, "1");
+    assert_str(&ev->slots[1], "x", "\"x\"");
+    assert_raw(&ev->slots[2], V_NUM, "2");
+    assert_raw(&ev->slots[3], V_NUM, "9");
+    assert_raw(&ev->slots[4], V_NUM, "7");
+    event_release(ev);
+    fixture_close(&f);
+}
+END_TEST
+
+/* A decoder made with max_depth 0 takes the default limit of 64. */
+START_TEST(decoder_depth_zero_is_the_default)
+{
+    static const char *const paths[] = { "a" };
+    Fixture f;
+    table_from(&f.ft, paths, 1);
+    f.d = decoder_new(&f.ft, 0);
+    ck_assert_ptr_nonnull(f.d);
+    DecodeError err = { NULL, 0 };
+    ck_assert(decodes_at_depth(&f, 64, &err));
+    ck_assert(!decodes_at_depth(&f, 65, &err));
+    ck_assert_str_eq(err.reason, "nesting deeper than 64");
+    fixture_close(&f);
+}
+END_TEST
+
+/* depth nested arrays [[...]] */
+static bool validates_at_depth(int depth, size_t max_depth, DecodeError *err)
+{
+    char *text = malloc(2 * (size_t)depth);
+    ck_assert_ptr_nonnull(text);
+    memset(text, '[', (size_t)depth);
+    memset(text + depth, ']', (size_t)depth);
+    bool ok = json_validate(text, 2 * (size_t)depth, max_depth, err);
+    free(text);
+    return ok;
+}
+
+/* json_validate: max_depth 0 means 64, and a limit above its own stack (512) is
+ * capped there. */
+START_TEST(validate_depth_default_and_cap)
+{
+    DecodeError err = { NULL, 0 };
+    ck_assert(validates_at_depth(64, 0, &err));
+    ck_assert(!validates_at_depth(65, 0, &err));
+    ck_assert_str_eq(err.reason, "nesting deeper than 64");
+    ck_assert_uint_eq(err.offset, 64);
+    ck_assert(validates_at_depth(512, 100000, &err));
+    ck_assert(!validates_at_depth(513, 100000, &err));
+    ck_assert_str_eq(err.reason, "nesting too deep");
+    ck_assert_uint_eq(err.offset, 512);
+}
+END_TEST
+
 /* ---- JSONTestSuite ---------------------------------------------------------- */
 
 START_TEST(json_test_suite)
@@ -882,6 +946,9 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, nesting_limit);
     tcase_add_test(tc, empty_field_table);
     tcase_add_test(tc, validate_any_top_level);
+    tcase_add_test(tc, fields_sharing_an_index_segment);
+    tcase_add_test(tc, decoder_depth_zero_is_the_default);
+    tcase_add_test(tc, validate_depth_default_and_cap);
     tcase_add_test(tc, json_test_suite);
     suite_add_tcase(s, tc);
     return s;
