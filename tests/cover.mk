@@ -1,0 +1,6 @@
+# tests: cases found missing by measuring branch coverage (see tests/local.mk)
+check_PROGRAMS += tests/test_route_cover
+TESTS += tests/test_route_cover
+tests_test_route_cover_SOURCES = tests/test_route_cover.c tests/rulesutil.c tests/rulesutil.h
+tests_test_route_cover_CFLAGS = $(TEST_CFLAGS)
+tests_test_route_cover_LDADD = $(TEST_LIBS)
