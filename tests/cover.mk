@@ -4,3 +4,9 @@ TESTS += tests/test_route_cover
 tests_test_route_cover_SOURCES = tests/test_route_cover.c tests/rulesutil.c tests/rulesutil.h
 tests_test_route_cover_CFLAGS = $(TEST_CFLAGS)
 tests_test_route_cover_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_nfa_cover
+TESTS += tests/test_nfa_cover
+tests_test_nfa_cover_SOURCES = tests/test_nfa_cover.c tests/test_nfa_harness.c tests/test_nfa_harness.h
+tests_test_nfa_cover_CFLAGS = $(TEST_CFLAGS)
+tests_test_nfa_cover_LDADD = $(TEST_LIBS)
