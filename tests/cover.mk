@@ -10,3 +10,9 @@ TESTS += tests/test_nfa_cover
 tests_test_nfa_cover_SOURCES = tests/test_nfa_cover.c tests/test_nfa_harness.c tests/test_nfa_harness.h
 tests_test_nfa_cover_CFLAGS = $(TEST_CFLAGS)
 tests_test_nfa_cover_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_partition_cover
+TESTS += tests/test_partition_cover
+tests_test_partition_cover_SOURCES = tests/test_partition_cover.c
+tests_test_partition_cover_CFLAGS = $(TEST_CFLAGS)
+tests_test_partition_cover_LDADD = $(TEST_LIBS)
