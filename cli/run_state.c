@@ -218,7 +218,7 @@ int run_state_restore(RunState *st, Engine *engine, InputSet *inputs)
     if (!ckpt_find_section(st->loaded.body, st->loaded.len, CKPT_SEC_ENGINE, &sec, &len))
         return fail(NULL, "the checkpoint has no engine state");
     EngineRestoreSummary sum;
-    if (engine_restore(engine, sec, len, &sum, &err) < 0)
+    if (engine_restore_version(engine, sec, len, st->loaded.version, &sum, &err) < 0)
         return fail(err, "cannot restore the engine state");
     int64_t took = st->restore_ms = mono_ms() - t0;
     fprintf(stderr, "vigil run: restored checkpoint %llu (%s, %zu bytes) in %lld ms: %zu rules "

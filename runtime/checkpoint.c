@@ -155,7 +155,7 @@ static SlotStatus check_slot(char *data, size_t len, CkptLoaded *out, char **why
         return SLOT_BAD;
     }
     uint64_t version = get_le(h + 8, 4);
-    if (version != CKPT_VERSION) {
+    if (version < CKPT_OLDEST_VERSION || version > CKPT_VERSION) {
         *why = buf_format("format version %llu, but this vigil reads version %d",
                            (unsigned long long)version, CKPT_VERSION);
         return SLOT_BAD;
@@ -170,6 +170,7 @@ static SlotStatus check_slot(char *data, size_t len, CkptLoaded *out, char **why
         *why = buf_format("corrupt: bad checksum");
         return SLOT_BAD;
     }
+    out->version = (uint32_t)version;
     out->seq = get_le(h + 16, 8);
     out->written_ms = (int64_t)get_le(h + 24, 8);
     memmove(data, data + CKPT_HEADER_SIZE, (size_t)body_len);

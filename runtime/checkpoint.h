@@ -10,8 +10,14 @@
  * The checksum is FNV-1a 64 (base/hash.h) over the first 40 header bytes and the body.
  * A checkpoint is written to DIR/checkpoint.tmp, fsync-ed, renamed over the older of
  * the two slots, and the folder is fsync-ed: a crash leaves the previous checkpoint
- * intact. Loading takes the newest slot that is whole, has this version and a good
+ * intact. Loading takes the newest slot that is whole, has a version it reads and a good
  * checksum, and says why it skipped the other (torn, corrupt, other version).
+ *
+ * Versions: a checkpoint of an older version this vigil still reads is loaded and
+ * restored as written, so that an upgrade keeps the state; any other version is
+ * skipped like a corrupt one.
+ *     1  the first format
+ *     2  each rule's counters end with keys_refused (version 1: restored as 0)
  *
  * Body: tagged sections (u64 tag, length-prefixed bytes; see nfa/snapshot.h for the
  * encoding), so readers skip what they do not know. The inputs section has room for
@@ -27,7 +33,8 @@
 #include "base/buf.h"
 #include "runtime/input.h"
 
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2          /* written */
+#define CKPT_OLDEST_VERSION 1   /* the oldest still read */
 #define CKPT_HEADER_SIZE 48
 #define CKPT_DEFAULT_EVERY_MS 10000
 
@@ -57,6 +64,8 @@ typedef struct CkptLoaded {
     uint64_t seq;
     int64_t written_ms;
     char *path;            /* the slot it came from; heap */
+    uint32_t version;      /* the format it was written in: CKPT_OLDEST_VERSION..CKPT_VERSION;
+                              the engine section is restored accordingly */
 } CkptLoaded;
 
 /* The newest usable checkpoint. 1: loaded into *out; 0: the folder holds none; -1:

@@ -4,6 +4,7 @@
 #include "runtime/engine.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "nfa/snapshot.h"
 #include "runtime/budget.h"
+#include "runtime/checkpoint.h"
 #include "runtime/decode.h"
 #include "runtime/evtime.h"
 #include "runtime/partition.h"
@@ -1330,23 +1332,53 @@ static void event_index_free(EventIndex *x)
     free(x->origin_of);
 }
 
+/* The per-rule counters a checkpoint carries, in their order on disk, each with the
+ * format version that added it (runtime/checkpoint.h): one list for writing and
+ * reading, so that a counter cannot be saved and forgotten on restore. The live
+ * counts are not here: restoring the keys rebuilds them. */
+static const struct SavedCounter {
+    size_t offset;             /* of a uint64_t in EngineRuleStats */
+    uint32_t since;
+} saved_rule_counters[] = {
+    {offsetof(EngineRuleStats, matches), 1},
+    {offsetof(EngineRuleStats, timeouts), 1},
+    {offsetof(EngineRuleStats, alerts), 1},
+    {offsetof(EngineRuleStats, suppressed), 1},
+    {offsetof(EngineRuleStats, missing_key), 1},
+    {offsetof(EngineRuleStats, partials_dropped), 1},
+    {offsetof(EngineRuleStats, partials_refused), 1},
+    {offsetof(EngineRuleStats, cap_hits), 1},
+    {offsetof(EngineRuleStats, keys_refused), 2},
+};
+
+#define N_SAVED_RULE_COUNTERS (sizeof saved_rule_counters / sizeof saved_rule_counters[0])
+#define N_LIVE_RULE_COUNTERS 2   /* keys_live, partials_live */
+
+/* A counter added to EngineRuleStats must be saved (above, with a new CKPT_VERSION)
+ * or be one more live count: keys_refused was once left out and reset on restart. */
+_Static_assert(sizeof(EngineRuleStats) ==
+                   (N_SAVED_RULE_COUNTERS + N_LIVE_RULE_COUNTERS) * sizeof(uint64_t),
+               "EngineRuleStats has a counter that checkpoints neither save nor rebuild");
+
 static void put_rule_stats(Buf *out, const EngineRuleStats *st)
 {
-    const uint64_t v[] = {st->matches, st->timeouts, st->alerts, st->suppressed,
-                          st->missing_key, st->partials_dropped, st->partials_refused,
-                          st->cap_hits};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        snap_put_u64(out, v[i]);
+    for (size_t i = 0; i < N_SAVED_RULE_COUNTERS; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)st + saved_rule_counters[i].offset, sizeof v);
+        snap_put_u64(out, v);
+    }
 }
 
-static void get_rule_stats(SnapReader *r, EngineRuleStats *st)
+/* Counters newer than the checkpoint's format stay 0. */
+static void get_rule_stats(SnapReader *r, uint32_t version, EngineRuleStats *st)
 {
     memset(st, 0, sizeof *st);
-    uint64_t *v[] = {&st->matches, &st->timeouts, &st->alerts, &st->suppressed,
-                     &st->missing_key, &st->partials_dropped, &st->partials_refused,
-                     &st->cap_hits};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        *v[i] = snap_get_u64(r);
+    for (size_t i = 0; i < N_SAVED_RULE_COUNTERS; i++) {
+        if (saved_rule_counters[i].since > version)
+            continue;
+        uint64_t v = snap_get_u64(r);
+        memcpy((char *)st + saved_rule_counters[i].offset, &v, sizeof v);
+    }
 }
 
 static size_t shard_count(const Engine *e)
@@ -1479,6 +1511,7 @@ typedef struct Restore {
     SavedRule *rules;
     size_t n_rules;
     const char *why;           /* static text, for *err */
+    uint32_t version;          /* the checkpoint's format (runtime/checkpoint.h) */
 } Restore;
 
 /* Events are decoded per thread (slot): a worker never shares an event object. */
@@ -1639,7 +1672,7 @@ static const char *read_rules(Restore *c, SnapReader *r)
         SavedRule *sr = &c->rules[i];
         sr->fingerprint = snap_get_u64(r);
         sr->name = snap_get_bytes(r, &sr->name_len);
-        get_rule_stats(r, &sr->stats);
+        get_rule_stats(r, c->version, &sr->stats);
         sr->keys = snap_get_bytes(r, &sr->keys_len);
     }
     return r->bad ? "malformed rule state" : NULL;
@@ -1679,10 +1712,23 @@ static void restore_free(Restore *c)
 int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary *sum,
                    char **err)
 {
+    return engine_restore_version(e, data, len, CKPT_VERSION, sum, err);
+}
+
+int engine_restore_version(Engine *e, const char *data, size_t len, uint32_t version,
+                           EngineRestoreSummary *sum, char **err)
+{
     EngineRestoreSummary local;
     sum = sum ? sum : &local;
     memset(sum, 0, sizeof *sum);
-    Restore c = {.e = e, .n_slots = e->workers ? workers_count(e->workers) + 1 : 1};
+    if (version < CKPT_OLDEST_VERSION || version > CKPT_VERSION) {
+        *err = buf_format("checkpoint state: format version %u, but this vigil reads "
+                          "version %d", (unsigned)version, CKPT_VERSION);
+        return -1;
+    }
+    Restore c = {.e = e,
+                 .n_slots = e->workers ? workers_count(e->workers) + 1 : 1,
+                 .version = version};
     SnapReader r;
     snap_reader_init(&r, data, len);
     bool paused = e->workers && workers_pause(e->workers) == 0;

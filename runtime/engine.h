@@ -183,6 +183,11 @@ typedef struct EngineRestoreSummary {
  * *err (heap) on malformed data or allocation failure; the engine must then be freed. */
 int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary *sum,
                    char **err);
+/* engine_restore of a checkpoint written in format `version` (CkptLoaded.version,
+ * runtime/checkpoint.h): counters an older format did not save start at 0. A version
+ * this vigil does not read is refused like malformed data. */
+int engine_restore_version(Engine *e, const char *data, size_t len, uint32_t version,
+                           EngineRestoreSummary *sum, char **err);
 
 void engine_stats(const Engine *e, EngineStats *out);
 void engine_rule_stats(const Engine *e, size_t rule, EngineRuleStats *out);

@@ -978,6 +978,8 @@ void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
     st->counters.partials_refused = in->partials_refused;
     st->counters.cap_hits = in->cap_hits;
     st->cap_hits_warned = in->cap_hits;
+    st->stats.keys_refused = in->keys_refused;
+    st->refused_warned = in->keys_refused;   /* warn only of keys refused from now on */
 }
 
 /* ---- hot reload ------------------------------------------------------------- */

@@ -3,7 +3,9 @@
  * the previous one, other version, the folder lock), input positions, file
  * truncation, and the engine's state: a run cut at any event and restored gives the
  * alerts an uninterrupted run gives, inline and with workers (also across a change of
- * the worker count), with rule changes starting empty. */
+ * the worker count), with rule changes starting empty; every rule counter (keys
+ * refused by --max-memory too) carries on, and a version-1 checkpoint (without
+ * keys_refused) is still restored. */
 #include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "dsl/diag.h"
 #include "nfa/snapshot.h"
 #include "rules/ruleset.h"
@@ -79,6 +82,36 @@ static void flip_byte(const char *path, off_t from_end)
     c ^= 0x5a;
     ck_assert_int_eq(pwrite(fd, &c, 1, at), 1);
     close(fd);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Writes DIR/checkpoint.<seq & 1> by hand, as a vigil writing format `version` would
+ * have (runtime/checkpoint.h): the header of every version so far is the same. */
+static void write_slot_by_hand(const char *dir, uint32_t version, uint64_t seq,
+                               const char *body, size_t len)
+{
+    unsigned char h[CKPT_HEADER_SIZE];
+    memcpy(h, "VIGILCKP", 8);
+    put_le(h + 8, version, 4);
+    put_le(h + 12, 0, 4);
+    put_le(h + 16, seq, 8);
+    put_le(h + 24, 1767225600000, 8);
+    put_le(h + 32, len, 8);
+    put_le(h + 40, hash_bytes(hash_bytes(HASH_SEED, h, 40), body, len), 8);
+    char name[32];
+    snprintf(name, sizeof name, "checkpoint.%llu", (unsigned long long)(seq & 1));
+    char *path = path_in(dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(h, 1, sizeof h, f), sizeof h);
+    ck_assert_uint_eq(fwrite(body, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(path);
 }
 
 /* ---- encoding primitives ------------------------------------------------------- */
@@ -167,6 +200,7 @@ START_TEST(file_round_trip_and_newest_wins)
     ck_assert_uint_eq(l.len, 5);
     ck_assert_int_eq(memcmp(l.body, "third", 5), 0);
     ck_assert_int_eq(l.written_ms, 1767225600000);
+    ck_assert_uint_eq(l.version, CKPT_VERSION);
     ck_assert_uint_eq(log.n, 0);
     ckpt_loaded_free(&l);
     /* the two newest are kept, nothing else lingers */
@@ -255,10 +289,62 @@ START_TEST(other_version_is_named_and_skipped)
     CkptLoaded l;
     Logged log = {0};
     ck_assert_int_eq(reload(dir, &l, &log, &err), 1);
-    ck_assert(logged(&log, "format version 9, but this vigil reads version 1"));
+    ck_assert(logged(&log, "format version 9, but this vigil reads version 2"));
     ck_assert_int_eq(memcmp(l.body, "v1 a", 4), 0);
     ckpt_loaded_free(&l);
     free(newest);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Versions around the ones read, each with a good checksum: only the version can be
+ * why one is refused. */
+START_TEST(versions_not_read_are_refused)
+{
+    const uint32_t refused[] = {0, CKPT_VERSION + 1, 0xffffffffu};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *dir = make_dir(), *err = NULL;
+        write_slot_by_hand(dir, refused[i], 1, "state", 5);
+        CkptLoaded l;
+        Logged log = {0};
+        ck_assert_int_eq(reload(dir, &l, &log, &err), -1);
+        char want[96];
+        snprintf(want, sizeof want, "format version %u, but this vigil reads version 2",
+                 refused[i]);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_msg(strstr(err, want), "'%s' lacks '%s'", err, want);
+        free(err);
+        remove_dir(dir);
+    }
+}
+END_TEST
+
+/* A checkpoint of the previous format loads (newest first, as ever) and says which
+ * format it is, so that the engine state is read accordingly. */
+START_TEST(version_1_is_still_loaded)
+{
+    char *dir = make_dir(), *err = NULL;
+    write_slot_by_hand(dir, 1, 1, "older", 5);
+    write_slot_by_hand(dir, 1, 2, "newer", 5);
+    CkptLoaded l;
+    Logged log = {0};
+    ck_assert_int_eq(reload(dir, &l, &log, &err), 1);
+    ck_assert_uint_eq(l.version, 1);
+    ck_assert_uint_eq(l.seq, 2);
+    ck_assert_int_eq(memcmp(l.body, "newer", 5), 0);
+    ck_assert_uint_eq(log.n, 0);
+    ckpt_loaded_free(&l);
+    /* the next checkpoint is written in the current format, over the older slot */
+    CkptStore s;
+    ck_assert_int_eq(ckpt_open(&s, dir, &err), 0);
+    ck_assert_int_eq(ckpt_load(&s, &l, NULL, NULL, &err), 1);
+    ckpt_loaded_free(&l);
+    write_body(&s, "upgraded");
+    ckpt_close(&s);
+    ck_assert_int_eq(reload(dir, &l, &log, &err), 1);
+    ck_assert_uint_eq(l.version, CKPT_VERSION);
+    ck_assert_uint_eq(l.seq, 3);
+    ckpt_loaded_free(&l);
     remove_dir(dir);
 }
 END_TEST
@@ -816,6 +902,212 @@ START_TEST(malformed_engine_state_is_refused)
 }
 END_TEST
 
+/* ---- rule counters ------------------------------------------------------------------ */
+
+/* `pair` matches, times out and (past the budget) refuses keys; `again` suppresses;
+ * lines without a user count as missing_key. */
+static const char counted_rules[] =
+    "time ts epoch_ms lateness 1s;\n"
+    "rule pair { key user; begin a where type == \"login\";\n"
+    "  followed_by b where type == \"buy\"; within 10s;\n"
+    "  on match alert \"m\"; on timeout alert \"t\"; }\n"
+    "rule again { key user; begin a where type == \"buy\"; suppress 1h;\n"
+    "  on match alert \"b\"; }\n";
+
+#define N_COUNTED_RULES 2
+
+static void feed_counted(Engine *e, size_t *no, int64_t *ts, const char *type, int user)
+{
+    char line[128];
+    if (user < 0)
+        snprintf(line, sizeof line, "{\"ts\":%lld,\"type\":\"%s\"}", (long long)*ts, type);
+    else
+        snprintf(line, sizeof line, "{\"ts\":%lld,\"type\":\"%s\",\"user\":\"u%d\"}",
+                 (long long)*ts, type, user);
+    ck_assert_int_eq(engine_line(e, line, strlen(line), "events.jsonl", ++*no, 0), 0);
+    *ts += 5;
+}
+
+/* A run under a 256 KiB --max-memory that refuses keys, checkpointed into state; its
+ * counters (after the checkpoint: all delivered) into st. */
+static void run_refusing(const CompiledRuleSet *rs, size_t workers, Buf *state,
+                         EngineRuleStats st[N_COUNTED_RULES])
+{
+    Seen seen;
+    seen_init(&seen);
+    Engine *e = start_engine(rs, &seen, workers);
+    engine_set_limits(e, &(EngineLimits){.max_memory = 256 << 10});
+    size_t no = 0;
+    int64_t ts = 1767225600000;
+    for (int u = 0; u < 50; u++) {
+        feed_counted(e, &no, &ts, "login", u);
+        feed_counted(e, &no, &ts, "buy", u);          /* a match */
+        feed_counted(e, &no, &ts, "buy", u);          /* suppressed */
+        feed_counted(e, &no, &ts, "login", u);        /* times out */
+        feed_counted(e, &no, &ts, "login", -1);       /* missing_key */
+    }
+    for (int u = 50; u < 8000; u++)
+        feed_counted(e, &no, &ts, "login", u);        /* the budget runs out */
+    ck_assert_int_eq(engine_checkpoint(e, state, NULL, NULL, NULL), 0);
+    ck_assert_int_eq(engine_all_rule_stats(e, st), 0);
+    engine_free(e);
+    seen_free(&seen);
+    ck_assert_uint_gt(st[0].keys_refused, 0);
+    ck_assert_uint_gt(st[0].matches, 0);
+    ck_assert_uint_gt(st[0].timeouts, 0);
+    ck_assert_uint_gt(st[0].missing_key, 0);
+    ck_assert_uint_gt(st[1].suppressed, 0);
+}
+
+/* Every counter a checkpoint carries, but keys_refused, which the caller checks. */
+static void same_counters_but_refused(const EngineRuleStats *got, const EngineRuleStats *want)
+{
+    ck_assert_uint_eq(got->matches, want->matches);
+    ck_assert_uint_eq(got->timeouts, want->timeouts);
+    ck_assert_uint_eq(got->alerts, want->alerts);
+    ck_assert_uint_eq(got->suppressed, want->suppressed);
+    ck_assert_uint_eq(got->missing_key, want->missing_key);
+    ck_assert_uint_eq(got->partials_dropped, want->partials_dropped);
+    ck_assert_uint_eq(got->partials_refused, want->partials_refused);
+    ck_assert_uint_eq(got->cap_hits, want->cap_hits);
+    ck_assert_uint_eq(got->keys_live, want->keys_live);
+    ck_assert_uint_eq(got->partials_live, want->partials_live);
+}
+
+START_TEST(keys_refused_carries_on_after_a_restore)
+{
+    CompiledRuleSet *rs = test_rules_compile(counted_rules, NULL);
+    const size_t counts[][2] = {{1, 1}, {2, 3}};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        Buf state = BUF_INIT;
+        EngineRuleStats want[N_COUNTED_RULES], got[N_COUNTED_RULES];
+        run_refusing(rs, counts[c][0], &state, want);
+        Seen seen;
+        seen_init(&seen);
+        Engine *e = start_engine(rs, &seen, counts[c][1]);
+        char *err = NULL;
+        ck_assert_int_eq(engine_restore(e, state.data, state.len, NULL, &err), 0);
+        ck_assert_int_eq(engine_all_rule_stats(e, got), 0);
+        for (size_t i = 0; i < N_COUNTED_RULES; i++) {
+            same_counters_but_refused(&got[i], &want[i]);
+            ck_assert_uint_eq(got[i].keys_refused, want[i].keys_refused);
+        }
+        engine_free(e);
+        seen_free(&seen);
+        buf_free(&state);
+    }
+    ruleset_free(rs);
+}
+END_TEST
+
+/* Where needle first occurs in hay[0..n); fails the test if nowhere. */
+static size_t offset_of(const char *hay, size_t n, const char *needle, size_t m)
+{
+    for (size_t i = 0; m <= n && i <= n - m; i++)
+        if (!memcmp(hay + i, needle, m))
+            return i;
+    ck_abort_msg("the rule's entry is not in the engine state");
+    return 0;
+}
+
+/* The engine state as version 1 wrote it: each rule's entry (fingerprint, name, then
+ * its counters) without keys_refused, the last counter of version 2. */
+static void drop_keys_refused(Buf *state, const CompiledRuleSet *rs,
+                              const EngineRuleStats *st)
+{
+    for (size_t i = 0; i < rs->n_rules; i++) {
+        Buf entry = BUF_INIT;
+        snap_put_u64(&entry, rs->rules[i].fingerprint);
+        snap_put_str(&entry, rs->rules[i].name);
+        size_t counters = offset_of(state->data, state->len, entry.data, entry.len) +
+                          entry.len;
+        SnapReader r;
+        snap_reader_init(&r, state->data + counters, state->len - counters);
+        for (int k = 0; k < 8; k++)   /* the eight counters of version 1 */
+            snap_get_u64(&r);
+        size_t from = state->len - (size_t)(r.end - r.p);
+        ck_assert_uint_eq(snap_get_u64(&r), st[i].keys_refused);
+        ck_assert(!r.bad);
+        size_t to = state->len - (size_t)(r.end - r.p);
+        memmove(state->data + from, state->data + to, state->len - to);
+        state->len -= to - from;
+        buf_free(&entry);
+    }
+}
+
+/* Written by the previous version, read through the checkpoint file as a restarting
+ * vigil does: keys_refused starts at 0, every other counter and the keys carry on. */
+START_TEST(version_1_state_restores_with_keys_refused_0)
+{
+    CompiledRuleSet *rs = test_rules_compile(counted_rules, NULL);
+    Buf state = BUF_INIT;
+    EngineRuleStats want[N_COUNTED_RULES], got[N_COUNTED_RULES];
+    run_refusing(rs, 1, &state, want);
+    drop_keys_refused(&state, rs, want);
+    Buf body = BUF_INIT;
+    ckpt_put_section(&body, CKPT_SEC_ENGINE, state.data, state.len);
+    char *dir = make_dir(), *err = NULL;
+    write_slot_by_hand(dir, 1, 1, body.data, body.len);
+    CkptLoaded l;
+    Logged log = {0};
+    ck_assert_int_eq(reload(dir, &l, &log, &err), 1);
+    ck_assert_uint_eq(l.version, 1);
+    const char *sec;
+    size_t len;
+    ck_assert(ckpt_find_section(l.body, l.len, CKPT_SEC_ENGINE, &sec, &len));
+    Seen seen;
+    seen_init(&seen);
+    Engine *e = start_engine(rs, &seen, 1);
+    EngineRestoreSummary sum;
+    int rc = engine_restore_version(e, sec, len, l.version, &sum, &err);
+    ck_assert_msg(rc == 0, "restore: %s", err ? err : "?");
+    ck_assert_uint_eq(sum.rules_kept, N_COUNTED_RULES);
+    ck_assert_int_eq(engine_all_rule_stats(e, got), 0);
+    for (size_t i = 0; i < N_COUNTED_RULES; i++) {
+        same_counters_but_refused(&got[i], &want[i]);
+        ck_assert_uint_eq(got[i].keys_refused, 0);
+    }
+    engine_free(e);
+    /* read as the current format, the same bytes are malformed: the version matters */
+    e = start_engine(rs, &seen, 1);
+    ck_assert_int_eq(engine_restore_version(e, sec, len, CKPT_VERSION, NULL, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "checkpoint state: "));
+    free(err);
+    engine_free(e);
+    ckpt_loaded_free(&l);
+    seen_free(&seen);
+    buf_free(&body);
+    buf_free(&state);
+    remove_dir(dir);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(engine_refuses_state_of_a_version_it_does_not_read)
+{
+    CompiledRuleSet *rs = test_rules_compile(counted_rules, NULL);
+    Buf state = BUF_INIT;
+    EngineRuleStats st[N_COUNTED_RULES];
+    run_refusing(rs, 1, &state, st);
+    const uint32_t refused[] = {0, CKPT_VERSION + 1};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        Seen seen;
+        seen_init(&seen);
+        Engine *e = start_engine(rs, &seen, 1);
+        char *err = NULL;
+        ck_assert_int_eq(engine_restore_version(e, state.data, state.len, refused[i], NULL,
+                                                &err), -1);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_ptr_nonnull(strstr(err, "but this vigil reads version 2"));
+        free(err);
+        engine_free(e);
+        seen_free(&seen);
+    }
+    buf_free(&state);
+    ruleset_free(rs);
+}
+END_TEST
+
 static Suite *checkpoint_suite(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -828,6 +1120,8 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(t, bad_checksum_falls_back_to_the_previous_one);
     tcase_add_test(t, torn_file_falls_back_to_the_previous_one);
     tcase_add_test(t, other_version_is_named_and_skipped);
+    tcase_add_test(t, versions_not_read_are_refused);
+    tcase_add_test(t, version_1_is_still_loaded);
     tcase_add_test(t, no_good_checkpoint_is_an_error);
     tcase_add_test(t, folder_is_locked_while_open);
     tcase_add_test(t, sections_are_found_by_tag);
@@ -842,6 +1136,9 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(t, changed_rule_starts_empty_and_others_keep_state);
     tcase_add_test(t, suppression_added_or_removed_on_reload_moves_the_keys);
     tcase_add_test(t, malformed_engine_state_is_refused);
+    tcase_add_test(t, keys_refused_carries_on_after_a_restore);
+    tcase_add_test(t, version_1_state_restores_with_keys_refused_0);
+    tcase_add_test(t, engine_refuses_state_of_a_version_it_does_not_read);
     suite_add_tcase(s, t);
     return s;
 }
