@@ -16,3 +16,9 @@ TESTS += tests/test_partition_cover
 tests_test_partition_cover_SOURCES = tests/test_partition_cover.c
 tests_test_partition_cover_CFLAGS = $(TEST_CFLAGS)
 tests_test_partition_cover_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_checkpoint_cover
+TESTS += tests/test_checkpoint_cover
+tests_test_checkpoint_cover_SOURCES = tests/test_checkpoint_cover.c tests/rulesutil.c tests/rulesutil.h
+tests_test_checkpoint_cover_CFLAGS = $(TEST_CFLAGS)
+tests_test_checkpoint_cover_LDADD = $(TEST_LIBS)
