@@ -869,6 +869,36 @@ START_TEST(validate_depth_default_and_cap)
 }
 END_TEST
 
+/* Texts that end inside an exponent, an escape or a surrogate pair: each is refused
+ * with its reason and the offset where it went wrong. */
+START_TEST(validate_errors_at_the_end_of_text)
+{
+    static const struct {
+        const char *text;
+        const char *reason;
+        size_t offset;
+    } bad[] = {
+        {"1e", "digit expected in exponent", 2},
+        {"1e+", "digit expected in exponent", 3},
+        {"-1E-", "digit expected in exponent", 4},
+        {"\"\\", "unterminated string", 1},
+        {"\"\\ud800\\", "lone surrogate in \\u escape", 1},
+        {"\"\\ud800\\n\"", "lone surrogate in \\u escape", 1},
+        {"\"\\ud800\\u0041\"", "lone surrogate in \\u escape", 1},
+        {"{\"a\":\"\\udc00\"}", "lone surrogate in \\u escape", 6},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        DecodeError err = { NULL, 0 };
+        ck_assert_msg(!json_validate(bad[i].text, strlen(bad[i].text), 0, &err), "accepted %s",
+                      bad[i].text);
+        ck_assert_str_eq(err.reason, bad[i].reason);
+        ck_assert_uint_eq(err.offset, bad[i].offset);
+    }
+    DecodeError err = { NULL, 0 };
+    ck_assert(json_validate("[1e5,2E+3,3e-2,\"\\ud83d\\ude00\"]", 30, 0, &err));
+}
+END_TEST
+
 /* ---- JSONTestSuite ---------------------------------------------------------- */
 
 START_TEST(json_test_suite)
@@ -949,6 +979,7 @@ static Suite *decode_suite(void)
     tcase_add_test(tc, fields_sharing_an_index_segment);
     tcase_add_test(tc, decoder_depth_zero_is_the_default);
     tcase_add_test(tc, validate_depth_default_and_cap);
+    tcase_add_test(tc, validate_errors_at_the_end_of_text);
     tcase_add_test(tc, json_test_suite);
     suite_add_tcase(s, tc);
     return s;
