@@ -1422,6 +1422,35 @@ START_TEST(conformance_iterative_avg)
 }
 END_TEST
 
+/* ---- coverage: edge values the other tests leave out ------------------------ */
+
+START_TEST(edge_values_of_functions)
+{
+    Event *ev = event(0, "arr", test_raw_json(V_ARR, "[1,2]"), "s", test_str("id=7"), NULL);
+    /* booleans and arrays as text and numbers */
+    ck_str(eval0(call(FN_STR, "str", 1, boolean(true))), "true");
+    ck_str(eval_in(call(FN_STR, "str", 1, field("arr")), ev), "[1,2]");
+    ck_num(eval0(call(FN_NUM, "num", 1, boolean(false))), 0);
+    /* the one duration that has no negation or absolute value */
+    ck_null(eval0(un(UN_NEG, dur(INT64_MIN))));
+    ck_null(eval0(call(FN_ABS, "abs", 1, dur(INT64_MIN))));
+    ck_dur(eval0(call(FN_ABS, "abs", 1, dur(-1500))), 1500);
+    ck_dur(eval0(call(FN_ABS, "abs", 1, dur(INT64_MAX))), INT64_MAX);
+    ck_null(eval0(call(FN_ABS, "abs", 1, str("5"))));
+    /* strings joined with an empty side */
+    ck_str(eval_in(bin(BIN_ADD, field("s"), str("")), ev), "id=7");
+    ck_str(eval_in(bin(BIN_ADD, str(""), field("s")), ev), "id=7");
+    ck_str(eval0(bin(BIN_ADD, str(""), str(""))), "");
+    /* a group number that is not a whole number in range gives null */
+    ck_null(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 3, field("s"), str("id=(\\d+)"),
+                         num(-1)), ev));
+    ck_null(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 3, field("s"), str("id=(\\d+)"),
+                         str("1")), ev));
+    ck_str(eval_in(call(FN_REGEX_EXTRACT, "regex_extract", 3, field("s"), str("id=(\\d+)"),
+                        num(1)), ev), "7");
+}
+END_TEST
+
 static Suite *expr_suite(void)
 {
     Suite *s = suite_create("expr");
@@ -1436,7 +1465,8 @@ static Suite *expr_suite(void)
         {"regex", {regex_match, regex_catastrophic_backtracking, regex_extract_groups,
                    regex_errors}},
         {"functions", {string_functions, len_of_arrays_and_objects, math_functions,
-                       null_handling_functions, conversions}},
+                       null_handling_functions, conversions,
+                       edge_values_of_functions}},
         {"time", {time_arithmetic, duration_arithmetic}},
         {"match", {step_fields_read_last_event, keys, aggregates, running_aggregates_match_rescan,
                    aggregates_over_no_events,
