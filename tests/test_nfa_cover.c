@@ -1,5 +1,5 @@
 /* tests/test_nfa_cover.c — matcher and expression cases that measuring branch
- * coverage found untested: a greedy loop with `until`, `in` lists and count_distinct
+ * coverage found untested: a greedy loop with `until`, a tail of optional steps, `in` lists and count_distinct
  * over booleans, objects and arrays, and conditions shared between rules whose field
  * names are prefixes of each other. Table-driven like test_nfa_semantics: a rule body,
  * compact events ("ID:N@TS[,FIELD=JSON]", see tests/test_nfa_harness.h) and the exact
@@ -22,6 +22,7 @@ typedef struct CoverCase {
 } CoverCase;
 
 #define A "where n == \"a\""
+#define B "where n == \"b\""
 #define C "where n == \"c\""
 
 static const CoverCase cases[] = {
@@ -42,6 +43,17 @@ static const CoverCase cases[] = {
      " until n == \"c\"; followed_by c " C "; skip no_skip;",
      "a1:a@1 b1:b@2 b2:b@3 b3:b@4 c1:c@5",
      "match a:[a1] b:[b1,b2,b3] c:[c1]; match a:[a1] b:[b1,b2] c:[c1]"},
+
+    /* ---- a tail of several optional steps completes at once ------------------ */
+    {"optional_tail_relaxed", "begin a " A "; followed_by b " B " optional;"
+     " followed_by c " C " optional; skip no_skip;",
+     "a1:a@1 b1:b@2 c1:c@3",
+     "match a:[a1]; match a:[a1] b:[b1]; match a:[a1] b:[b1] c:[c1]; match a:[a1] c:[c1]"},
+    {"optional_tail_strict", "begin a " A "; next b " B " optional; next c " C " optional;"
+     " skip no_skip;",
+     "a1:a@1 c1:c@2 a2:a@3 b2:b@4 c2:c@5",
+     "match a:[a1]; match a:[a1] c:[c1]; match a:[a2]; match a:[a2] b:[b2];"
+     "match a:[a2] b:[b2] c:[c2]"},
 
     /* ---- `in` lists and count_distinct over non-numbers ------------------------ */
     {"in_with_booleans", "begin a where f in [true, 2]; skip no_skip;",
