@@ -167,6 +167,33 @@ START_TEST(test_shared_prefix_fields)
 }
 END_TEST
 
+/* A match that completes at its first event waits behind an earlier partial match of
+ * the same key (skip to_first: the earlier one may still come first). The rule's cap
+ * of one partial match refuses the new match's own continuation, so the key holds a
+ * single partial match and the waiting match at once. */
+START_TEST(test_single_event_match_waits_behind_earlier_partial)
+{
+    char *text = rule_text("begin a where n == \"s\" or n == \"x\";"
+                           " followed_by b where n == \"b\" optional; skip to_first a;");
+    NfaHarness *h = harness(text, NH_WITH_TIME);
+    free(text);
+    nh_limits(h)->max_partials_per_rule = 1;
+    feed(h, "s1:s@1 x1:x@2");
+    /* [x1] is complete but held: [s1] may still grow into [s1 b] */
+    char *diff = nh_diff(h, "match@1000 a:[s1]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    ck_assert_uint_eq(nh_live(h), 1);
+    /* x1's continuation: refused by the rule cap (and counted as dropped too) */
+    ck_assert_uint_eq(nh_counters(h)->partials_refused, 1);
+    ck_assert_uint_eq(nh_dropped(h), 1);
+    feed(h, "b1:b@3");
+    diff = nh_diff(h, "match@1000 a:[s1]; match@3000 a:[s1] b:[b1]; match@2000 a:[x1]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    ck_assert(nh_idle(h));
+    nh_free(h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("nfa_cover");
@@ -175,6 +202,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("shared");
     tcase_add_test(tr, test_shared_prefix_fields);
+    tcase_add_test(tr, test_single_event_match_waits_behind_earlier_partial);
     suite_add_tcase(s, tr);
     return check_run_suite(s);
 }
