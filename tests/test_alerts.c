@@ -1197,6 +1197,28 @@ START_TEST(key_values_without_json_text)
 }
 END_TEST
 
+/* Literal message text that needs escaping (a quote, a backslash, a tab), alone and
+ * around a value: written escaped, both through the rule's own action and a copy. */
+START_TEST(literal_message_text_escaped)
+{
+    load_rules("rule lit { key who; begin a;\n"
+               "  on match alert \"say \\\"hi\\\"\\t\\\\ ok\";\n"
+               "  on timeout alert \"\\\"{who}\\\" \\\\ gone\"; within 1m; }\n");
+    const CompiledRule *r = rule("lit");
+    Event *e = decode("{\"who\":\"ann\"}", T_2026);
+    take(r, "a", e);
+    Value key[1];
+    eval_key(r, e, key);
+    const char *got = render(r, &r->on_match[0], key, NFA_MATCH, T_2026);
+    ck_assert_msg(strstr(got, ",\"message\":\"say \\\"hi\\\"\\t\\\\ ok\",") != NULL, "%s", got);
+    CompiledAction copy = r->on_timeout[0];
+    got = render(r, &copy, key, NFA_TIMEOUT, T_2026 + MIN_MS);
+    ck_assert_msg(strstr(got, ",\"message\":\"\\\"ann\\\" \\\\ gone\",") != NULL, "%s", got);
+    got = render(r, &r->on_timeout[0], key, NFA_TIMEOUT, T_2026 + MIN_MS);
+    ck_assert_msg(strstr(got, ",\"message\":\"\\\"ann\\\" \\\\ gone\",") != NULL, "%s", got);
+}
+END_TEST
+
 static Suite *alerts_suite(void)
 {
     Suite *s = suite_create("alerts");
@@ -1219,6 +1241,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, checked_line_trimmed_before_echo);
     tcase_add_test(tr, copied_action_renders_as_the_original);
     tcase_add_test(tr, key_values_without_json_text);
+    tcase_add_test(tr, literal_message_text_escaped);
     suite_add_tcase(s, tr);
     TCase *tf = tcase_create("fast paths");
     tcase_set_timeout(tf, 60);
