@@ -22,3 +22,9 @@ TESTS += tests/test_checkpoint_cover
 tests_test_checkpoint_cover_SOURCES = tests/test_checkpoint_cover.c tests/rulesutil.c tests/rulesutil.h
 tests_test_checkpoint_cover_CFLAGS = $(TEST_CFLAGS)
 tests_test_checkpoint_cover_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_shard_cover
+TESTS += tests/test_shard_cover
+tests_test_shard_cover_SOURCES = tests/test_shard_cover.c tests/rulesutil.c tests/rulesutil.h
+tests_test_shard_cover_CFLAGS = $(TEST_CFLAGS)
+tests_test_shard_cover_LDADD = $(TEST_LIBS)
