@@ -43,3 +43,22 @@ Engine *test_engine_new(const CompiledRuleSet *rs, EngineSink sink, size_t max_p
     ck_assert_msg(e != NULL, "engine_new: %s", err ? err : "?");
     return e;
 }
+
+TestRouters test_routers_new(const char *rules)
+{
+    TestRouters t = {test_rules_compile(rules, NULL), NULL, NULL, expr_scratch_new()};
+    t.all = router_new(t.rs);
+    t.one = router_new(t.rs);
+    ck_assert_ptr_nonnull(t.all);
+    ck_assert_ptr_nonnull(t.one);
+    ck_assert_ptr_nonnull(t.scratch);
+    return t;
+}
+
+void test_routers_free(TestRouters *t)
+{
+    expr_scratch_free(t->scratch);
+    router_free(t->all);
+    router_free(t->one);
+    ruleset_free(t->rs);
+}

@@ -89,32 +89,6 @@ static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t
     return ev;
 }
 
-/* A rule set with two routers over it (one for router_route_all, one asked rule by
- * rule) and their scratch. */
-typedef struct Routers {
-    CompiledRuleSet *rs;
-    Router *all, *one;
-    EvalScratch *scratch;
-} Routers;
-
-static Routers routers_new(const char *rules)
-{
-    Routers t = {test_rules_compile(rules, NULL), NULL, NULL, expr_scratch_new()};
-    t.all = router_new(t.rs);
-    t.one = router_new(t.rs);
-    ck_assert_ptr_nonnull(t.all);
-    ck_assert_ptr_nonnull(t.one);
-    ck_assert_ptr_nonnull(t.scratch);
-    return t;
-}
-
-static void routers_free(Routers *t)
-{
-    expr_scratch_free(t->scratch);
-    router_free(t->all);
-    router_free(t->one);
-    ruleset_free(t->rs);
-}
 
 /* Routes ev through `all` (router_route_all) and `one` (router_route, rule by rule)
  * and checks both against each rule's own filter; returns how many rules it admits. */
@@ -157,7 +131,7 @@ START_TEST(router_agrees_with_each_filter)
         {"order", 10, 0}, {"shipped", -1, 2}, {"login", 3, 3}, {NULL, 10, 1}, {"", 0, 0},
         {"tx", 60, 1}, {"login", 0, 1},
     };
-    Routers t = routers_new(RULES);
+    TestRouters t = test_routers_new(RULES);
     CompiledRuleSet *rs = t.rs;
     Router *all = t.all, *one = t.one;
     EvalScratch *scratch = t.scratch;
@@ -187,7 +161,7 @@ START_TEST(router_agrees_with_each_filter)
     RouteKey key;
     ck_assert_int_eq(router_route(one, (size_t)unknown, ev, scratch, &key), ROUTE_FILTERED);
     event_release(ev);
-    routers_free(&t);
+    test_routers_free(&t);
 }
 END_TEST
 
@@ -212,7 +186,7 @@ START_TEST(threshold_filters_on_ladders)
     static const double amounts[] = {-1, 0, 7, 7.5, 49.99, 50, 70, 99, 100, 100.01, 299,
                                      300, 399.5, 400, 500, 500.5, 1e9};
     static const char *const types[] = {"tx", "login", NULL};
-    Routers t = routers_new(RUNGS);
+    TestRouters t = test_routers_new(RUNGS);
     CompiledRuleSet *rs = t.rs;
     Router *all = t.all, *one = t.one;
     EvalScratch *scratch = t.scratch;
@@ -246,7 +220,7 @@ START_TEST(threshold_filters_on_ladders)
     ck_assert_uint_eq(order[1], (size_t)ruleset_find(rs, "lt400"));
     event_release(ev);
     ck_assert_uint_gt(admitted_total, 0);
-    routers_free(&t);
+    test_routers_free(&t);
 }
 END_TEST
 
@@ -266,7 +240,7 @@ START_TEST(many_rules_over_several_words)
                    *f ? ";" : "", keys[(i / 5) % 3]);
     }
     ck_assert(!text.failed);
-    Routers t = routers_new(text.data);
+    TestRouters t = test_routers_new(text.data);
     buf_free(&text);
     CompiledRuleSet *rs = t.rs;
     Router *all = t.all, *one = t.one;
@@ -302,7 +276,7 @@ START_TEST(many_rules_over_several_words)
         event_release(ev);
         expr_scratch_reset(scratch);
     }
-    routers_free(&t);
+    test_routers_free(&t);
 }
 END_TEST
 

@@ -79,32 +79,8 @@ static const char *admitted(const CompiledRuleSet *rs, Router *all, Router *one,
     return names;
 }
 
-typedef struct Setup {
-    CompiledRuleSet *rs;
-    Router *all, *one;
-    EvalScratch *scratch;
-} Setup;
 
-static Setup setup_new(const char *rules)
-{
-    Setup s = {test_rules_compile(rules, NULL), NULL, NULL, expr_scratch_new()};
-    s.all = router_new(s.rs);
-    s.one = router_new(s.rs);
-    ck_assert_ptr_nonnull(s.all);
-    ck_assert_ptr_nonnull(s.one);
-    ck_assert_ptr_nonnull(s.scratch);
-    return s;
-}
-
-static void setup_free(Setup *s)
-{
-    expr_scratch_free(s->scratch);
-    router_free(s->all);
-    router_free(s->one);
-    ruleset_free(s->rs);
-}
-
-static void expect_admitted(Setup *s, const Fields *f, const char *want)
+static void expect_admitted(TestRouters *s, const Fields *f, const char *want)
 {
     Event *ev = event_of(s->rs, f);
     const char *got = admitted(s->rs, s->all, s->one, s->scratch, ev);
@@ -125,7 +101,7 @@ START_TEST(unknown_inside_and_or_not)
         "rule nand2 { filter not (type == \"tx\" and flag); key user; begin a; }\n"
         "rule nor2 { filter not (type == \"tx\" or flag); key user; begin a; }\n"
         "rule nn { filter not (not flag) or type == \"none\"; key user; begin a; }\n";
-    Setup s = setup_new(rules);
+    TestRouters s = test_routers_new(rules);
     Value num = value_num(1), yes = value_bool(true), no = value_bool(false);
     /* unknown and true = unknown; unknown and false = false; unknown or true = true;
      * unknown or false = unknown */
@@ -137,7 +113,7 @@ START_TEST(unknown_inside_and_or_not)
     /* a missing flag is null, not true either */
     expect_admitted(&s, &(Fields){"tx", NULL, -1, -1}, "");
     expect_admitted(&s, &(Fields){"none", NULL, -1, -1}, "nand nand2 nn");
-    setup_free(&s);
+    test_routers_free(&s);
 }
 END_TEST
 
@@ -154,7 +130,7 @@ START_TEST(ladders_on_two_fields)
         "rule tq5 { filter type == \"tx\" and qty > 5; key user; begin a; }\n"
         "rule ta30 { filter type == \"tx\" and amount > 30; key user; begin a; }\n"
         "rule tq9 { filter type == \"tx\" and qty > 9; key user; begin a; }\n";
-    Setup s = setup_new(rules);
+    TestRouters s = test_routers_new(rules);
     expect_admitted(&s, &(Fields){"x", NULL, 15, 6}, "a10 q5");
     expect_admitted(&s, &(Fields){"x", NULL, 25, 8}, "a10 q5 a20 q7");
     expect_admitted(&s, &(Fields){"tx", NULL, 10, 5}, "");
@@ -171,7 +147,7 @@ START_TEST(ladders_on_two_fields)
                 event_release(ev);
                 expr_scratch_reset(s.scratch);
             }
-    setup_free(&s);
+    test_routers_free(&s);
 }
 END_TEST
 
