@@ -31,4 +31,3 @@ include tests/state.mk
 include tests/limits.mk
 include tests/speed.mk
 include tests/prefetch.mk
-include tests/cover.mk

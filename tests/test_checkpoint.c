@@ -606,6 +606,25 @@ static void run_whole(const CompiledRuleSet *rs, size_t workers, Seen *seen)
     engine_free(e);
 }
 
+/* Checkpoints e, frees it and returns a new engine (with `workers`) restored from the
+ * checkpoint, delivering to seen. */
+static Engine *restart_from_checkpoint(Engine *e, const CompiledRuleSet *rs, Seen *seen,
+                                       size_t workers, EngineCheckpointInfo *info,
+                                       EngineRestoreSummary *sum)
+{
+    Buf state = BUF_INIT;
+    ck_assert_int_eq(engine_checkpoint(e, &state, NULL, NULL, info), 0);
+    engine_free(e);
+    e = start_engine(rs, seen, workers);
+    char *err = NULL;
+    int rc = engine_restore(e, state.data, state.len, sum, &err);
+    if (rc < 0)
+        fprintf(stderr, "restore: %s\n", err);
+    ck_assert_int_eq(rc, 0);
+    buf_free(&state);
+    return e;
+}
+
 /* Alerts of the stream cut at `cut`: checkpoint, a new engine (maybe with another
  * worker count) restored from it, the rest. */
 static void run_cut(const CompiledRuleSet *rs, size_t cut, size_t w1, size_t w2, Seen *seen,
@@ -613,19 +632,10 @@ static void run_cut(const CompiledRuleSet *rs, size_t cut, size_t w1, size_t w2,
 {
     Engine *e = start_engine(rs, seen, w1);
     feed_range(e, 0, cut);
-    Buf state = BUF_INIT;
-    ck_assert_int_eq(engine_checkpoint(e, &state, NULL, NULL, info), 0);
-    engine_free(e);
-    e = start_engine(rs, seen, w2);
-    char *err = NULL;
-    int rc = engine_restore(e, state.data, state.len, sum, &err);
-    if (rc < 0)
-        fprintf(stderr, "restore: %s\n", err);
-    ck_assert_int_eq(rc, 0);
+    e = restart_from_checkpoint(e, rs, seen, w2, info, sum);
     feed_range(e, cut, N_EVENTS);
     ck_assert_int_eq(engine_finish(e), 0);
     engine_free(e);
-    buf_free(&state);
 }
 
 static int cmp_lines(const void *a, const void *b)
@@ -902,6 +912,90 @@ START_TEST(malformed_engine_state_is_refused)
 }
 END_TEST
 
+/* A checkpoint taken while keys hold nothing but their suppression window (a one-step
+ * rule that just alerted): the restored engine keeps suppressing each key until its own
+ * window ends (not at it: the end is open), with the same alerts and counters as an
+ * uninterrupted run. A focused, by-hand version of what the cut-anywhere comparison
+ * above covers in bulk. */
+static const char window_rules[] =
+    "time ts epoch_ms lateness 0s;\n"
+    "rule again { key user; begin a where type == \"buy\"; suppress 1h;\n"
+    "  on match alert \"b\"; }\n";
+
+#define BUY_T0 1767225600000LL
+#define MIN_MS 60000LL
+
+typedef struct Buy {
+    const char *user;
+    long long at_ms;   /* after BUY_T0 */
+} Buy;
+
+/* In event-time order (with lateness 0 an older event would be late). */
+static const Buy buys[] = {
+    {"u1", 0},                /* alert */
+    {"u2", 5 * MIN_MS},       /* alert */
+    /* the checkpoint goes here: both keys hold only their window */
+    {"u1", 10 * MIN_MS},      /* suppressed */
+    {"u1", 60 * MIN_MS + 1},  /* past u1's window: alert */
+    {"u2", 64 * MIN_MS},      /* suppressed (u2's window ends at 65 min) */
+    {"u2", 65 * MIN_MS},      /* at the end of u2's window: alert */
+};
+#define N_BUYS (sizeof buys / sizeof buys[0])
+#define BUYS_CUT 2
+
+static void feed_buys(Engine *e, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        char line[128];
+        snprintf(line, sizeof line, "{\"ts\":%lld,\"type\":\"buy\",\"user\":\"%s\"}",
+                 BUY_T0 + buys[i].at_ms, buys[i].user);
+        ck_assert_int_eq(engine_line(e, line, strlen(line), "buys.jsonl", i + 1, 0), 0);
+    }
+}
+
+START_TEST(suppression_window_survives_a_checkpoint)
+{
+    CompiledRuleSet *rs = test_rules_compile(window_rules, NULL);
+    /* uninterrupted */
+    Seen whole;
+    seen_init(&whole);
+    Engine *e = start_engine(rs, &whole, 1);
+    feed_buys(e, 0, N_BUYS);
+    ck_assert_int_eq(engine_finish(e), 0);
+    EngineRuleStats st_whole;
+    engine_rule_stats(e, 0, &st_whole);
+    engine_free(e);
+    /* each alert is its buy alone (step 0, the event of the buy's line) */
+    ck_assert_str_eq(whole.lines.data, "0 m u1 1767225600000 [ 0:1 ]\n"
+                                       "0 m u2 1767225900000 [ 0:2 ]\n"
+                                       "0 m u1 1767229200001 [ 0:4 ]\n"
+                                       "0 m u2 1767229500000 [ 0:6 ]\n");
+    ck_assert_uint_eq(st_whole.suppressed, 2);
+
+    /* cut after BUYS_CUT buys */
+    Seen cut;
+    seen_init(&cut);
+    e = start_engine(rs, &cut, 1);
+    feed_buys(e, 0, BUYS_CUT);
+    EngineRestoreSummary sum;
+    e = restart_from_checkpoint(e, rs, &cut, 1, NULL, &sum);
+    ck_assert_uint_eq(sum.rules_kept, 1);
+    ck_assert_uint_eq(sum.keys, 2);
+    ck_assert_uint_eq(sum.partials, 0);
+    feed_buys(e, BUYS_CUT, N_BUYS);
+    ck_assert_int_eq(engine_finish(e), 0);
+    EngineRuleStats st_cut;
+    engine_rule_stats(e, 0, &st_cut);
+    engine_free(e);
+    ck_assert_str_eq(cut.lines.data, whole.lines.data);
+    ck_assert_uint_eq(st_cut.suppressed, st_whole.suppressed);
+    ck_assert_uint_eq(st_cut.alerts, st_whole.alerts);
+    seen_free(&whole);
+    seen_free(&cut);
+    ruleset_free(rs);
+}
+END_TEST
+
 /* ---- rule counters ------------------------------------------------------------------ */
 
 /* `pair` matches, times out and (past the budget) refuses keys; `again` suppresses;
@@ -1135,6 +1229,7 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(t, engine_restores_across_worker_counts);
     tcase_add_test(t, changed_rule_starts_empty_and_others_keep_state);
     tcase_add_test(t, suppression_added_or_removed_on_reload_moves_the_keys);
+    tcase_add_test(t, suppression_window_survives_a_checkpoint);
     tcase_add_test(t, malformed_engine_state_is_refused);
     tcase_add_test(t, keys_refused_carries_on_after_a_restore);
     tcase_add_test(t, version_1_state_restores_with_keys_refused_0);

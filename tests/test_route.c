@@ -1,7 +1,9 @@
 /* tests/test_route.c — filters split into shared atoms (rules/filters.c) and the
  * router that tests them (runtime/route.c): the plan shares what is written alike,
  * and the router's answer for every rule and event is the rule's own filter's, also
- * when a run of filters starting with the same atom is skipped because it fails. */
+ * when a run of filters starting with the same atom is skipped because it fails, when a
+ * non-boolean condition leaves `and`/`or`/`not` unknown, and with threshold ladders on
+ * several fields at once. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,13 +26,20 @@ static const char *const RULES =
     "rule login { filter type == \"login\" and amount > 1; key user; begin a; }\n"
     "rule all { key user; begin a; }\n";
 
-static int slot_named(const CompiledRuleSet *rs, const char *text)
+/* The slot of a field the rules read, -1 if none reads it. */
+static int find_slot(const CompiledRuleSet *rs, const char *text)
 {
     for (size_t i = 0; i < rs->fields.n; i++)
         if (!strcmp(rs->fields.paths[i].text, text))
             return (int)i;
-    ck_abort_msg("no field %s", text);
     return -1;
+}
+
+static int slot_named(const CompiledRuleSet *rs, const char *text)
+{
+    int i = find_slot(rs, text);
+    ck_assert_msg(i >= 0, "no field %s", text);
+    return i;
 }
 
 static const FilterNode *root_of(const CompiledRuleSet *rs, const char *rule)
@@ -69,6 +78,7 @@ typedef struct Sample {
     const char *type;          /* NULL: missing */
     double amount;             /* < 0: missing */
     int flag;                  /* 0 false, 1 true, 2 a number (unknown), 3 missing */
+    double qty;                /* < 0: missing */
 } Sample;
 
 static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t)
@@ -77,7 +87,11 @@ static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t
     ck_assert_ptr_nonnull(ev);
     ev->time_ms = t;
     ev->slots[slot_named(rs, "user")] = value_str("u1", 2);
-    ev->slots[slot_named(rs, "id")] = value_str("o1", 2);
+    int id = find_slot(rs, "id");   /* only some rule sets key by it */
+    if (id >= 0)
+        ev->slots[id] = value_str("o1", 2);
+    if (s->qty >= 0)
+        ev->slots[slot_named(rs, "qty")] = value_num(s->qty);
     if (s->type)
         ev->slots[slot_named(rs, "type")] = value_str(s->type, strlen(s->type));
     if (s->amount >= 0)
@@ -124,12 +138,37 @@ static size_t check_routes_agree(const CompiledRuleSet *rs, Router *all, Router 
     return admitted;
 }
 
+/* Checks the routers on the sample against each filter, then that they admit exactly
+ * the rules named in `want` (space-separated, in rule order). */
+static void expect_admitted(TestRouters *t, const Sample *sm, const char *want)
+{
+    Event *ev = sample_event(t->rs, sm, 0);
+    char what[96];
+    snprintf(what, sizeof what, "type %s, amount %g, flag %d, qty %g",
+             sm->type ? sm->type : "(none)", sm->amount, sm->flag, sm->qty);
+    check_routes_agree(t->rs, t->all, t->one, t->scratch, ev, what);
+    expr_scratch_reset(t->scratch);
+    size_t order[16];
+    RouteResult res[16];
+    RouteKey keys[16];
+    size_t n = router_route_all(t->all, ev, t->scratch, order, res, keys);
+    Buf names = BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&names, "%s%s", i ? " " : "", t->rs->rules[order[i]].name);
+    ck_assert(!names.failed);
+    ck_assert_msg(!strcmp(names.data ? names.data : "", want), "%s: admitted '%s', want '%s'",
+                  what, names.data ? names.data : "", want);
+    buf_free(&names);
+    event_release(ev);
+    expr_scratch_reset(t->scratch);
+}
+
 START_TEST(router_agrees_with_each_filter)
 {
     static const Sample samples[] = {
-        {"tx", 10, 1}, {"tx", 1, 1}, {"tx", 10, 0}, {"tx", 10, 2}, {"tx", -1, 3},
-        {"order", 10, 0}, {"shipped", -1, 2}, {"login", 3, 3}, {NULL, 10, 1}, {"", 0, 0},
-        {"tx", 60, 1}, {"login", 0, 1},
+        {"tx", 10, 1, -1}, {"tx", 1, 1, -1}, {"tx", 10, 0, -1}, {"tx", 10, 2, -1},
+        {"tx", -1, 3, -1}, {"order", 10, 0, -1}, {"shipped", -1, 2, -1}, {"login", 3, 3, -1},
+        {NULL, 10, 1, -1}, {"", 0, 0, -1}, {"tx", 60, 1, -1}, {"login", 0, 1, -1},
     };
     TestRouters t = test_routers_new(RULES);
     CompiledRuleSet *rs = t.rs;
@@ -196,7 +235,7 @@ START_TEST(threshold_filters_on_ladders)
         for (size_t a = 0; a < sizeof amounts / sizeof amounts[0] + 2; a++)
             for (int flag = 0; flag < 4; flag++) {
                 Sample sm = {types[t], a < sizeof amounts / sizeof amounts[0] ? amounts[a] : 1,
-                             flag};
+                             flag, -1};
                 Event *ev = sample_event(rs, &sm, 0);
                 if (a == sizeof amounts / sizeof amounts[0])
                     ev->slots[amount] = value_str("600", 3);
@@ -210,7 +249,7 @@ START_TEST(threshold_filters_on_ladders)
                 expr_scratch_reset(scratch);
             }
     /* a tx of 100 passes ge100, lt400, and the flag rule never (100 is not > 100) */
-    Sample sm = {"tx", 100, 1};
+    Sample sm = {"tx", 100, 1, -1};
     Event *ev = sample_event(rs, &sm, 0);
     size_t order[16];
     RouteResult res[16];
@@ -246,7 +285,7 @@ START_TEST(many_rules_over_several_words)
     Router *all = t.all, *one = t.one;
     EvalScratch *scratch = t.scratch;
     static const Sample samples[] = {
-        {"tx", 10, 3}, {"tx", 1, 3}, {"login", 60, 3}, {"order", 0, 3},
+        {"tx", 10, 3, -1}, {"tx", 1, 3, -1}, {"login", 60, 3, -1}, {"order", 0, 3, -1},
     };
     size_t order[150];
     RouteResult res[150];
@@ -280,6 +319,69 @@ START_TEST(many_rules_over_several_words)
 }
 END_TEST
 
+/* A number used as a condition is neither true nor false: `not` keeps it unknown, and
+ * `and`/`or` decide only where the other side settles the result (a filter that is not
+ * true rejects the event). */
+START_TEST(unknown_inside_and_or_not)
+{
+    static const char *const rules =
+        "rule nand { filter not (flag and type == \"tx\"); key user; begin a; }\n"
+        "rule nor { filter not (flag or type == \"tx\"); key user; begin a; }\n"
+        "rule nand2 { filter not (type == \"tx\" and flag); key user; begin a; }\n"
+        "rule nor2 { filter not (type == \"tx\" or flag); key user; begin a; }\n"
+        "rule nn { filter not (not flag) or type == \"none\"; key user; begin a; }\n";
+    TestRouters t = test_routers_new(rules);
+    /* unknown and true = unknown; unknown and false = false; unknown or true = true;
+     * unknown or false = unknown */
+    expect_admitted(&t, &(Sample){"tx", -1, 2, -1}, "");
+    expect_admitted(&t, &(Sample){"login", -1, 2, -1}, "nand nand2");
+    expect_admitted(&t, &(Sample){"tx", -1, 1, -1}, "nn");
+    expect_admitted(&t, &(Sample){"login", -1, 0, -1}, "nand nor nand2 nor2");
+    expect_admitted(&t, &(Sample){"login", -1, 1, -1}, "nand nand2 nn");
+    /* a missing flag is null, not true either */
+    expect_admitted(&t, &(Sample){"tx", -1, 3, -1}, "");
+    expect_admitted(&t, &(Sample){"none", -1, 3, -1}, "nand nand2 nn");
+    test_routers_free(&t);
+}
+END_TEST
+
+/* Thresholds on two fields under the same guard make two ladders; each rule is
+ * admitted exactly on its side of its own threshold. */
+START_TEST(ladders_on_two_fields)
+{
+    static const char *const rules =
+        "rule a10 { filter amount > 10; key user; begin a; }\n"
+        "rule q5 { filter qty > 5; key user; begin a; }\n"
+        "rule a20 { filter amount > 20; key user; begin a; }\n"
+        "rule q7 { filter qty > 7; key user; begin a; }\n"
+        "rule ta10 { filter type == \"tx\" and amount > 10; key user; begin a; }\n"
+        "rule tq5 { filter type == \"tx\" and qty > 5; key user; begin a; }\n"
+        "rule ta30 { filter type == \"tx\" and amount > 30; key user; begin a; }\n"
+        "rule tq9 { filter type == \"tx\" and qty > 9; key user; begin a; }\n";
+    TestRouters t = test_routers_new(rules);
+    expect_admitted(&t, &(Sample){"x", 15, 3, 6}, "a10 q5");
+    expect_admitted(&t, &(Sample){"x", 25, 3, 8}, "a10 q5 a20 q7");
+    expect_admitted(&t, &(Sample){"tx", 10, 3, 5}, "");
+    expect_admitted(&t, &(Sample){"tx", 31, 3, -1}, "a10 a20 ta10 ta30");
+    expect_admitted(&t, &(Sample){"tx", -1, 3, 10}, "q5 q7 tq5 tq9");
+    expect_admitted(&t, &(Sample){"tx", 20.5, 3, 9}, "a10 q5 a20 q7 ta10 tq5");
+    /* every value around every threshold agrees with the filters */
+    static const double vals[] = {-1, 0, 5, 5.5, 7, 8, 9, 9.5, 10, 10.5, 20, 21, 30, 31};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++)
+        for (size_t j = 0; j < sizeof vals / sizeof *vals; j++)
+            for (int tx = 0; tx < 2; tx++) {
+                Sample sm = {tx ? "tx" : "y", vals[i], 3, vals[j]};
+                Event *ev = sample_event(t.rs, &sm, 0);
+                char what[64];
+                snprintf(what, sizeof what, "%s, amount %g, qty %g", sm.type, sm.amount, sm.qty);
+                check_routes_agree(t.rs, t.all, t.one, t.scratch, ev, what);
+                event_release(ev);
+                expr_scratch_reset(t.scratch);
+            }
+    test_routers_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("route");
@@ -288,6 +390,8 @@ int main(void)
     tcase_add_test(tc, router_agrees_with_each_filter);
     tcase_add_test(tc, many_rules_over_several_words);
     tcase_add_test(tc, threshold_filters_on_ladders);
+    tcase_add_test(tc, unknown_inside_and_or_not);
+    tcase_add_test(tc, ladders_on_two_fields);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }
