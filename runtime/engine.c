@@ -151,6 +151,8 @@ struct Engine {
     size_t n_workers;
     MemBudget budget;          /* --max-memory: every thread's state; hooks.budget points here */
     MemShare mem;              /* the reorder buffer's part */
+    int64_t buffered_bytes;    /* of which the reorder buffer's events (charge_buffered) */
+    int64_t buffer_warned_ms;  /* last "buffer fills the budget" warning (monotonic), or INT64_MIN */
     size_t max_buffered;
     uint64_t early_warned;     /* stats.released_early at the last warning */
     int64_t early_warned_ms;   /* when (monotonic), or INT64_MIN */
@@ -462,6 +464,7 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
     e->mem.budget = &e->budget;
     e->max_buffered = ENGINE_DEFAULT_MAX_BUFFERED;
     e->early_warned_ms = INT64_MIN;
+    e->buffer_warned_ms = INT64_MIN;
     reorder_init(&e->reorder, rs->event_time ? rs->lateness_ms : 0);
     e->decoder = decoder_new(&rs->fields, DECODE_MAX_DEPTH);
     if (!e->decoder)
@@ -553,11 +556,19 @@ static void match_event(Engine *e, Event *ev)
     event_cache_release(e->cache, ev);
 }
 
+/* Every reorder buffer charge goes through here, so the buffer's share of the budget
+ * is known when it alone spends it (warn_buffer_over_budget). */
+static void charge_buffered(Engine *e, int64_t delta)
+{
+    e->buffered_bytes += delta;
+    budget_add(&e->mem, delta);
+}
+
 static void release_ready(Engine *e)
 {
     Event *ev;
     while ((ev = reorder_pop_ready(&e->reorder, NULL))) {
-        budget_add(&e->mem, -(int64_t)budget_event_bytes(ev));
+        charge_buffered(e, -(int64_t)budget_event_bytes(ev));
         match_event(e, ev);
     }
 }
@@ -587,12 +598,33 @@ static void warn_released_early(Engine *e)
     e->hooks.warn(e->hooks.warn_user, msg);
 }
 
+/* The reorder buffer is part of the --max-memory budget (docs/run.md), and with event
+ * time it fills before the first event reaches any key: events wait out the
+ * lateness. When it alone spends the budget every new key is refused however few
+ * keys there are, which the refusal warning cannot explain, so say it here. */
+static void warn_buffer_over_budget(Engine *e)
+{
+    if (!e->budget.limit || e->buffered_bytes < e->budget.limit || !e->hooks.warn)
+        return;
+    int64_t now = monotonic_ms();
+    if (e->buffer_warned_ms != INT64_MIN && now - e->buffer_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+        return;
+    char msg[320];
+    snprintf(msg, sizeof msg, "the reorder buffer alone (%zu events waiting out the lateness, "
+             "about %lld bytes) fills --max-memory (%lld bytes): new keys are refused; raise "
+             "--max-memory above it or lower the lateness",
+             reorder_size(&e->reorder), (long long)e->buffered_bytes,
+             (long long)e->budget.limit);
+    e->buffer_warned_ms = now;
+    e->hooks.warn(e->hooks.warn_user, msg);
+}
+
 /* A full buffer releases its oldest events early rather than drop or refuse any. */
 static void release_overflow(Engine *e)
 {
     while (reorder_size(&e->reorder) > e->max_buffered) {
         Event *ev = reorder_pop_oldest(&e->reorder, NULL);
-        budget_add(&e->mem, -(int64_t)budget_event_bytes(ev));
+        charge_buffered(e, -(int64_t)budget_event_bytes(ev));
         e->stats.released_early++;
         match_event(e, ev);
     }
@@ -669,7 +701,8 @@ static int take_decoded(Engine *e, Decoded *d, const char *text, size_t len,
         event_release(ev);
         return -1;
     }
-    budget_add(&e->mem, (int64_t)budget_event_bytes(ev));
+    charge_buffered(e, (int64_t)budget_event_bytes(ev));
+    warn_buffer_over_budget(e);
     release_overflow(e);
     release_ready(e);
     return engine_failed(e) ? -1 : 0;
@@ -1055,7 +1088,7 @@ static void redecode_buffered(Engine *e)
         ev->origin = old->origin;
         ev->origin_line = old->origin_line;
         e->reorder.heap[i].item = ev;
-        budget_add(&e->mem, (int64_t)budget_event_bytes(ev) - (int64_t)budget_event_bytes(old));
+        charge_buffered(e, (int64_t)budget_event_bytes(ev) - (int64_t)budget_event_bytes(old));
         event_release(old);
     }
 }
@@ -1616,7 +1649,7 @@ static const char *read_reorder(Restore *c, SnapReader *r)
         }
         event_retain(ev);
         items[got].item = ev;
-        budget_add(&c->e->mem, (int64_t)budget_event_bytes(ev));
+        charge_buffered(c->e, (int64_t)budget_event_bytes(ev));
     }
     if (!why && reorder_restore(&c->e->reorder, max_seen, watermark, next_seq, items, n) < 0)
         why = "out of memory";
