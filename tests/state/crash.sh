@@ -2,12 +2,12 @@
 # tests/state/crash.sh — exactly-once recovery: the same stream run (a) without
 # interruption and (b) killed with SIGKILL at 5 random points, restarted each time
 # with the same --state, gives the same alert files: byte for byte with one worker,
-# the same multiset of lines with two. 1,000,000 events (100,000 with
+# the same multiset of lines with two. 1,000,000 events (300,000 with
 # VIGIL_TEST_SMALL, as under the sanitizers). Prints the checkpoint figures.
 . "$top_srcdir/tests/state/lib.sh"
 
 N=1000000
-[ -n "${VIGIL_TEST_SMALL:-}" ] && N=100000
+[ -n "${VIGIL_TEST_SMALL:-}" ] && N=300000
 state_events "$N" > "$TMP/events.jsonl"
 state_rules "$TMP/ref" > "$TMP/ref.cep"
 state_rules "$TMP/out" > "$TMP/out.cep"
