@@ -10,6 +10,7 @@
 
 #include "alerts/outputs.h"
 #include "alerts/render.h"
+#include "base/clock.h"
 
 /* What the router finds out about a rule once instead of at every alert. */
 typedef struct RulePlan {
@@ -253,9 +254,9 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
 int alerts_flush(AlertRouter *ar)
 {
     int rc = 0;
-    int64_t deadline = out_now_ms() + ar->cfg.flush_timeout_ms;
+    int64_t deadline = clock_monotonic_ms() + ar->cfg.flush_timeout_ms;
     for (size_t i = 0; i < ar->n_outs; i++) {
-        int64_t left = deadline - out_now_ms();
+        int64_t left = deadline - clock_monotonic_ms();
         if (ar->outs[i]->ops->flush(ar->outs[i], left > 0 ? left : 0) < 0)
             rc = -1;
     }

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+
 void out_config_defaults(OutConfig *c)
 {
     c->log = NULL;
@@ -44,7 +46,7 @@ void out_log(const OutConfig *c, const char *fmt, ...)
 
 void out_drop_note(const OutConfig *c, OutDropLog *dl, const char *name, const char *why)
 {
-    int64_t now = out_now_ms();
+    int64_t now = clock_monotonic_ms();
     dl->pending++;
     if (dl->logged_once && now - dl->last_ms < OUT_DROP_LOG_INTERVAL_MS)
         return;
@@ -87,13 +89,6 @@ char *out_span_prefix(Span sp)
     if (!sp.src)
         return buf_format("%s", "");
     return buf_format("%s:%d:%d: ", sp.src->path, sp.line, sp.col);
-}
-
-int64_t out_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- templates ------------------------------------------------------------ */

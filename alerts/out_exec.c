@@ -27,6 +27,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 extern char **environ;
 
 /* How often running children are checked for exit and timeouts. */
@@ -145,9 +147,9 @@ static int exec_write(Output *o, const AlertMeta *m, const char *line, size_t le
 static int exec_flush(Output *o, int64_t timeout_ms)
 {
     ExecOutput *eo = (ExecOutput *)o;
-    int64_t deadline = out_now_ms() + timeout_ms;
+    int64_t deadline = clock_monotonic_ms() + timeout_ms;
     pthread_mutex_lock(&eo->mu);
-    while ((eo->queued || eo->in_worker) && out_now_ms() < deadline)
+    while ((eo->queued || eo->in_worker) && clock_monotonic_ms() < deadline)
         out_cond_wait_until(&eo->idle, &eo->mu, deadline);
     int rc = (eo->queued || eo->in_worker || eo->failed != eo->failed_at_flush) ? -1 : 0;
     eo->failed_at_flush = eo->failed;
@@ -175,7 +177,7 @@ static void job_done(ExecOutput *eo, ExecJob *j, bool ok)
 {
     if (!ok && ++j->tries < eo->cfg->exec_tries) {
         int shift = j->tries - 1 < 20 ? j->tries - 1 : 20;
-        j->not_before = out_now_ms() + (eo->cfg->exec_backoff_ms << shift);
+        j->not_before = clock_monotonic_ms() + (eo->cfg->exec_backoff_ms << shift);
         j->next = eo->retries;
         eo->retries = j;
         return;
@@ -251,7 +253,7 @@ static void exec_spawn(ExecOutput *eo, ExecJob *j)
     c->pid = pid;
     c->in_fd = p[1];
     c->written = 0;
-    c->term_at = out_now_ms() + eo->timeout_ms;
+    c->term_at = clock_monotonic_ms() + eo->timeout_ms;
     c->kill_at = 0;
 }
 
@@ -282,7 +284,7 @@ static int64_t retry_earliest(const ExecOutput *eo)
 static void exec_start_ready(ExecOutput *eo)
 {
     while (eo->n_children < eo->max_children) {
-        ExecJob *j = retry_take_ready(eo, out_now_ms());
+        ExecJob *j = retry_take_ready(eo, clock_monotonic_ms());
         if (!j && eo->head) {
             j = eo->head;
             eo->head = j->next;
@@ -385,7 +387,7 @@ static void exec_service(ExecOutput *eo)
         if (eo->children[i].in_fd >= 0)
             eo->pfds[n_pf++] = (struct pollfd){.fd = eo->children[i].in_fd, .events = POLLOUT};
     poll(eo->pfds, n_pf, EXEC_POLL_MS);
-    int64_t now = out_now_ms();
+    int64_t now = clock_monotonic_ms();
     for (size_t i = 0; i < eo->n_children;) {
         ExecChild *c = &eo->children[i];
         child_feed(c);

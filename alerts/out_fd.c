@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fdio.h"
 
 /* One descriptor and the lines waiting for it. */
@@ -126,7 +127,7 @@ static int stdout_write(Output *o, const AlertMeta *m, const char *line, size_t 
     (void)m;
     pthread_mutex_lock(&so->mu);
     uint64_t failed = so->h.failed;
-    fdbuf_add(&so->fb, &so->h, so->cfg, o->name, so->path, line, len, out_now_ms());
+    fdbuf_add(&so->fb, &so->h, so->cfg, o->name, so->path, line, len, clock_monotonic_ms());
     int rc = so->h.failed != failed ? -1 : 0;
     pthread_mutex_unlock(&so->mu);
     return rc;
@@ -440,7 +441,7 @@ static int file_write(Output *o, const AlertMeta *m, const char *line, size_t le
     FileOutput *fo = (FileOutput *)o;
     pthread_mutex_lock(&fo->mu);
     uint64_t failed = fo->h.failed;
-    int64_t now = out_now_ms();
+    int64_t now = clock_monotonic_ms();
     buf_clear(&fo->scratch);
     out_template_render(&fo->path, m, &fo->scratch);
     OpenFile *f = NULL;

@@ -22,6 +22,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 #define NET_BACKOFF_MIN_MS 100
 #define NET_BACKOFF_MAX_MS 5000
 #define NET_CONNECT_TIMEOUT_MS 3000
@@ -91,11 +93,11 @@ static int net_write(Output *o, const AlertMeta *m, const char *line, size_t len
 static int net_flush(Output *o, int64_t timeout_ms)
 {
     NetOutput *no = (NetOutput *)o;
-    int64_t deadline = out_now_ms() + timeout_ms;
+    int64_t deadline = clock_monotonic_ms() + timeout_ms;
     pthread_mutex_lock(&no->mu);
     no->kick = true;
     pthread_cond_signal(&no->wake);
-    while (no->count && out_now_ms() < deadline)
+    while (no->count && clock_monotonic_ms() < deadline)
         out_cond_wait_until(&no->idle, &no->mu, deadline);
     int rc = (no->count || no->dropped != no->dropped_at_flush) ? -1 : 0;
     no->dropped_at_flush = no->dropped;
@@ -265,8 +267,8 @@ static void net_went_down(NetOutput *no, const char *why)
 /* Sleeps the backoff (a flush or stop cuts it short), then doubles it. Locked. */
 static void net_backoff(NetOutput *no)
 {
-    int64_t until = out_now_ms() + no->backoff_ms;
-    while (!no->stop && !no->kick && out_now_ms() < until)
+    int64_t until = clock_monotonic_ms() + no->backoff_ms;
+    while (!no->stop && !no->kick && clock_monotonic_ms() < until)
         out_cond_wait_until(&no->wake, &no->mu, until);
     no->kick = false;
     no->backoff_ms = no->backoff_ms * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS

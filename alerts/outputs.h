@@ -147,7 +147,4 @@ void out_template_free(OutTemplate *t);
 /* "file:line:col: " for a span (empty without a source); heap, NULL on OOM. */
 char *out_span_prefix(Span sp);
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-int64_t out_now_ms(void);
-
 #endif

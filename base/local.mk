@@ -1,6 +1,7 @@
 libvigil_a_SOURCES += \
 	base/arena.c base/arena.h \
 	base/buf.c base/buf.h \
+	base/clock.h \
 	base/fdio.c base/fdio.h \
 	base/freeroom.h \
 	base/grow.h \

@@ -16,6 +16,7 @@
 
 #include "alerts/alerts.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/control.h"
 #include "cli/rejects.h"
@@ -65,13 +66,6 @@ static int64_t wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -280,13 +274,13 @@ static void dead_letter(void *user, const char *origin, uint64_t line_no, const 
                         const char *text, size_t len)
 {
     Run *run = user;
-    rejects_dead_letter(&run->rejects, origin, line_no, reason, text, len, mono_ms());
+    rejects_dead_letter(&run->rejects, origin, line_no, reason, text, len, clock_monotonic_ms());
 }
 
 static void late_event(void *user, const Event *ev, int64_t watermark)
 {
     Run *run = user;
-    rejects_late(&run->rejects, ev, watermark, mono_ms());
+    rejects_late(&run->rejects, ev, watermark, clock_monotonic_ms());
 }
 
 static void engine_warning(void *user, const char *msg)
@@ -319,7 +313,7 @@ static void on_reject(void *user, const InputLine *line, const char *reason)
 
 static void show_progress(Run *run, bool final)
 {
-    int64_t now = mono_ms();
+    int64_t now = clock_monotonic_ms();
     if (!run->progress || (!final && now - run->last_progress_ms < RUN_PROGRESS_PERIOD_MS))
         return;
     run->last_progress_ms = now;
@@ -345,7 +339,7 @@ static void append_stats(Run *run, Buf *b, bool live)
     engine_stats(run->engine, &st);
     struct rusage ru;
     long peak_kb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
-    double secs = (double)(mono_ms() - run->started_ms) / 1000.0;
+    double secs = (double)(clock_monotonic_ms() - run->started_ms) / 1000.0;
     buf_puts(b, "{\"engine\":");
     engine_stats_json(run->engine, b);
     buf_puts(b, ",\"outputs\":");
@@ -603,7 +597,7 @@ static int read_loop(Run *run, const sigset_t *signals)
     for (;;) {
         if (stop_requested(run, signals))
             return 1;
-        if (run->watch && watch_due(run->watch, mono_ms()))
+        if (run->watch && watch_due(run->watch, clock_monotonic_ms()))
             reload_and_log(run);
         if (run->control) {
             ControlHandler ch = {control_command, run};
@@ -616,12 +610,12 @@ static int read_loop(Run *run, const sigset_t *signals)
         /* timers on processing time; with workers, hands them what was routed */
         if (engine_tick(run->engine, run->event_time ? 0 : wall_ms()) < 0)
             return -1;
-        if (run->state && run_state_due(run->state, mono_ms()))
+        if (run->state && run_state_due(run->state, clock_monotonic_ms()))
             run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
                                  &run->rejects);
         if (run->lines_seen == before)
             alerts_idle(run->alerts);   /* idle: no alert waits in a buffer */
-        rejects_tick(&run->rejects, mono_ms(), false);
+        rejects_tick(&run->rejects, clock_monotonic_ms(), false);
         show_progress(run, false);
         if (rc == 0)
             return 0;
@@ -780,7 +774,7 @@ static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
     }
     sigset_t signals;
     take_signals(&signals);
-    run.started_ms = run.last_progress_ms = mono_ms();
+    run.started_ms = run.last_progress_ms = clock_monotonic_ms();
     int code = start(&run, o) < 0 ? EXIT_IO : serve(&run, &signals);
     if (rejects_close(&run.rejects) < 0) {
         fprintf(stderr, "vigil run: writing --errors or --late failed\n");

@@ -11,14 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "nfa/snapshot.h"
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t wall_ms(void)
 {
@@ -185,7 +179,7 @@ int run_state_open(RunState *st, const char *dir, int64_t every_ms, const char *
     st->every_ms = every_ms > 0 ? every_ms : CKPT_DEFAULT_EVERY_MS;
     st->errors_path = errors_path;
     st->late_path = late_path;
-    st->last_ms = mono_ms();
+    st->last_ms = clock_monotonic_ms();
     char *err = NULL;
     if (ckpt_open(&st->store, dir, &err) < 0)
         return fail(err, "cannot open the state folder");
@@ -211,7 +205,7 @@ int run_state_restore(RunState *st, Engine *engine, InputSet *inputs)
 {
     if (!st->loaded.body)
         return 0;
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_monotonic_ms();
     const char *sec;
     size_t len;
     char *err = NULL;
@@ -220,7 +214,7 @@ int run_state_restore(RunState *st, Engine *engine, InputSet *inputs)
     EngineRestoreSummary sum;
     if (engine_restore_version(engine, sec, len, st->loaded.version, &sum, &err) < 0)
         return fail(err, "cannot restore the engine state");
-    int64_t took = st->restore_ms = mono_ms() - t0;
+    int64_t took = st->restore_ms = clock_monotonic_ms() - t0;
     fprintf(stderr, "vigil run: restored checkpoint %llu (%s, %zu bytes) in %lld ms: %zu rules "
             "with state, %zu starting empty, %zu gone; %llu keys, %llu partial matches, %llu "
             "buffered events\n", (unsigned long long)st->loaded.seq, st->loaded.path,
@@ -298,7 +292,7 @@ static void capture_files(void *user)
 int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, InputSet *inputs,
                          Rejects *rejects)
 {
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_monotonic_ms();
     st->last_ms = t0;
     Capture c = {st, alerts, rejects, BUF_INIT, false};
     Buf eng = BUF_INIT, body = BUF_INIT;
@@ -325,7 +319,7 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
     if (rc == 0) {
         st->written++;
         st->last_bytes = body.len + CKPT_HEADER_SIZE;
-        st->last_write_ms = mono_ms() - t0;
+        st->last_write_ms = clock_monotonic_ms() - t0;
         st->last_info = info;
         if (st->last_bytes > st->max_bytes)
             st->max_bytes = st->last_bytes;

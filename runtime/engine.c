@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "nfa/snapshot.h"
 #include "runtime/budget.h"
 #include "runtime/checkpoint.h"
@@ -573,20 +573,12 @@ static void release_ready(Engine *e)
     }
 }
 
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Events released early lose their lateness: later ones older than them are late. */
 static void warn_released_early(Engine *e)
 {
     if (e->stats.released_early == e->early_warned || !e->hooks.warn)
         return;
-    int64_t now = monotonic_ms();
-    if (e->early_warned_ms != INT64_MIN && now - e->early_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+    if (!clock_period_passed(&e->early_warned_ms, SHARD_CAP_WARN_PERIOD_MS))
         return;
     char msg[256];
     snprintf(msg, sizeof msg, "reorder buffer full (%zu events): %llu events released before "
@@ -594,7 +586,6 @@ static void warn_released_early(Engine *e)
              e->max_buffered, (unsigned long long)(e->stats.released_early - e->early_warned),
              (unsigned long long)e->stats.released_early);
     e->early_warned = e->stats.released_early;
-    e->early_warned_ms = now;
     e->hooks.warn(e->hooks.warn_user, msg);
 }
 
@@ -606,8 +597,7 @@ static void warn_buffer_over_budget(Engine *e)
 {
     if (!e->budget.limit || e->buffered_bytes < e->budget.limit || !e->hooks.warn)
         return;
-    int64_t now = monotonic_ms();
-    if (e->buffer_warned_ms != INT64_MIN && now - e->buffer_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+    if (!clock_period_passed(&e->buffer_warned_ms, SHARD_CAP_WARN_PERIOD_MS))
         return;
     char msg[320];
     snprintf(msg, sizeof msg, "the reorder buffer alone (%zu events waiting out the lateness, "
@@ -615,7 +605,6 @@ static void warn_buffer_over_budget(Engine *e)
              "--max-memory above it or lower the lateness",
              reorder_size(&e->reorder), (long long)e->buffered_bytes,
              (long long)e->budget.limit);
-    e->buffer_warned_ms = now;
     e->hooks.warn(e->hooks.warn_user, msg);
 }
 

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 
@@ -510,21 +510,13 @@ void shard_fire_due(Shard *s, int64_t t)
 
 /* ---- events ----------------------------------------------------------------- */
 
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A cap that bites loses partial matches: say so, at most once per period per rule. */
 static void warn_caps(Shard *s, size_t ri)
 {
     RuleState *st = &s->rules[ri];
     if (st->counters.cap_hits == st->cap_hits_warned || !s->hooks->warn)
         return;
-    int64_t now = monotonic_ms();
-    if (st->cap_warned_ms != INT64_MIN && now - st->cap_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+    if (!clock_period_passed(&st->cap_warned_ms, SHARD_CAP_WARN_PERIOD_MS))
         return;
     char msg[256];
     snprintf(msg, sizeof msg, "rule '%s': partial matches lost to the caps at %llu "
@@ -534,7 +526,6 @@ static void warn_caps(Shard *s, size_t ri)
              (unsigned long long)st->counters.partials_dropped,
              (unsigned long long)st->counters.partials_refused);
     st->cap_hits_warned = st->counters.cap_hits;
-    st->cap_warned_ms = now;
     s->hooks->warn(s->hooks->warn_user, msg);
 }
 
@@ -544,9 +535,7 @@ static void warn_refused(Shard *s, size_t ri)
     RuleState *st = &s->rules[ri];
     if (st->stats.keys_refused == st->refused_warned || !s->hooks->warn)
         return;
-    int64_t now = monotonic_ms();
-    if (st->refuse_warned_ms != INT64_MIN &&
-        now - st->refuse_warned_ms < SHARD_CAP_WARN_PERIOD_MS)
+    if (!clock_period_passed(&st->refuse_warned_ms, SHARD_CAP_WARN_PERIOD_MS))
         return;
     char msg[256];
     snprintf(msg, sizeof msg, "rule '%s': %llu new keys refused, --max-memory reached "
@@ -554,7 +543,6 @@ static void warn_refused(Shard *s, size_t ri)
              (unsigned long long)(st->stats.keys_refused - st->refused_warned),
              (unsigned long long)st->stats.keys_refused);
     st->refused_warned = st->stats.keys_refused;
-    st->refuse_warned_ms = now;
     s->hooks->warn(s->hooks->warn_user, msg);
 }
 
