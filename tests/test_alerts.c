@@ -106,6 +106,16 @@ static Event *decode(const char *line, int64_t time_ms)
     return ev;
 }
 
+/* An event built by hand from line (not checked by the decoder), owned by the
+ * fixture. */
+static Event *hand_built(const char *line, size_t len)
+{
+    Event *e = event_new(line, len, fx.rs->fields.n);
+    ck_assert_ptr_nonnull(e);
+    fx.events[fx.n_events++] = e;
+    return e;
+}
+
 /* Appends (step, ev) to the match chain. */
 static void take(const CompiledRule *r, const char *step, Event *ev)
 {
@@ -289,9 +299,7 @@ START_TEST(invalid_utf8_never_reaches_the_output)
     const CompiledRule *r = rule("u");
     /* The decoder refuses such lines; an event built by hand must still render safely. */
     static const char line[] = "{\"user\":\"a\xff\xc3\"}";
-    Event *e = event_new(line, sizeof line - 1, fx.rs->fields.n);
-    ck_assert_ptr_nonnull(e);
-    fx.events[fx.n_events++] = e;
+    Event *e = hand_built(line, sizeof line - 1);
     Value v = value_str(e->line + 9, 3);
     v.raw = e->line + 8;
     v.raw_len = 5;
@@ -577,9 +585,7 @@ START_TEST(decoded_lines_echoed_unchecked_others_checked)
     load_rules("rule plain { begin a; }\n");
     const CompiledRule *r = rule("plain");
     static const char bad[] = "{\"n\":1,}";
-    Event *e = event_new(bad, sizeof bad - 1, fx.rs->fields.n);
-    ck_assert_ptr_nonnull(e);
-    fx.events[fx.n_events++] = e;
+    Event *e = hand_built(bad, sizeof bad - 1);
     take(r, "a", e);
     NfaResult res = {.kind = NFA_MATCH, .time_ms = T_2026, .last = fx.chain};
     static const char head[] =
@@ -604,9 +610,7 @@ END_TEST
 /* A hand-built event whose slot `path` holds v. */
 static Event *event_with(const char *path, Value v)
 {
-    Event *e = event_new("{}", 2, fx.rs->fields.n);
-    ck_assert_ptr_nonnull(e);
-    fx.events[fx.n_events++] = e;
+    Event *e = hand_built("{}", 2);
     e->slots[slot_of(path)] = v;
     return e;
 }
@@ -678,9 +682,7 @@ START_TEST(message_escaped_after_being_built_in_place)
         {"0123456789abcdef\"", "", "<0123456789abcdef\\\">"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        Event *e = event_new("{}", 2, fx.rs->fields.n);
-        ck_assert_ptr_nonnull(e);
-        fx.events[fx.n_events++] = e;
+        Event *e = hand_built("{}", 2);
         e->slots[slot_of("x")] = value_str(cases[i].x, strlen(cases[i].x));
         e->slots[slot_of("y")] = value_str(cases[i].y, strlen(cases[i].y));
         if (fx.chain)
@@ -1140,9 +1142,7 @@ START_TEST(checked_line_trimmed_before_echo)
     load_rules("rule plain { begin a; }\n");
     const CompiledRule *r = rule("plain");
     static const char line[] = " \t{\"n\":1} \r\n";
-    Event *e = event_new(line, sizeof line - 1, fx.rs->fields.n);
-    ck_assert_ptr_nonnull(e);
-    fx.events[fx.n_events++] = e;
+    Event *e = hand_built(line, sizeof line - 1);
     take(r, "a", e);
     const char *out = render(r, NULL, NULL, NFA_MATCH, T_2026);
     ck_assert_str_eq(out,
