@@ -28,6 +28,9 @@ gen_events() {
     }'
 }
 
+# stat_of NAME FILE: the first "NAME":NUMBER of the --stats JSON in FILE.
+stat_of() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
+
 # alerts_sorted FILE: the alert lines in a canonical order, for multiset comparison.
 alerts_sorted() { LC_ALL=C sort "$1"; }
 

@@ -19,9 +19,6 @@ wait_long() {
 # lines FILE: number of lines, 0 if the file does not exist yet.
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
-# stat_of NAME FILE: the first "NAME":NUMBER of the --stats JSON in FILE.
-stat_of() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
-
 # stop_vigil PID: SIGTERM, then the exit status must be 0.
 stop_vigil() {
     kill -TERM "$1"

@@ -25,8 +25,6 @@ wait_long() {
     return 0
 }
 
-stat_of() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
-
 events_read() {
     "$VIGIL" ctl "$TMP/ctl.sock" stats > "$TMP/live" 2> /dev/null || { echo -1; return; }
     stat_of events "$TMP/live"

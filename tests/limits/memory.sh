@@ -10,8 +10,6 @@ LDATA="$top_srcdir/tests/limits/data"
 N=200000
 RSS_BOUND_KB=24000
 
-stat_of() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
-
 awk -v n=$N 'BEGIN { print "{\"user\":\"early\",\"type\":\"login\"}"
     for (i = 0; i < n; i++) printf "{\"user\":\"u%d\",\"type\":\"login\"}\n", i
     print "{\"user\":\"early\",\"type\":\"buy\"}" }' > "$TMP/events"

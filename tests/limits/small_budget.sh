@@ -10,8 +10,6 @@
 . "$top_srcdir/tests/e2e/lib.sh"
 N=5
 
-stat_of() { grep -o "\"$1\":[0-9]*" "$2" | head -1 | cut -d: -f2; }
-
 cat > "$TMP/proc.cep" <<'CEP'
 rule pair {
   key user;
