@@ -215,10 +215,15 @@ int run_state_restore(RunState *st, Engine *engine, InputSet *inputs)
     if (engine_restore_version(engine, sec, len, st->loaded.version, &sum, &err) < 0)
         return fail(err, "cannot restore the engine state");
     int64_t took = st->restore_ms = clock_monotonic_ms() - t0;
-    fprintf(stderr, "vigil run: restored checkpoint %llu (%s, %zu bytes) in %lld ms: %zu rules "
+    /* an older format is named: what it did not save (e.g. keys_refused before 2)
+     * starts from zero, and the next checkpoint is written in the current one */
+    char format[64] = "";
+    if (st->loaded.version != CKPT_VERSION)
+        snprintf(format, sizeof format, ", format version %u", (unsigned)st->loaded.version);
+    fprintf(stderr, "vigil run: restored checkpoint %llu (%s, %zu bytes%s) in %lld ms: %zu rules "
             "with state, %zu starting empty, %zu gone; %llu keys, %llu partial matches, %llu "
             "buffered events\n", (unsigned long long)st->loaded.seq, st->loaded.path,
-            st->loaded.len + CKPT_HEADER_SIZE, (long long)took, sum.rules_kept,
+            st->loaded.len + CKPT_HEADER_SIZE, format, (long long)took, sum.rules_kept,
             sum.rules_empty, sum.rules_dropped, (unsigned long long)sum.keys,
             (unsigned long long)sum.partials, (unsigned long long)sum.buffered);
     if (ckpt_find_section(st->loaded.body, st->loaded.len, CKPT_SEC_INPUTS, &sec, &len) &&

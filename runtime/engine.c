@@ -1642,9 +1642,11 @@ static const char *read_reorder(Restore *c, SnapReader *r)
     }
     if (!why && reorder_restore(&c->e->reorder, max_seen, watermark, next_seq, items, n) < 0)
         why = "out of memory";
-    if (why)
-        for (size_t i = 0; i < got; i++)
+    if (why)   /* nothing of a failed restore stays charged to the budget */
+        for (size_t i = 0; i < got; i++) {
+            charge_buffered(c->e, -(int64_t)budget_event_bytes(items[i].item));
             event_release(items[i].item);
+        }
     free(items);
     return why;
 }

@@ -2,8 +2,8 @@
 # tests/state/counters.sh — the rule counters of --stats carry on from a checkpoint,
 # keys_refused (new keys refused by --max-memory) included, whatever the worker
 # counts. A checkpoint of format version 1 (tests/data/state/v1, written before
-# keys_refused was saved) is restored with keys_refused 0 and every other counter as
-# it was; a format version this vigil does not read stops it (exit 3) with the reason.
+# keys_refused was saved) is restored, saying so, with keys_refused 0 and every other
+# counter as it was; a format version this vigil does not read stops it (exit 3) with the reason.
 . "$top_srcdir/tests/state/lib.sh"
 V1="$top_srcdir/tests/data/state/v1"
 
@@ -33,6 +33,7 @@ for w in "1 1" "2 1" "1 3"; do
     "$VIGIL" run --stats --workers "$2" --state "$TMP/state" "$V1/rules.cep" < /dev/null \
         > /dev/null 2> "$TMP/2.log" || fail "restored run: $(cat "$TMP/2.log")"
     grep -q "restored checkpoint 1" "$TMP/2.log" || fail "nothing restored: $(cat "$TMP/2.log")"
+    ! grep -q "format version" "$TMP/2.log" || fail "the current format named: $(cat "$TMP/2.log")"
     after=$(rule_counters "$TMP/2.log")
     [ "$after" = "$before" ] ||
         fail "workers $1 then $2: counters before the restart $before, after it $after"
@@ -45,6 +46,8 @@ rm -rf "$TMP/state" && mkdir "$TMP/state" && cp "$V1/checkpoint.1" "$TMP/state/"
 want='"rules":{"pair":{"matches":50,"timeouts":4778,"alerts":4828,"suppressed":0,"missing_key":50,"keys_live":0,"partials_live":0,"partials_dropped":0,"partials_refused":0,"cap_hits":0,"keys_refused":0},"again":{"matches":100,"timeouts":0,"alerts":50,"suppressed":50,"missing_key":50,"keys_live":0,"partials_live":0,"partials_dropped":0,"partials_refused":0,"cap_hits":0,"keys_refused":0}}'
 got=$(rule_counters "$TMP/v1.log")
 [ "$got" = "$want" ] || fail "version 1 restored as $got"
+grep -q "restored checkpoint 1 (.*, format version 1)" "$TMP/v1.log" ||
+    fail "the restore does not name the older format: $(cat "$TMP/v1.log")"
 grep -q '"lines":8200,"events":8200' "$TMP/v1.log" || fail "engine counters: $(cat "$TMP/v1.log")"
 
 # any other version: refused, with the reason
