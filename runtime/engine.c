@@ -1548,8 +1548,9 @@ static Event *lookup_event(void *user, uint64_t no)
     const SavedEvent *sv = &c->events[no];
     DecodeError derr;
     Event *ev = decoder_decode(c->e->decoder, sv->line, sv->len, &derr);
-    if (!ev) {
-        c->why = "a checkpointed event cannot be decoded";
+    if (!ev) {   /* decode.h: the reason of an allocation failure is "out of memory" */
+        c->why = strcmp(derr.reason, "out of memory") ? "a checkpointed event cannot be decoded"
+                                                      : "out of memory";
         return NULL;
     }
     ev->id = sv->id;

@@ -31,3 +31,4 @@ include tests/state.mk
 include tests/limits.mk
 include tests/speed.mk
 include tests/prefetch.mk
+include tests/restore.mk
