@@ -28,6 +28,10 @@ typedef struct Checker {
     size_t n_earlier;   /* diagnostics reported before checking (syntax errors) */
     Rule *rule;         /* the rule being checked */
     ExprContext ctx;
+    /* [i] = the first rule (output) with the name of rule (output) i, i itself when
+     * it is the first or unnamed; heap, NULL if it could not be allocated */
+    size_t *first_rule_named;
+    size_t *first_output_named;
 } Checker;
 
 #define ERR(ck, span, ...) diag_report((ck)->diags, DIAG_ERROR, (span), __VA_ARGS__)
@@ -836,14 +840,12 @@ static void check_on(Checker *ck)
 static void check_rule_names(Checker *ck, size_t index)
 {
     Rule *r = &ck->rs->rules[index];
-    for (size_t j = 0; j < index; j++) {
-        Rule *prev = &ck->rs->rules[j];
-        if (r->name && prev->name && strcmp(r->name, prev->name) == 0) {
-            ERR(ck, r->name_span, "duplicate rule '%s' (first defined at %s:%d:%d)", r->name,
-                span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
-            return;
-        }
-    }
+    size_t j = ck->first_rule_named ? ck->first_rule_named[index] : index;
+    if (j == index)
+        return;
+    Rule *prev = &ck->rs->rules[j];
+    ERR(ck, r->name_span, "duplicate rule '%s' (first defined at %s:%d:%d)", r->name,
+        span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
 }
 
 /* True if a syntax error was reported inside `r`: error recovery dropped part
@@ -944,13 +946,11 @@ static void check_output(Checker *ck, size_t index)
     OutputDecl *o = &ck->rs->outputs[index];
     if (o->name && strcmp(o->name, "stdout") == 0)
         ERR(ck, o->name_span, "output 'stdout' is predefined and cannot be redeclared");
-    for (size_t j = 0; j < index; j++) {
+    size_t j = ck->first_output_named ? ck->first_output_named[index] : index;
+    if (j != index) {
         OutputDecl *prev = &ck->rs->outputs[j];
-        if (o->name && prev->name && strcmp(o->name, prev->name) == 0) {
-            ERR(ck, o->name_span, "duplicate output '%s' (first defined at %s:%d:%d)", o->name,
-                span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
-            break;
-        }
+        ERR(ck, o->name_span, "duplicate output '%s' (first defined at %s:%d:%d)", o->name,
+            span_file(prev->name_span), prev->name_span.line, prev->name_span.col);
     }
     if (o->kind == OUT_EXEC) {
         if (o->n_argv == 0)
@@ -996,14 +996,79 @@ static void check_time_decls(Checker *ck)
         rs->time = first_time;
 }
 
+/* ---- duplicate names ---------------------------------------------------------- */
+
+typedef struct NamedIndex {
+    const char *name;
+    size_t index;
+} NamedIndex;
+
+static int compare_named_index(const void *pa, const void *pb)
+{
+    const NamedIndex *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    if (c != 0)
+        return c;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* first[i] = the smallest index whose name equals names(i). Sorting, not comparing
+ * every pair: a generated rule set of 60,000 rules took 12 s with the pairs.
+ * NULL on allocation failure. */
+static size_t *first_of_each_name(size_t n, const char *(*name_at)(const RuleSet *, size_t),
+                                  const RuleSet *rs)
+{
+    size_t *first = malloc((n ? n : 1) * sizeof *first);
+    NamedIndex *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (first == NULL || sorted == NULL) {
+        free(first);
+        free(sorted);
+        return NULL;
+    }
+    size_t n_named = 0;
+    for (size_t i = 0; i < n; i++) {
+        first[i] = i;
+        const char *name = name_at(rs, i);
+        if (name != NULL)
+            sorted[n_named++] = (NamedIndex){name, i};
+    }
+    qsort(sorted, n_named, sizeof *sorted, compare_named_index);
+    for (size_t i = 1; i < n_named; i++)
+        if (strcmp(sorted[i].name, sorted[i - 1].name) == 0)
+            first[sorted[i].index] = first[sorted[i - 1].index];
+    free(sorted);
+    return first;
+}
+
+static const char *rule_name_at(const RuleSet *rs, size_t i)
+{
+    return rs->rules[i].name;
+}
+
+static const char *output_name_at(const RuleSet *rs, size_t i)
+{
+    return rs->outputs[i].name;
+}
+
+static bool index_first_names(Checker *ck)
+{
+    ck->first_rule_named = first_of_each_name(ck->rs->n_rules, rule_name_at, ck->rs);
+    ck->first_output_named = first_of_each_name(ck->rs->n_outputs, output_name_at, ck->rs);
+    return ck->first_rule_named != NULL && ck->first_output_named != NULL;
+}
+
 int dsl_check(RuleSet *rs, Diags *diags)
 {
     size_t errors_before = diags->errors;
-    Checker ck = {rs, diags, diags->n, NULL, CTX_FILTER};
+    Checker ck = {rs, diags, diags->n, NULL, CTX_FILTER, NULL, NULL};
+    if (!index_first_names(&ck))
+        diags->oom = true;   /* duplicates go unreported, so the compile must fail */
     check_time_decls(&ck);
     for (size_t i = 0; i < rs->n_outputs; i++)
         check_output(&ck, i);
     for (size_t i = 0; i < rs->n_rules; i++)
         check_rule(&ck, i);
+    free(ck.first_rule_named);
+    free(ck.first_output_named);
     return (int)(diags->errors - errors_before);
 }

@@ -3,10 +3,12 @@
  * under tests/data/check/ (NAME.cep with the expected output in NAME.expect). */
 #include <check.h>
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "dsl/check.h"
 #include "dsl/load.h"
 #include "dsl/parse.h"
@@ -399,6 +401,47 @@ START_TEST(duplicate_rule_across_files)
 }
 END_TEST
 
+/* Duplicates are found by sorting the names: every repeat names the first
+ * definition (not the previous repeat), in any order of names, however many. */
+START_TEST(duplicates_among_many_rules_name_the_first)
+{
+    Buf text = BUF_INIT;
+    for (int i = 0; i < 3000; i++)
+        buf_printf(&text, "rule r%d { begin a; }\n", (i * 7919) % 3000);
+    buf_printf(&text, "rule r5 { begin a; }\nrule r17 { begin a; }\nrule r5 { begin a; }\n"
+                      "output o file \"x\";\noutput p file \"y\";\noutput o file \"z\";\n"
+                      "output o file \"w\";\n");
+    ck_assert(!text.failed);
+    size_t errors = 0;
+    char *out = check_text(text.data, &errors, NULL);
+    /* r5 is line 1 + 5*7919^-1 mod 3000; found below rather than computed */
+    int r5_line = 0, r17_line = 0;
+    for (int i = 0; i < 3000; i++) {
+        if ((i * 7919) % 3000 == 5)
+            r5_line = i + 1;
+        if ((i * 7919) % 3000 == 17)
+            r17_line = i + 1;
+    }
+    char want[512];
+    snprintf(want, sizeof want,
+             "t.cep:3001:6: error: duplicate rule 'r5' (first defined at t.cep:%d:6)\n", r5_line);
+    ck_assert_ptr_nonnull(strstr(out, want));
+    snprintf(want, sizeof want,
+             "t.cep:3002:6: error: duplicate rule 'r17' (first defined at t.cep:%d:6)\n", r17_line);
+    ck_assert_ptr_nonnull(strstr(out, want));
+    snprintf(want, sizeof want,
+             "t.cep:3003:6: error: duplicate rule 'r5' (first defined at t.cep:%d:6)\n", r5_line);
+    ck_assert_ptr_nonnull(strstr(out, want));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:3006:8: error: duplicate output 'o' "
+                                      "(first defined at t.cep:3004:8)\n"));
+    ck_assert_ptr_nonnull(strstr(out, "t.cep:3007:8: error: duplicate output 'o' "
+                                      "(first defined at t.cep:3004:8)\n"));
+    ck_assert_uint_eq(errors, 5);
+    free(out);
+    buf_free(&text);
+}
+END_TEST
+
 /* ---- loading ------------------------------------------------------------------ */
 
 static char *make_temp_dir(void)
@@ -628,6 +671,7 @@ static Suite *check_suite(void)
     tcase_add_test(tc, caret_under_regex_error);
     tcase_add_test(tc, no_cascade_after_syntax_error);
     tcase_add_test(tc, duplicate_rule_across_files);
+    tcase_add_test(tc, duplicates_among_many_rules_name_the_first);
     tcase_add_test(tc, data_files_match_expected_output);
     suite_add_tcase(s, tc);
     TCase *ok = tcase_create("valid");
