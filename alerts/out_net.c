@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "dsl/check.h"
 
 #define NET_BACKOFF_MIN_MS 100
 #define NET_BACKOFF_MAX_MS 5000
@@ -381,26 +382,18 @@ static void net_destroy(Output *o)
 
 static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy, NULL};
 
-/* Splits "HOST:PORT" or "[V6]:PORT". */
+/* Splits "HOST:PORT" or "[V6]:PORT" as `vigil check` does, so a port out of range
+ * is refused, not wrapped to another port by getaddrinfo. */
 static int net_parse_hostport(NetOutput *no, const char *s, const char *where, char **err)
 {
-    const char *colon = strrchr(s, ':');
-    const char *h = s, *h_end = colon;
-    if (s[0] == '[') {
-        const char *rb = strchr(s, ']');
-        if (rb && rb[1] == ':') {
-            h = s + 1;
-            h_end = rb;
-            colon = rb + 1;
-        }
-    }
-    if (!colon || colon[1] == '\0' || h_end == h) {
-        *err = buf_format("%soutput '%s': expected \"HOST:PORT\", got \"%s\"", where,
-                        no->base.name, s);
+    NetAddress addr;
+    const char *why = dsl_parse_host_port(s, &addr);
+    if (why) {
+        *err = buf_format("%soutput '%s': %s, got \"%s\"", where, no->base.name, why, s);
         return -1;
     }
-    no->host = strndup(h, (size_t)(h_end - h));
-    no->port = strdup(colon + 1);
+    no->host = strndup(addr.host, addr.host_len);
+    no->port = buf_format("%u", addr.port);
     if (!no->host || !no->port) {
         *err = buf_format("out of memory");
         return -1;

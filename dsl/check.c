@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "base/utf8.h"
 
@@ -941,6 +942,76 @@ static void check_output_template(Checker *ck, const Template *t, const Template
     }
 }
 
+const char *dsl_parse_host_port(const char *text, NetAddress *out)
+{
+    const char *host = text, *colon = strrchr(text, ':');
+    size_t host_len = colon ? (size_t)(colon - text) : 0;
+    if (text[0] == '[') {
+        const char *rb = strchr(text, ']');
+        if (rb == NULL || rb[1] != ':')
+            return "an IPv6 address is written \"[ADDRESS]:PORT\"";
+        host = text + 1;
+        host_len = (size_t)(rb - host);
+        colon = rb + 1;
+    }
+    if (colon == NULL || host_len == 0)
+        return "expected \"HOST:PORT\"";
+    unsigned long port = 0;
+    const char *p = colon + 1;
+    for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+        port = port * 10 + (unsigned long)(*p - '0');
+    if (p == colon + 1 || *p != '\0' || port < 1 || port > 65535)
+        return "the port must be a number from 1 to 65535";
+    *out = (NetAddress){host, host_len, (unsigned)port};
+    return NULL;
+}
+
+size_t dsl_unix_path_max(void)
+{
+    return sizeof ((struct sockaddr_un *)NULL)->sun_path - 1;
+}
+
+/* The literal of a template without {...} parts, its length in *len; NULL if it
+ * has some (reported apart) or on allocation failure. Heap. */
+static char *template_literal(const Template *t, size_t *len)
+{
+    *len = 0;
+    for (size_t i = 0; i < t->n_parts; i++) {
+        if (t->parts[i].expr)
+            return NULL;
+        *len += t->parts[i].len;
+    }
+    char *s = malloc(*len + 1);
+    if (s == NULL)
+        return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < t->n_parts; i++) {
+        memcpy(s + at, t->parts[i].text, t->parts[i].len);
+        at += t->parts[i].len;
+    }
+    s[at] = '\0';
+    return s;
+}
+
+/* What the output would refuse when it opens, found by `vigil check` already. */
+static void check_net_address(Checker *ck, const OutputDecl *o)
+{
+    size_t len;
+    char *addr = template_literal(&o->path, &len);
+    if (addr == NULL)
+        return;
+    NetAddress parts;
+    const char *why;
+    if (strlen(addr) != len)
+        ERR(ck, o->path.span, "output '%s': the address holds a NUL character", o->name);
+    else if (o->kind == OUT_TCP && (why = dsl_parse_host_port(addr, &parts)) != NULL)
+        ERR(ck, o->path.span, "output '%s': %s, got \"%s\"", o->name, why, addr);
+    else if (o->kind == OUT_UNIX && (len == 0 || len > dsl_unix_path_max()))
+        ERR(ck, o->path.span, "output '%s': a unix socket path must be 1 to %zu bytes, got %zu",
+            o->name, dsl_unix_path_max(), len);
+    free(addr);
+}
+
 static void check_output(Checker *ck, size_t index)
 {
     OutputDecl *o = &ck->rs->outputs[index];
@@ -964,6 +1035,7 @@ static void check_output(Checker *ck, size_t index)
         check_output_template(ck, &o->path, &FILE_TEMPLATES, "a file output path");
     } else {
         check_output_template(ck, &o->path, NULL, "a network output address");
+        check_net_address(ck, o);
     }
     check_positive(ck, o->rotate_ms, o->span, "rotate");
     check_positive(ck, o->timeout_ms, o->span, "timeout");

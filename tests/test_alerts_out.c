@@ -737,6 +737,29 @@ START_TEST(tcp_bad_address_rejected)
 }
 END_TEST
 
+/* getaddrinfo takes "99999" and connects to port 34463 (99999 mod 65536): the
+ * output must refuse it, as `vigil check` does. */
+START_TEST(tcp_port_out_of_range_rejected)
+{
+    const char *bad[] = {"127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:", "127.0.0.1:80x",
+                         "[::1:80"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        OutputDecl d = net_decl(OUT_TCP, bad[i]);
+        char *err = NULL;
+        Output *o = out_net_new(&d, &cfg, &err);
+        ck_assert_msg(o == NULL, "%s accepted", bad[i]);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_ptr_nonnull(strstr(err, bad[i]));
+        free(err);
+    }
+    OutputDecl d = net_decl(OUT_TCP, "[::1]:65535");
+    char *err = NULL;
+    Output *o = out_net_new(&d, &cfg, &err);
+    ck_assert_msg(o != NULL, "%s", err ? err : "(null)");
+    o->ops->destroy(o);
+}
+END_TEST
+
 static Suite *alerts_out_suite(void)
 {
     Suite *s = suite_create("alerts_out");
@@ -768,6 +791,7 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(tn, tcp_reconnects_after_listener_restart);
     tcase_add_test(tn, unix_socket_streams_lines);
     tcase_add_test(tn, tcp_bad_address_rejected);
+    tcase_add_test(tn, tcp_port_out_of_range_rejected);
     suite_add_tcase(s, tn);
     return s;
 }

@@ -66,6 +66,17 @@ static const BadCase BAD[] = {
      "t.cep:1:53: error: duplicate field 'x' in 'fields'"},
     {"time ts;\ntime t2;\n",
      "t.cep:2:1: error: more than one 'time' declaration (first at t.cep:1:1)"},
+    /* network addresses the output could not connect to */
+    {"output o tcp \"nohost\";\n",
+     "t.cep:1:14: error: output 'o': expected \"HOST:PORT\", got \"nohost\""},
+    {"output o tcp \"h:99999\";\n",
+     "t.cep:1:14: error: output 'o': the port must be a number from 1 to 65535, got \"h:99999\""},
+    {"output o tcp \"[::1:80\";\n",
+     "t.cep:1:14: error: output 'o': an IPv6 address is written \"[ADDRESS]:PORT\", got \"[::1:80\""},
+    {"output o unix \"\";\n",
+     "t.cep:1:15: error: output 'o': a unix socket path must be 1 to 107 bytes, got 0"},
+    {"output o unix \"a\\u0000b\";\n",
+     "t.cep:1:15: error: output 'o': the address holds a NUL character"},
     /* functions */
     {"rule r { begin a where lenght(s) > 1; }\n",
      "t.cep:1:24: error: unknown function 'lenght' (did you mean 'len'?)"},
