@@ -6,8 +6,9 @@
  * (nfa/SEMANTICS.md 10), charged where the runtime creates, runs and frees state, not
  * allocator measurements. Each thread (MemShare) adds its changes to a private
  * pending amount and publishes it to the shared atomic total once it reaches
- * BUDGET_BATCH bytes either way, so the shared cache line is written rarely; the total
- * is off by less than BUDGET_BATCH per thread. */
+ * BUDGET_BATCH bytes either way, in whole steps of it, so the shared cache line is
+ * written rarely; the total is off by less than BUDGET_BATCH per thread, and exact
+ * when every thread has given back all it charged. */
 #ifndef VIGIL_RUNTIME_BUDGET_H
 #define VIGIL_RUNTIME_BUDGET_H
 
@@ -37,8 +38,13 @@ static inline void budget_add(MemShare *m, int64_t delta)
         return;
     m->pending += delta;
     if (m->pending >= BUDGET_BATCH || m->pending <= -BUDGET_BATCH) {
-        atomic_fetch_add_explicit(&m->budget->used, m->pending, memory_order_relaxed);
-        m->pending = 0;
+        /* Whole steps only, the rest stays pending: what a share ever published is
+         * then a multiple of BUDGET_BATCH, so once everything it charged is given back
+         * its pending (less than a step) cancels that exactly and the total is exact.
+         * Publishing the whole pending amount left up to a step unaccounted for. */
+        int64_t whole = m->pending / BUDGET_BATCH * BUDGET_BATCH;
+        atomic_fetch_add_explicit(&m->budget->used, whole, memory_order_relaxed);
+        m->pending -= whole;
     }
 }
 

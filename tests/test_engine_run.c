@@ -977,6 +977,52 @@ START_TEST(workers_stats_count_every_line_handed_in)
 }
 END_TEST
 
+/* Every byte the budget counted is given back once every key and event is gone, on
+ * each thread: many keys each hold a partial match (their charges pass the 64 KiB
+ * publishing step several times, in amounts that are no multiple of it), then the end
+ * of input times them all out. */
+static void check_memory_given_back(size_t workers)
+{
+    CompiledRuleSet *rs = test_rules_compile(
+        "time ts epoch_ms;\n"
+        "rule open { key user; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 10s; on match alert \"m\"; }\n",
+        NULL);
+    Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    Engine *e = traced_engine(rs, &t, workers);
+    Buf line = BUF_INIT;
+    for (size_t i = 0; i < 5000; i++) {
+        buf_clear(&line);
+        buf_printf(&line, "{\"ts\":%zu,\"type\":\"start\",\"user\":\"u%zu\",\"pad\":\"%.*s\"}",
+                   i, i, (int)(i % 37), "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+        ck_assert_int_eq(engine_line(e, line.data, line.len, "t", i + 1, 0), 0);
+    }
+    EngineStats st;
+    engine_stats(e, &st);
+    ck_assert_uint_gt(st.memory_bytes, 5 * 65536);   /* counted while the keys live */
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_stats(e, &st);
+    EngineRuleStats rst;
+    engine_rule_stats(e, 0, &rst);
+    ck_assert_uint_eq(rst.timeouts, 5000);
+    ck_assert_uint_eq(rst.keys_live, 0);
+    ck_assert_uint_eq(st.buffered, 0);
+    ck_assert_msg(st.memory_bytes == 0, "%zu workers: %llu bytes still counted", workers,
+                  (unsigned long long)st.memory_bytes);
+    engine_free(e);
+    buf_free(&line);
+    buf_free(&t.order);
+    buf_free(&t.alerts);
+    ruleset_free(rs);
+}
+
+START_TEST(memory_count_is_zero_once_every_key_is_gone)
+{
+    for (size_t workers = 1; workers <= 3; workers++)
+        check_memory_given_back(workers);
+}
+END_TEST
+
 /* Lines handed in before a reload are matched by the old rules, those after by the
  * new ones, whether decoded on the workers or not. */
 static void run_reload(size_t workers, Run *run)
@@ -1050,6 +1096,7 @@ int main(void)
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
+    tcase_add_test(tc, memory_count_is_zero_once_every_key_is_gone);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }
