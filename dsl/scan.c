@@ -70,6 +70,25 @@ static bool report_nul(ParseCtx *pc, size_t off, size_t len)
     return true;
 }
 
+/* Reports the first byte of a token's text that is not valid UTF-8; returns true if
+ * there was one. Events are valid UTF-8, so such a literal could never be equal to
+ * an event's text, and an alert message must not carry it. */
+static bool report_bad_utf8(ParseCtx *pc, size_t off, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)pc->input + off;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_valid_len(p + i, len - i);
+        if (n == 0) {
+            parse_error(pc, parse_span_at(pc, off + i, off + i + 1),
+                        "invalid UTF-8 in a %s (byte 0x%02x); rule files are UTF-8",
+                        pc->input[pc->tok_off] == '`' ? "name" : "string", p[i]);
+            return true;
+        }
+        i += n;
+    }
+    return false;
+}
+
 int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len)
 {
     for (size_t i = 0; i < sizeof KEYWORDS / sizeof KEYWORDS[0]; i++)
@@ -86,7 +105,7 @@ int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len)
 
 int lex_backtick(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len)
 {
-    if (report_nul(pc, pc->tok_off, len))
+    if (report_nul(pc, pc->tok_off, len) || report_bad_utf8(pc, pc->tok_off + 1, len - 2))
         return YYUNDEF;
     if (len == 2) {
         parse_error(pc, parse_token_span(pc), "empty backtick name");
@@ -261,7 +280,7 @@ size_t parse_decode_string(ParseCtx *pc, size_t base, size_t len, bool raw, bool
 int lex_string(ParseCtx *pc, YYSTYPE *lval, size_t len, bool raw)
 {
     size_t body = pc->tok_off + 1, body_len = len - 2;
-    if (report_nul(pc, body, body_len))
+    if (report_nul(pc, body, body_len) || report_bad_utf8(pc, body, body_len))
         return YYUNDEF;
     char *out = arena_alloc(pc->arena, body_len + 1);
     if (!out) {

@@ -383,6 +383,37 @@ START_TEST(nul_byte_and_stray_characters)
 }
 END_TEST
 
+/* A literal that is not UTF-8 could never equal an event's (valid) text; it is an
+ * error at its first bad byte, in every kind of string and in backtick names. */
+START_TEST(invalid_utf8_in_strings_and_names)
+{
+    Lexed *lx = lex("x == \"ok \xc3\xa9 \xff\"");
+    assert_one_error(lx, 1, 13, "invalid UTF-8 in a string (byte 0xff)");   /* columns count bytes */
+    lexed_free(lx);
+
+    lx = lex("'\xe2\x82'");          /* cut short */
+    assert_one_error(lx, 1, 2, "invalid UTF-8 in a string (byte 0xe2)");
+    lexed_free(lx);
+
+    lx = lex("\"\xc0\xaf\"");        /* overlong '/' */
+    assert_one_error(lx, 1, 2, "invalid UTF-8");
+    lexed_free(lx);
+
+    lx = lex("\"\xed\xa0\x80\"");    /* a surrogate */
+    assert_one_error(lx, 1, 2, "invalid UTF-8");
+    lexed_free(lx);
+
+    lx = lex("`caf\xe9`");
+    assert_one_error(lx, 1, 5, "invalid UTF-8 in a name (byte 0xe9)");
+    lexed_free(lx);
+
+    lx = lex("\"\xf0\x9f\x98\x80 \xe2\x82\xac\" '\xc3\xa9' `\xc3\xa9`");
+    ck_assert_uint_eq(lx->diags.errors, 0);
+    ck_assert_int_eq(lx->n, 3);
+    lexed_free(lx);
+}
+END_TEST
+
 static Suite *lexer_suite(void)
 {
     Suite *s = suite_create("lexer");
@@ -398,6 +429,7 @@ static Suite *lexer_suite(void)
     tcase_add_test(tc, invalid_durations);
     tcase_add_test(tc, string_escapes);
     tcase_add_test(tc, unicode_escapes_and_surrogates);
+    tcase_add_test(tc, invalid_utf8_in_strings_and_names);
     tcase_add_test(tc, bad_escapes);
     tcase_add_test(tc, raw_strings);
     tcase_add_test(tc, unterminated_string);
