@@ -63,11 +63,25 @@ static bool grow(Diags *d)
     return true;
 }
 
-/* A heap copy of the source line a span starts on (without its line end), or NULL
- * when the span has no source. Copied at report time because diagnostics are often
- * printed after the rule set that holds the source text was freed. */
-static char *quoted_line(const Span *sp)
+/* A quoted line longer than this is cut to a window around the span. */
+#define QUOTE_MAX 200
+#define QUOTE_BEFORE 60   /* bytes kept before the span's start in a cut line */
+
+static bool is_utf8_continuation(char c)
 {
+    return ((unsigned char)c & 0xC0) == 0x80;
+}
+
+/* A heap copy of the source line a span starts on (without its line end), or NULL
+ * when the span has no source; *shift receives the columns cut from its start. A
+ * line over QUOTE_MAX bytes (a generated rule file on one line) is cut to QUOTE_MAX
+ * bytes around the span's start, "..." marking each cut, so that every diagnostic
+ * does not print the whole line twice (the line and its caret line). Copied at report
+ * time because diagnostics are often printed after the rule set that holds the
+ * source text was freed. */
+static char *quoted_line(const Span *sp, int *shift)
+{
+    *shift = 0;
     if (sp->src == NULL || sp->line <= 0 || (size_t)sp->line > sp->src->n_lines)
         return NULL;
     size_t len = 0;
@@ -76,11 +90,22 @@ static char *quoted_line(const Span *sp)
         return NULL;
     if (len > 0 && line[len - 1] == '\r')
         len--;
-    char *copy = malloc(len + 1);
-    if (copy) {
-        memcpy(copy, line, len);
-        copy[len] = '\0';
+    size_t from = 0, to = len;
+    if (len > QUOTE_MAX) {
+        size_t at = sp->col > 0 ? (size_t)sp->col - 1 : 0;
+        from = at > QUOTE_BEFORE ? at - QUOTE_BEFORE : 0;
+        if (from > len - QUOTE_MAX)
+            from = len - QUOTE_MAX;
+        to = from + QUOTE_MAX;
+        while (from > 0 && from < len && is_utf8_continuation(line[from]))
+            from--;
+        while (to < len && is_utf8_continuation(line[to]))
+            to--;
     }
+    const char *before = from > 0 ? "..." : "", *after = to < len ? "..." : "";
+    char *copy = buf_format("%s%.*s%s", before, (int)(to - from), line + from, after);
+    if (copy)
+        *shift = (int)from - (int)strlen(before);
     return copy;
 }
 
@@ -98,7 +123,8 @@ static void store(Diags *d, DiagLevel level, Span span, const char *file, char *
         d->warnings++;
     }
     char *file_copy = file ? dup_string(file) : NULL;
-    char *line_copy = quoted_line(&span);
+    int shift = 0;
+    char *line_copy = quoted_line(&span, &shift);
     bool line_lost = span.src && span.line > 0 && line_copy == NULL &&
                      (size_t)span.line <= span.src->n_lines;
     if (message == NULL || (file && file_copy == NULL) || line_lost || !grow(d)) {
@@ -109,7 +135,7 @@ static void store(Diags *d, DiagLevel level, Span span, const char *file, char *
         return;
     }
     span.src = NULL; /* the source may be freed before printing: only the copy is used */
-    d->items[d->n++] = (Diagnostic){level, span, message, file_copy, line_copy};
+    d->items[d->n++] = (Diagnostic){level, span, message, file_copy, line_copy, shift};
 }
 
 void diag_vreport(Diags *d, DiagLevel level, Span span, const char *fmt, va_list ap)
@@ -148,23 +174,30 @@ static const char *level_name(DiagLevel level)
 
 /* Writes the indentation of the caret line: a tab where the source has a tab,
  * so the caret lands under the right character whatever the tab width. */
-static void print_caret_line(FILE *out, const char *line, size_t len, const Span *sp)
+static void print_caret_line(FILE *out, const char *line, size_t len, const Span *sp,
+                             int shift)
 {
-    size_t start = sp->col > 0 ? (size_t)sp->col - 1 : 0;
+    size_t start = sp->col - shift > 0 ? (size_t)(sp->col - shift) - 1 : 0;
     if (start > len)
         start = len;
     size_t end = start + 1;
     if (sp->end_line == sp->line && sp->end_col > sp->col)
-        end = (size_t)sp->end_col - 1;
+        end = (size_t)(sp->end_col - shift) - 1;
     else if (sp->end_line > sp->line)
         end = len > start ? len : start + 1;
+    if (end > len && len > start)
+        end = len;   /* a span running past a cut line stops at its "..." */
     if (end <= start)
         end = start + 1;
+    /* one column per character, not per byte, so the caret stays under a span that
+     * follows non-ASCII text */
     for (size_t i = 0; i < start; i++)
-        fputc(line[i] == '\t' ? '\t' : ' ', out);
+        if (!is_utf8_continuation(line[i]))
+            fputc(line[i] == '\t' ? '\t' : ' ', out);
     fputc('^', out);
     for (size_t i = start + 1; i < end; i++)
-        fputc('~', out);
+        if (i >= len || !is_utf8_continuation(line[i]))
+            fputc('~', out);
     fputc('\n', out);
 }
 
@@ -175,7 +208,7 @@ static void print_quote(FILE *out, const Diagnostic *g)
     size_t len = strlen(g->line);
     fwrite(g->line, 1, len, out);
     fputc('\n', out);
-    print_caret_line(out, g->line, len, &g->span);
+    print_caret_line(out, g->line, len, &g->span, g->quote_shift);
 }
 
 static bool is_first_of_file(const Diags *d, size_t i)

@@ -5,6 +5,7 @@
  *     rules/fraud.cep:12:21: error: unknown step 'frist' (did you mean 'first'?)
  *       followed_by third where frist.amount > 1000;
  *                               ^~~~~
+ * A line longer than 200 bytes is quoted cut to 200 around the span.
  * At most DIAG_MAX_PER_FILE errors are kept per file; the rest are counted and
  * summarised in one line, so a broken file cannot flood the terminal. */
 #ifndef VIGIL_DSL_DIAG_H
@@ -27,6 +28,8 @@ typedef struct Diagnostic {
     char *message;        /* heap, owned */
     char *file;           /* heap copy of the file name */
     char *line;           /* heap copy of the quoted source line, or NULL */
+    int quote_shift;      /* columns `line` starts after the line's start (a long line
+                             is quoted cut around the span, "..." at each cut) */
 } Diagnostic;
 
 typedef struct Diags {

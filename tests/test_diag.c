@@ -1,5 +1,6 @@
 /* tests/test_diag.c — diagnostics: gcc-style printing, carets, caps, did-you-mean. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,64 @@ START_TEST(caret_mirrors_tabs)
     free(out);
     diags_free(&d);
     source_free(src);
+}
+END_TEST
+
+/* Each character is one column of the caret line, however many bytes it takes. */
+START_TEST(caret_counts_characters_not_bytes)
+{
+    const char *text = "x == \"h\xc3\xa9llo w\xc3\xb6rld\" and y >>> 2;\n";
+    SourceFile *src = source_new("u.cep", text, strlen(text));
+    ck_assert_ptr_nonnull(src);
+    Diags d;
+    diags_init(&d);
+    diag_report(&d, DIAG_ERROR, span_at(src, 1, 29, 31), "bad");   /* bytes 29-30: ">>" */
+    char *out = test_diags_text(&d);
+    ck_assert_str_eq(out, "u.cep:1:29: error: bad\n"
+                          "x == \"h\xc3\xa9llo w\xc3\xb6rld\" and y >>> 2;\n"
+                          "                          ^~\n");
+    free(out);
+    diags_free(&d);
+    source_free(src);
+}
+END_TEST
+
+/* A rule file on one huge line: each diagnostic quotes 200 bytes around its span,
+ * not the line (20 errors quoted 20 MB from a 1 MB line, twice with the carets). */
+START_TEST(long_line_quoted_around_the_span)
+{
+    size_t n = 100000;
+    char *text = malloc(n + 2);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < n; i++)
+        text[i] = (char)('a' + i % 26);
+    text[n] = '\n';
+    text[n + 1] = '\0';
+    SourceFile *src = source_new("long.cep", text, n + 1);
+    ck_assert_ptr_nonnull(src);
+    Diags d;
+    diags_init(&d);
+    diag_report(&d, DIAG_ERROR, span_at(src, 1, 50001, 50004), "middle");
+    diag_report(&d, DIAG_ERROR, span_at(src, 1, 3, 5), "start");
+    diag_report(&d, DIAG_ERROR, span_at(src, 1, 99999, 100001), "end");
+    char *out = test_diags_text(&d);
+    /* start: the first 200 bytes, cut after */
+    char want[1024];
+    snprintf(want, sizeof want, "long.cep:1:3: error: start\n%.200s...\n  ^~\n", text);
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%.400s", out);
+    /* middle: 60 bytes before the span, "..." at both cuts, the caret under it */
+    snprintf(want, sizeof want, "long.cep:1:50001: error: middle\n...%.200s...\n%63s^~~\n",
+             text + 50000 - 60, "");
+    ck_assert_msg(strstr(out, want) != NULL, "%s", want);
+    /* end: the last 200 bytes, the underline stops at the line's end */
+    snprintf(want, sizeof want, "long.cep:1:99999: error: end\n...%s%201s^~\n",
+             text + n - 200, "");   /* text + n - 200: the last 200 bytes and the \n */
+    ck_assert_msg(strstr(out, want) != NULL, "%s", want);
+    ck_assert_uint_lt(strlen(out), 1500);
+    free(out);
+    diags_free(&d);
+    source_free(src);
+    free(text);
 }
 END_TEST
 
@@ -131,6 +190,8 @@ static Suite *diag_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, prints_gcc_style_with_caret);
     tcase_add_test(tc, caret_mirrors_tabs);
+    tcase_add_test(tc, caret_counts_characters_not_bytes);
+    tcase_add_test(tc, long_line_quoted_around_the_span);
     tcase_add_test(tc, multi_line_span_underlines_to_end_of_first_line);
     tcase_add_test(tc, file_level_diagnostic_has_no_position);
     tcase_add_test(tc, caps_errors_per_file);
