@@ -5,7 +5,9 @@
  * buffer reaches cfg->fd_buffer bytes, when the oldest buffered line is older than
  * cfg->fd_max_delay_ms at the next alert, and on flush. A failed write loses the
  * batch: its lines are counted as failed, and the failure is logged once per episode
- * (when the output goes from healthy to failing), with the path and errno text. */
+ * (when the output goes from healthy to failing), with the path and errno text.
+ * A file whose path no longer names it (removed, renamed away) is opened again
+ * before a batch, so alerts never go into a file that is gone. */
 #include "alerts/outputs.h"
 
 #include <errno.h>
@@ -27,6 +29,8 @@ typedef struct FdBuf {
     Buf buf;
     uint64_t lines;          /* lines in buf */
     int64_t oldest_ms;       /* monotonic time the first buffered line arrived */
+    const char *follow;      /* the path fd was opened from (borrowed), or NULL (stdout) */
+    bool make_dirs;          /* reopening `follow` may create its folders */
 } FdBuf;
 
 /* Health and counters shared by both kinds. */
@@ -53,6 +57,64 @@ static void fd_health_result(FdHealth *h, const OutConfig *cfg, const char *name
     h->failing = true;
 }
 
+/* mkdir -p of the folder that holds `path`. 0, or an errno value. */
+static int mkdir_parents(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return ENOMEM;
+    int err = 0;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            err = errno;
+            break;
+        }
+        *p = '/';
+    }
+    free(dir);
+    return err;
+}
+
+static int file_open_path(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+        int err = mkdir_parents(path);
+        if (err) {
+            errno = err;
+            return -1;
+        }
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    return fd;
+}
+
+/* Before a batch is written: if the path no longer names the open file (its folder
+ * was removed, logrotate renamed it away, someone deleted it), the batch would be
+ * written into a file nobody can reach and lost without a word; open the path
+ * again instead. 0, or an errno value if it cannot be opened (the batch then fails,
+ * counted, and the next batch tries again). */
+static int fdbuf_follow_path(FdBuf *fb, const OutConfig *cfg, const char *name)
+{
+    struct stat named, opened;
+    if (fb->follow == NULL ||
+        (stat(fb->follow, &named) == 0 && fstat(fb->fd, &opened) == 0 &&
+         named.st_dev == opened.st_dev && named.st_ino == opened.st_ino))
+        return 0;
+    int fd = fb->make_dirs ? file_open_path(fb->follow)
+                           : open(fb->follow, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno;
+    close(fb->fd);
+    fb->fd = fd;
+    out_log(cfg, "output %s: %s was removed or replaced; writing to a new %s", name,
+            fb->follow, fb->follow);
+    return 0;
+}
+
 /* Writes out the buffered lines. Returns 0 or an errno value. */
 static int fdbuf_drain(FdBuf *fb)
 {
@@ -70,7 +132,12 @@ static void fdbuf_flush(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char
         return;
     uint64_t lines = fb->lines;
     fb->lines = 0;
-    fd_health_result(h, cfg, name, path, lines, fdbuf_drain(fb));
+    int err = fdbuf_follow_path(fb, cfg, name);
+    if (err)
+        buf_clear(&fb->buf);
+    else
+        err = fdbuf_drain(fb);
+    fd_health_result(h, cfg, name, path, lines, err);
 }
 
 /* Appends one line; writes the batch when it is big or old enough. Inline: the
@@ -233,6 +300,7 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
         so->own_fd = true;
     }
     so->path = strdup(so->own_fd ? path : "stdout");
+    so->fb.follow = so->own_fd ? so->path : NULL;
     if (!so->path || pthread_mutex_init(&so->mu, NULL) != 0) {
         if (so->own_fd)
             close(so->fb.fd);
@@ -268,41 +336,6 @@ typedef struct FileOutput {
     char **seen;             /* every path opened in this run, for checkpoints; heap */
     size_t n_seen, cap_seen;
 } FileOutput;
-
-/* mkdir -p of the folder that holds `path`. 0, or an errno value. */
-static int mkdir_parents(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return ENOMEM;
-    int err = 0;
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-            err = errno;
-            break;
-        }
-        *p = '/';
-    }
-    free(dir);
-    return err;
-}
-
-static int file_open_path(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == ENOENT) {
-        int err = mkdir_parents(path);
-        if (err) {
-            errno = err;
-            return -1;
-        }
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    }
-    return fd;
-}
 
 
 static void file_close(FileOutput *fo, OpenFile *f)
@@ -375,6 +408,8 @@ static OpenFile *file_get(FileOutput *fo, const char *path, int64_t alert_ms)
     memset(f, 0, sizeof *f);
     f->path = copy;
     f->fb.fd = fd;
+    f->fb.follow = f->path;
+    f->fb.make_dirs = true;
     f->opened_ms = alert_ms;
     f->last_use = ++fo->use_clock;
     return f;

@@ -313,6 +313,83 @@ START_TEST(stdout_file_buffered_but_never_lost)
 }
 END_TEST
 
+/* A folder removed or renamed away under an open output file (logrotate, an
+ * operator's rm -r): the next batch goes to the path again, folders re-created,
+ * not into the unreachable old file; while the path cannot be opened the batches
+ * fail (counted, logged once) and the output recovers when it can. */
+START_TEST(file_follows_its_path_when_moved_or_removed)
+{
+    char tmplt[PATH_MAX], sub[PATH_MAX], moved[PATH_MAX];
+    snprintf(tmplt, sizeof tmplt, "%s/sub/{rule}.jsonl", tmpdir);
+    snprintf(sub, sizeof sub, "%s/sub", tmpdir);
+    snprintf(moved, sizeof moved, "%s/moved", tmpdir);
+    OutputDecl d = file_decl("f", tmplt, DURATION_NONE);
+    char *err = NULL;
+    Output *o = out_file_new(&d, &cfg, &err);
+    ck_assert_ptr_nonnull(o);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    send_line(o, &m, "{\"n\":1}");
+    o->ops->drain(o);
+    ck_assert_int_eq(rename(sub, moved), 0);              /* renamed away */
+    send_line(o, &m, "{\"n\":2}");
+    o->ops->drain(o);
+    ck_assert(log_contains("sub/r.jsonl was removed or replaced; writing to a new"));
+    char *text = test_read_file(path_in_tmp("sub/r.jsonl"), NULL);
+    ck_assert_str_eq(text, "{\"n\":2}\n");
+    free(text);
+    text = test_read_file(path_in_tmp("moved/r.jsonl"), NULL);
+    ck_assert_str_eq(text, "{\"n\":1}\n");
+    free(text);
+    /* the folder replaced by a plain file: the path cannot be opened (even by root) */
+    ck_assert_int_eq(unlink(path_in_tmp("sub/r.jsonl")), 0);
+    ck_assert_int_eq(rmdir(sub), 0);
+    FILE *blocker = fopen(sub, "w");
+    ck_assert_ptr_nonnull(blocker);
+    fclose(blocker);
+    send_line(o, &m, "{\"n\":3}");
+    o->ops->drain(o);
+    OutStats st;
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.sent, 2);
+    ck_assert_uint_eq(st.failed, 1);
+    ck_assert(!st.healthy);
+    ck_assert(log_contains("output f: cannot write to"));
+    ck_assert_int_eq(unlink(sub), 0);
+    send_line(o, &m, "{\"n\":4}");
+    o->ops->drain(o);
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.sent, 3);
+    ck_assert(st.healthy);
+    ck_assert(log_contains("works again"));
+    text = test_read_file(path_in_tmp("sub/r.jsonl"), NULL);
+    ck_assert_str_eq(text, "{\"n\":4}\n");
+    free(text);
+    o->ops->destroy(o);
+}
+END_TEST
+
+/* -o FILE removed while vigil runs: the next batch creates it again. */
+START_TEST(stdout_file_follows_its_path)
+{
+    const char *path = path_in_tmp("alerts.jsonl");
+    char *err = NULL;
+    Output *o = out_stdout_new(path, &cfg, &err);
+    ck_assert_ptr_nonnull(o);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    send_line(o, &m, "{\"n\":1}");
+    o->ops->drain(o);
+    ck_assert_int_eq(unlink(path), 0);
+    send_line(o, &m, "{\"n\":2}");
+    o->ops->destroy(o);
+    char *text = test_read_file(path, NULL);
+    ck_assert_str_eq(text, "{\"n\":2}\n");
+    free(text);
+    ck_assert(log_contains("alerts.jsonl was removed or replaced"));
+}
+END_TEST
+
 START_TEST(file_template_rejects_unknown_names)
 {
     OutputDecl d = file_decl("bad", "/tmp/{severity}/{key.user_id}.jsonl", DURATION_NONE);
@@ -771,6 +848,8 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(tf, dev_full_reported_once_and_others_still_written);
     tcase_add_test(tf, file_template_rejects_unknown_names);
     tcase_add_test(tf, stdout_file_buffered_but_never_lost);
+    tcase_add_test(tf, file_follows_its_path_when_moved_or_removed);
+    tcase_add_test(tf, stdout_file_follows_its_path);
     suite_add_tcase(s, tf);
     TCase *te = tcase_create("exec");
     tcase_add_checked_fixture(te, setup, teardown);
