@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <string.h>
 
-static int open_log(RejectLog *log, const char *path, const char *what)
+static int open_log(RejectLog *log, const char *path, const char *option, const char *what)
 {
     memset(log, 0, sizeof *log);
+    log->path = path;
+    log->option = option;
     log->what = what;
     log->last_summary_ms = INT64_MIN;
     if (!path)
@@ -23,9 +25,9 @@ int rejects_open(Rejects *r, const char *errors_path, const char *late_path)
 {
     Buf empty = BUF_INIT;
     r->line = empty;
-    if (open_log(&r->errors, errors_path, "malformed line") < 0)
+    if (open_log(&r->errors, errors_path, "--errors", "malformed line") < 0)
         return -1;
-    if (open_log(&r->late, late_path, "late event") < 0) {
+    if (open_log(&r->late, late_path, "--late", "late event") < 0) {
         if (r->errors.file)
             fclose(r->errors.file);
         r->errors.file = NULL;
@@ -34,11 +36,45 @@ int rejects_open(Rejects *r, const char *errors_path, const char *late_path)
     return 0;
 }
 
+/* Notes the result of a write or flush; a change of state is reported once. */
+static void note_result(RejectLog *log, bool ok, int err)
+{
+    if (ok) {
+        if (log->failing)
+            fprintf(stderr, "vigil run: writing %s %s works again\n", log->option, log->path);
+        log->failing = false;
+        return;
+    }
+    if (!log->failing)
+        fprintf(stderr, "vigil run: cannot write %s %s: %s (%ss are counted but not recorded "
+                "until it works again)\n", log->option, log->path, strerror(err), log->what);
+    log->failing = true;
+    log->write_failed = true;
+}
+
 static void write_record(RejectLog *log, const Buf *line)
 {
-    if (line->failed || fwrite(line->data, 1, line->len, log->file) != line->len ||
-        fputc('\n', log->file) == EOF)
-        log->write_failed = true;
+    if (line->failed) {
+        note_result(log, false, ENOMEM);
+        return;
+    }
+    errno = 0;
+    bool ok = fwrite(line->data, 1, line->len, log->file) == line->len &&
+              fputc('\n', log->file) != EOF;
+    if (!ok)
+        note_result(log, false, errno ? errno : EIO);
+    log->dirty = true;
+}
+
+static void flush_log(RejectLog *log)
+{
+    if (!log->file || !log->dirty)
+        return;
+    log->dirty = false;
+    errno = 0;
+    bool ok = fflush(log->file) == 0;
+    note_result(log, ok, errno ? errno : EIO);
+    clearerr(log->file);   /* a later flush says whether it works again */
 }
 
 /* Without a file: the first few one by one, then counted for the periodic summary. */
@@ -50,6 +86,24 @@ static bool log_individually(RejectLog *log)
     }
     log->unlogged++;
     return false;
+}
+
+static void summarise(RejectLog *log, int64_t now_ms, bool force)
+{
+    if (!log->unlogged)
+        return;
+    if (!force && log->last_summary_ms != INT64_MIN &&
+        now_ms - log->last_summary_ms < REJECTS_LOG_PERIOD_MS)
+        return;
+    if (!force && log->last_summary_ms == INT64_MIN) {
+        /* the period starts with the first line that was not logged */
+        log->last_summary_ms = now_ms;
+        return;
+    }
+    fprintf(stderr, "vigil run: %llu more %ss not shown (%llu in total)\n",
+            (unsigned long long)log->unlogged, log->what, (unsigned long long)log->count);
+    log->unlogged = 0;
+    log->last_summary_ms = now_ms;
 }
 
 static void record_head(Buf *b, const char *origin, uint64_t line_no, const char *reason)
@@ -79,7 +133,7 @@ void rejects_dead_letter(Rejects *r, const char *origin, uint64_t line_no, const
     if (log_individually(log))
         fprintf(stderr, "vigil run: %s:%llu: %s: %s\n", origin, (unsigned long long)line_no,
                 log->what, reason);
-    rejects_tick(r, now_ms, false);
+    summarise(log, now_ms, false);
 }
 
 void rejects_late(Rejects *r, const Event *ev, int64_t watermark_ms, int64_t now_ms)
@@ -101,37 +155,21 @@ void rejects_late(Rejects *r, const Event *ev, int64_t watermark_ms, int64_t now
     if (log_individually(log))
         fprintf(stderr, "vigil run: %s:%llu: %s\n", ev->origin,
                 (unsigned long long)ev->origin_line, reason);
-    rejects_tick(r, now_ms, false);
-}
-
-static void summarise(RejectLog *log, int64_t now_ms, bool force)
-{
-    if (!log->unlogged)
-        return;
-    if (!force && log->last_summary_ms != INT64_MIN &&
-        now_ms - log->last_summary_ms < REJECTS_LOG_PERIOD_MS)
-        return;
-    if (!force && log->last_summary_ms == INT64_MIN) {
-        /* the period starts with the first line that was not logged */
-        log->last_summary_ms = now_ms;
-        return;
-    }
-    fprintf(stderr, "vigil run: %llu more %ss not shown (%llu in total)\n",
-            (unsigned long long)log->unlogged, log->what, (unsigned long long)log->count);
-    log->unlogged = 0;
-    log->last_summary_ms = now_ms;
+    summarise(log, now_ms, false);
 }
 
 void rejects_tick(Rejects *r, int64_t now_ms, bool force)
 {
     summarise(&r->errors, now_ms, force);
     summarise(&r->late, now_ms, force);
+    flush_log(&r->errors);
+    flush_log(&r->late);
 }
 
 static int close_log(RejectLog *log)
 {
     if (log->file && fclose(log->file) != 0)
-        log->write_failed = true;
+        note_result(log, false, errno);
     log->file = NULL;
     return log->write_failed ? -1 : 0;
 }
