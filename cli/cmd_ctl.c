@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -122,15 +123,26 @@ static int connect_control(const char *path, long timeout_s)
         fprintf(stderr, "vigil ctl: cannot create a socket: %s\n", strerror(errno));
         return -1;
     }
-    if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) < 0) {
-        fprintf(stderr, "vigil ctl: cannot reach %s: %s (is `vigil run --control %s` running?)\n",
-                path, strerror(errno), path);
-        close(fd);
-        return -1;
-    }
+    /* before connect: a server that no longer accepts (stopped, wedged) fills its
+     * backlog, and connect would then wait for good */
     struct timeval tv = {timeout_s, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) < 0) {
+        int err = errno;
+        struct stat st;
+        if (err == EAGAIN || err == EINPROGRESS || err == EWOULDBLOCK)
+            fprintf(stderr, "vigil ctl: %s did not accept the connection within %ld s "
+                    "(is the vigil serving it stopped or stuck?)\n", path, timeout_s);
+        else if (stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+            fprintf(stderr, "vigil ctl: cannot reach %s: not a socket (give the path of "
+                    "`vigil run --control PATH`)\n", path);
+        else
+            fprintf(stderr, "vigil ctl: cannot reach %s: %s (is `vigil run --control %s` "
+                    "running?)\n", path, strerror(err), path);
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 

@@ -10,6 +10,10 @@
  *       forks CLIENTS processes; each connects, waits until all are connected, then
  *       writes EVENTS lines {"user":"cI","n":J,"pad":"..."} (J = 0..EVENTS-1) and
  *       closes. Exits 0 only if every client delivered all of its bytes.
+ *   sockclient fill PATH
+ *       connects without waiting until the listener's backlog is full (a listener
+ *       that does not accept any more), prints "full N" on stdout, then holds the
+ *       connections until its stdin reaches end of file.
  *
  * Connecting retries for a few seconds: a listener that is briefly out of
  * descriptors or has a full backlog is still a listener. Exit status: 0 ok, 1 a
@@ -121,6 +125,50 @@ static int cmd_flood(const char *path, unsigned long long bytes)
     while (read(STDIN_FILENO, &c, 1) > 0)
         ;
     close(fd);
+    return 0;
+}
+
+#define FILL_MAX 4096
+
+static int cmd_fill(const char *path)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof sa.sun_path) {
+        fprintf(stderr, "sockclient: socket path too long: %s\n", path);
+        return 1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    static int fds[FILL_MAX];
+    int n = 0;
+    for (; n < FILL_MAX; n++) {
+        fds[n] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fds[n] < 0) {
+            perror("sockclient: socket");
+            return 1;
+        }
+        if (connect(fds[n], (struct sockaddr *)&sa, sizeof sa) < 0) {
+            int e = errno;
+            close(fds[n]);
+            if (e != EAGAIN) {
+                fprintf(stderr, "sockclient: connect %s: %s\n", path, strerror(e));
+                return 1;
+            }
+            break;
+        }
+    }
+    if (n == FILL_MAX) {
+        fprintf(stderr, "sockclient: %s accepted %d connections\n", path, n);
+        return 1;
+    }
+    printf("full %d\n", n);
+    fflush(stdout);
+    char c;
+    while (read(STDIN_FILENO, &c, 1) > 0)
+        ;
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
     return 0;
 }
 
@@ -247,7 +295,7 @@ static int cmd_many(const char *path, unsigned long long clients, unsigned long 
 static int usage(void)
 {
     fprintf(stderr, "usage: sockclient flood PATH BYTES | send PATH FILE |"
-                    " many PATH CLIENTS EVENTS\n");
+                    " many PATH CLIENTS EVENTS | fill PATH\n");
     return 2;
 }
 
@@ -258,6 +306,8 @@ int main(int argc, char **argv)
         return cmd_flood(argv[2], a);
     if (argc == 4 && strcmp(argv[1], "send") == 0)
         return cmd_send(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "fill") == 0)
+        return cmd_fill(argv[2]);
     if (argc == 5 && strcmp(argv[1], "many") == 0 && parse_size(argv[3], &a) == 0 &&
         parse_size(argv[4], &b) == 0 && a > 0)
         return cmd_many(argv[2], a, b);
