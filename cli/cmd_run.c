@@ -296,7 +296,7 @@ static void on_line(void *user, const InputLine *line)
     if (run->fatal)
         return;
     int64_t now = run->event_time ? 0 : wall_ms();
-    if (engine_line(run->engine, line->text, line->len, line->origin, line->line_no, now) < 0)
+    if (engine_input_line(run->engine, line, now) < 0)
         run->fatal = true;
     if (engine_backlogged(run->engine))
         input_pause(run->inputs, true);   /* the rest of this read waits in its buffer */

@@ -22,8 +22,9 @@
 
 /* ---- parallel decoding (--workers N) --------------------------------------------
  * Decoding (JSON scan, number and time parsing) is most of the work per event. With
- * workers, the lines are copied into batches that the worker threads decode (each
- * with its own decoder) while this thread goes on; the decoded batches then come
+ * workers, the lines are gathered into batches that the worker threads decode (each
+ * with its own decoder) while this thread goes on: where the input read them, whose
+ * buffer the batch holds until it is taken (engine_input_line), else copied; the decoded batches then come
  * back here strictly in input order, and everything after decoding (the clock, dead
  * letters, lateness, reordering, routing) runs exactly as inline. Every entry point
  * that observes or changes the state first processes the lines handed in so far
@@ -64,9 +65,9 @@ typedef struct Decoded {
     bool routed;               /* routed by the decoding thread (event time) */
 } Decoded;
 
-/* A line's bytes in FeedBatch.text: all that the reading thread writes per line. A
- * batch's text stays below 4 GiB (feed_add refuses a line that would pass it: the
- * line is then taken on the engine's thread), so 32-bit offsets do. */
+/* A line's bytes in the batch (feed_text): all that the reading thread writes per
+ * line. A batch's text stays below 4 GiB (feed_add refuses a line that would pass it:
+ * the line is then taken on the engine's thread), so 32-bit offsets do. */
 typedef struct FeedText {
     uint32_t off, len;
 } FeedText;
@@ -82,6 +83,10 @@ typedef struct FeedBatch {
     int64_t now_ms;            /* and arrival time */
     bool rejected;             /* its one line is from engine_reject: its reason,
                                   NUL-terminated, follows the line's bytes in text */
+    /* The lines lie where the input read them (engine_input_line: no copy), in `kept`
+     * from `lent` on, or (kept NULL) were copied into text. */
+    InputText *kept;           /* one reference while the batch holds lines, or NULL */
+    const char *lent;
     Buf text;                  /* the lines' bytes, owned, reused */
     FeedText *lines;           /* owned, reused; written by the reading thread */
     Decoded *out;              /* owned, reused; written by the decoding thread */
@@ -239,6 +244,21 @@ static void decode_line(Decoder *d, const CompiledRuleSet *rs, const char *text,
                  evtime_parse(&out->ev->slots[rs->time_slot], rs->time_format, &out->time_ms);
 }
 
+/* Where the batch's lines are: FeedText.off counts from here. */
+static inline const char *feed_text(const FeedBatch *b)
+{
+    return b->kept ? b->lent : b->text.data;
+}
+
+/* The batch holds no line any more: ready to be filled again. */
+static void feed_empty(FeedBatch *b)
+{
+    b->n = 0;
+    buf_clear(&b->text);
+    input_text_release(b->kept);
+    b->kept = NULL;
+}
+
 /* buf_reserve for the batches' buffers, without a call per line when the room is
  * there (their `failed` is never left set: a failed reserve resets it). */
 static inline bool feed_reserve(Buf *b, size_t extra)
@@ -360,10 +380,11 @@ static void decode_batch(void *arg, size_t worker)
     b->n_routes = 0;
     buf_clear(&b->keys);
     workers_reclaim(e->workers, worker);   /* the memory this batch's events reuse */
+    const char *text = feed_text(b);
     for (size_t i = 0; i < b->n && !b->rejected; i++) {
         Decoded *o = &b->out[i];
         o->routed = false;
-        decode_line(d, e->rs, b->text.data + b->lines[i].off, b->lines[i].len, o);
+        decode_line(d, e->rs, text + b->lines[i].off, b->lines[i].len, o);
         if (o->ev) {   /* while it is in the cache (the fast path needs them) */
             o->ev->origin = b->origin;
             o->ev->origin_line = b->first_line + i;
@@ -434,6 +455,7 @@ static void feed_free(Engine *e)
     for (size_t i = 0; f->ring && i < f->n_ring; i++) {
         FeedBatch *b = &f->ring[i];
         workers_split_free(b->split);
+        input_text_release(b->kept);
         buf_free(&b->text);
         free(b->lines);
         free(b->out);
@@ -743,20 +765,19 @@ static bool feed_take_split(Engine *e, FeedBatch *b)
 static void feed_take_lines(Engine *e, FeedBatch *b)
 {
     if (b->n && feed_take_split(e, b)) {
-        b->n = 0;
-        buf_clear(&b->text);
+        feed_empty(b);
         return;
     }
     feed_unsplit(b);
     if (b->rejected) {
-        const char *text = b->text.data + b->lines[0].off;
+        const char *text = b->text.data + b->lines[0].off;   /* always copied */
         take_rejected(e, text, b->lines[0].len, b->origin, b->first_line,
                       text + b->lines[0].len);
         b->n = 0;
     }
     for (size_t i = 0; i < b->n; i++) {
         Decoded *o = &b->out[i];
-        const char *text = b->text.data + b->lines[i].off;
+        const char *text = feed_text(b) + b->lines[i].off;
         /* the events were written on another core: start fetching the next ones */
         if (i + FEED_PREFETCH < b->n && b->out[i + FEED_PREFETCH].ev)
             __builtin_prefetch(b->out[i + FEED_PREFETCH].ev, 1);
@@ -769,8 +790,7 @@ static void feed_take_lines(Engine *e, FeedBatch *b)
             e->failed = true;
         e->pre_ev = NULL;
     }
-    b->n = 0;
-    buf_clear(&b->text);
+    feed_empty(b);
 }
 
 /* The chain continues at batch `seq` from this thread's state (chain lock held). */
@@ -877,12 +897,14 @@ static void feed_flush(Engine *e)
 }
 
 /* Whether a line can join the batch being filled: the next line of its origin,
- * read at its time; a rejected line goes alone. */
-static bool feed_joins(const FeedBatch *b, const char *origin, uint64_t line_no,
-                       int64_t now_ms, bool rejected)
+ * read at its time, copied like the others or lying in the same input buffer within
+ * 4 GiB of the first; a rejected line goes alone. */
+static bool feed_joins(const FeedBatch *b, const char *text, size_t len, const char *origin,
+                       uint64_t line_no, int64_t now_ms, bool rejected, const InputText *keep)
 {
     return !b->n || (!b->rejected && !rejected && origin == b->origin &&
-                     line_no == b->first_line + b->n && now_ms == b->now_ms);
+                     line_no == b->first_line + b->n && now_ms == b->now_ms &&
+                     keep == b->kept && (!keep || (size_t)(text + len - b->lent) <= UINT32_MAX));
 }
 
 /* Room in the batch's arrays for one more line. */
@@ -902,20 +924,22 @@ static inline bool feed_room(FeedBatch *b)
     return true;
 }
 
-/* Queues a line (reason NULL) or a rejected line; false on allocation failure, with
- * nothing queued. */
+/* Queues a line (reason NULL) or a rejected line, where it lies in the input's buffer
+ * `keep` (then held until the batch is taken) or (keep NULL) copied; false on
+ * allocation failure, with nothing queued. */
 static bool feed_add(Engine *e, const char *text, size_t len, const char *origin,
-                     uint64_t line_no, int64_t now_ms, const char *reason)
+                     uint64_t line_no, int64_t now_ms, const char *reason, InputText *keep)
 {
     FeedBatch *b = feed_filling(e);
-    if (!feed_joins(b, origin, line_no, now_ms, reason != NULL)) {
+    if (!feed_joins(b, text, len, origin, line_no, now_ms, reason != NULL, keep)) {
         feed_submit(e);
         b = feed_filling(e);
     }
     size_t reason_len = reason ? strlen(reason) + 1 : 0;
-    if (len + reason_len > UINT32_MAX - b->text.len || !feed_room(b))
+    size_t copied = keep ? 0 : len + reason_len;
+    if (len > UINT32_MAX || copied > UINT32_MAX - b->text.len || !feed_room(b))
         return false;
-    if (!feed_reserve(&b->text, len + reason_len)) {
+    if (!feed_reserve(&b->text, copied)) {
         b->text.failed = false;   /* nothing was appended: the batch stays whole */
         return false;
     }
@@ -924,14 +948,24 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
         b->first_line = line_no;
         b->now_ms = now_ms;
         b->rejected = reason != NULL;
+        b->kept = keep;
+        b->lent = text;
+        if (keep)
+            input_text_retain(keep);
         /* the decoding worker read these last: take their cache lines over at once */
         for (size_t i = 0; i < b->cap; i += 64 / sizeof *b->lines)
             __builtin_prefetch(&b->lines[i], 1);
     }
-    /* reserved above: copy without buf_append's second check */
     FeedText *l = &b->lines[b->n++];
-    l->off = (uint32_t)b->text.len;
     l->len = (uint32_t)len;
+    if (keep) {
+        l->off = (uint32_t)(text - b->lent);
+        if (b->n >= FEED_BATCH_LINES || (size_t)(text + len - b->lent) >= FEED_BATCH_BYTES)
+            feed_submit(e);
+        return true;
+    }
+    /* reserved above: copy without buf_append's second check */
+    l->off = (uint32_t)b->text.len;
     memcpy(b->text.data + b->text.len, text, len);
     if (reason)
         memcpy(b->text.data + b->text.len + len, reason, reason_len);
@@ -942,19 +976,31 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
     return true;
 }
 
-int engine_line(Engine *e, const char *text, size_t len, const char *origin,
-                uint64_t line_no, int64_t now_ms)
+static inline int line_kept(Engine *e, const char *text, size_t len, const char *origin,
+                     uint64_t line_no, int64_t now_ms, InputText *keep)
 {
-    if (e->workers && feed_add(e, text, len, origin, line_no, now_ms, NULL))
+    if (e->workers && feed_add(e, text, len, origin, line_no, now_ms, NULL, keep))
         return e->failed ? -1 : 0;
     feed_flush(e);   /* no memory to queue it: this thread decodes it, in its turn */
     return take_inline(e, text, len, origin, line_no, now_ms);
 }
 
+int engine_line(Engine *e, const char *text, size_t len, const char *origin,
+                uint64_t line_no, int64_t now_ms)
+{
+    return line_kept(e, text, len, origin, line_no, now_ms, NULL);
+}
+
+int engine_input_line(Engine *e, const InputLine *line, int64_t now_ms)
+{
+    return line_kept(e, line->text, line->len, line->origin, line->line_no, now_ms,
+                     line->keep);
+}
+
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason)
 {
-    if (e->workers && feed_add(e, text, len, origin, line_no, 0, reason))
+    if (e->workers && feed_add(e, text, len, origin, line_no, 0, reason, NULL))
         return;
     feed_flush(e);
     take_rejected(e, text, len, origin, line_no, reason);

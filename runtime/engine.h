@@ -27,6 +27,7 @@
 #include "nfa/expr.h"
 #include "nfa/nfa.h"
 #include "rules/ruleset.h"
+#include "runtime/input.h"
 
 #define ENGINE_DEFAULT_MAX_PARTIALS 10000
 #define ENGINE_DEFAULT_MAX_BUFFERED 1000000
@@ -104,6 +105,10 @@ void engine_set_limits(Engine *e, const EngineLimits *limits);
  * with workers it may show on a later line, or on engine_tick, finish or stop. */
 int engine_line(Engine *e, const char *text, size_t len, const char *origin,
                 uint64_t line_no, int64_t now_ms);
+/* engine_line for a line the input framed. With workers a line whose buffer the input
+ * lends (line->keep) is decoded where it lies, without a copy: the engine holds the
+ * buffer until the line is taken. */
+int engine_input_line(Engine *e, const InputLine *line, int64_t now_ms);
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason);

@@ -1,6 +1,7 @@
 /* runtime/input.h — line-framed event sources: stdin, files, and tcp/unix listeners.
  *
- * Owns: open descriptors, listening sockets, per-connection partial-line buffers.
+ * Owns: open descriptors, listening sockets, each source's read buffer (reference-
+ * counted: the line handler may keep a line where it lies, InputText below).
  * One poll loop serves every source; each connection is framed into lines on its own
  * (partial lines across reads are joined). Over-long lines and the unterminated
  * fragment of a client that disconnects are rejected with a reason, never passed on.
@@ -14,12 +15,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A source's read buffer. The line handler may keep a line's text past the callback
+ * by taking a reference to the buffer it lies in (input_text_retain) and dropping it
+ * when done (input_text_release, which frees the buffer after the last one, even after
+ * input_set_free): the source then reads on into another buffer and never writes this
+ * one while it is held. References are counted without atomics: take and drop them on
+ * the thread that polls. */
+typedef struct InputText InputText;
+void input_text_retain(InputText *t);
+void input_text_release(InputText *t);   /* NULL: nothing */
+
 typedef struct InputLine {
     const char *text;      /* without the newline (a trailing \r is kept); valid during the callback */
     size_t len;
     const char *origin;    /* "-", a file path, or "tcp://1.2.3.4:5678" / "unix:PATH#3" per client */
     uint64_t line_no;      /* 1-based line number within that origin */
     uint64_t offset;       /* byte offset of the line within its origin */
+    InputText *keep;       /* the buffer text lies in (to keep it longer), or NULL */
 } InputLine;
 
 typedef struct InputHandler {

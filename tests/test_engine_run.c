@@ -13,6 +13,7 @@
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
+#include "runtime/input.h"
 #include "runtime/partition.h"
 #include "runtime/workers.h"
 #include "tests/rulesutil.h"
@@ -977,6 +978,93 @@ START_TEST(workers_stats_count_every_line_handed_in)
 }
 END_TEST
 
+/* Lines read by an input (runtime/input.h) and decoded where the input read them
+ * (engine_input_line): with workers each batch holds the input's buffer instead of a
+ * copy, while the input reads on. Over-long lines (refused by the input, copied) and
+ * backpressure pauses come between; 2 and 3 workers report as one. */
+typedef struct InputFeed {
+    Engine *e;
+    InputSet *in;
+} InputFeed;
+
+static void input_feed_line(void *user, const InputLine *l)
+{
+    InputFeed *f = user;
+    ck_assert_int_eq(engine_input_line(f->e, l, 0), 0);
+    if (engine_backlogged(f->e))
+        input_pause(f->in, true);
+}
+
+static void input_feed_reject(void *user, const InputLine *l, const char *reason)
+{
+    InputFeed *f = user;
+    engine_reject(f->e, l->text, l->len, l->origin, l->line_no, reason);
+}
+
+static void run_input(const CompiledRuleSet *rs, const char *path, size_t workers, Run *run)
+{
+    memset(run, 0, sizeof *run);
+    pthread_mutex_init(&run->trace.lock, NULL);
+    InputFeed f = {traced_engine(rs, &run->trace, workers), input_set_new(2000)};
+    char *err = NULL;
+    ck_assert_ptr_nonnull(f.in);
+    ck_assert_int_eq(input_add(f.in, path, &err), 0);
+    InputHandler h = {input_feed_line, input_feed_reject, &f};
+    int rc = 1;
+    for (int turns = 0; rc == 1 && turns < 100000; turns++) {
+        bool behind = engine_backlogged(f.e) && !engine_drain(f.e, 50);
+        input_pause(f.in, behind);
+        rc = input_poll(f.in, behind ? 0 : 100, &h);
+        ck_assert_int_eq(engine_tick(f.e, 0), 0);
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(engine_finish(f.e), 0);
+    engine_stats(f.e, &run->stats);
+    engine_rule_stats(f.e, 0, &run->rule0);
+    engine_free(f.e);
+    input_set_free(f.in);   /* after the engine: events borrow its origin strings */
+    sort_lines(&run->trace.alerts);
+}
+
+START_TEST(workers_decode_lines_where_the_input_read_them)
+{
+    CompiledRuleSet *rs = test_rules_compile(
+        "time ts epoch_ms;\n"
+        "rule pair { key user; begin a where type == \"start\";\n"
+        "  followed_by b where type == \"end\"; within 2s; on match alert \"m\";\n"
+        "  on timeout alert \"t\"; }\n", NULL);
+    size_t n = 30000;   /* about 2 MB: many input buffers */
+    char **lines = mixed_lines(n);
+    char path[] = "/tmp/vigil-engine-input-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *fp = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(fp);
+    for (size_t i = 0; i < n; i++) {
+        if (i % 4999 == 4998)   /* refused by the input: the line after is its own */
+            fprintf(fp, "{\"pad\":\"%03000d\"}\n", 0);
+        fprintf(fp, "%s\n", lines[i]);
+    }
+    ck_assert_int_eq(fclose(fp), 0);
+    Run one;
+    run_input(rs, path, 1, &one);
+    ck_assert_uint_eq(one.stats.lines, n + 6);
+    ck_assert_uint_gt(one.stats.malformed, 200);
+    ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
+    ck_assert_ptr_nonnull(strstr(one.trace.order.data, "line longer than 2000 bytes"));
+    for (size_t workers = 2; workers <= 3; workers++) {
+        Run more;
+        run_input(rs, path, workers, &more);
+        assert_same_run(&one, &more);
+        run_free(&more);
+    }
+    run_free(&one);
+    unlink(path);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
 /* Every byte the budget counted is given back once every key and event is gone, on
  * each thread: many keys each hold a partial match (their charges pass the 64 KiB
  * publishing step several times, in amounts that are no multiple of it), then the end
@@ -1097,6 +1185,7 @@ int main(void)
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     tcase_add_test(tc, memory_count_is_zero_once_every_key_is_gone);
+    tcase_add_test(tc, workers_decode_lines_where_the_input_read_them);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }

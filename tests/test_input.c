@@ -237,6 +237,94 @@ START_TEST(pause_stops_reading)
 }
 END_TEST
 
+/* ---- lent buffers ------------------------------------------------------------
+ * A handler that keeps lines where they lie (as the engine does with workers): each
+ * line's buffer reference is held for a while, the text checked intact when it is let
+ * go, while the source reads on; some lines pause the set (held lines) and one line
+ * is longer than a read buffer (its buffer grows). */
+
+#define KEPT_WINDOW 5000
+
+typedef struct Keeper {
+    InputSet *in;
+    InputText *ref[KEPT_WINDOW];
+    const char *at[KEPT_WINDOW];
+    char *copy[KEPT_WINDOW];
+    size_t len[KEPT_WINDOW];
+    size_t n;                  /* lines seen; the last KEPT_WINDOW are held */
+    size_t checked, paused;
+} Keeper;
+
+static void keeper_let_go(Keeper *k, size_t slot)
+{
+    if (k->ref[slot] == NULL)
+        return;
+    ck_assert_msg(memcmp(k->at[slot], k->copy[slot], k->len[slot]) == 0,
+                  "a kept line changed while held");
+    input_text_release(k->ref[slot]);
+    free(k->copy[slot]);
+    k->ref[slot] = NULL;
+    k->checked++;
+}
+
+static void keep_line(void *user, const InputLine *l)
+{
+    Keeper *k = user;
+    ck_assert_ptr_nonnull(l->keep);
+    size_t slot = k->n++ % KEPT_WINDOW;
+    keeper_let_go(k, slot);
+    input_text_retain(l->keep);
+    k->ref[slot] = l->keep;
+    k->at[slot] = l->text;
+    k->len[slot] = l->len;
+    k->copy[slot] = malloc(l->len + 1);
+    ck_assert_ptr_nonnull(k->copy[slot]);
+    memcpy(k->copy[slot], l->text, l->len);
+    if (k->n % 997 == 0) {   /* backpressure: the rest of this read is held */
+        input_pause(k->in, true);
+        k->paused++;
+    }
+}
+
+START_TEST(kept_lines_stay_intact_while_the_source_reads_on)
+{
+    make_tmpdir();
+    size_t n = 60000, big = 300000;
+    char *data = malloc(n * 40 + big + 2);
+    ck_assert_ptr_nonnull(data);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == n / 2) {   /* longer than a read buffer: it grows while nothing is held */
+            memset(data + len, 'x', big);
+            len += big;
+            data[len++] = '\n';
+        }
+        len += (size_t)sprintf(data + len, "{\"n\":%zu,\"pad\":\"%.*s\"}\n", i, (int)(i % 13),
+                               "abcdefghijklm");
+    }
+    const char *path = write_file("kept.jsonl", data, len);
+    free(data);
+    Keeper *k = calloc(1, sizeof *k);
+    ck_assert_ptr_nonnull(k);
+    k->in = set_with(1u << 20, path);
+    InputHandler h = { keep_line, NULL, k };
+    int rc = 1;
+    for (int i = 0; i < 100000 && rc == 1; i++) {
+        input_pause(k->in, false);
+        rc = input_poll(k->in, 100, &h);
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(k->n, n + 1);
+    ck_assert_uint_gt(k->paused, 50);
+    input_set_free(k->in);   /* the kept buffers outlive the set */
+    for (size_t i = 0; i < KEPT_WINDOW; i++)
+        keeper_let_go(k, i);
+    ck_assert_uint_eq(k->checked, n + 1);
+    free(k);
+    remove_tmpdir();
+}
+END_TEST
+
 START_TEST(stdin_pipe)
 {
     int fds[2];
@@ -528,6 +616,7 @@ static Suite *input_suite(void)
     tcase_add_test(tc, file_overlong_lines);
     tcase_add_test(tc, overlong_line_across_many_reads);
     tcase_add_test(tc, pause_stops_reading);
+    tcase_add_test(tc, kept_lines_stay_intact_while_the_source_reads_on);
     tcase_add_test(tc, stdin_pipe);
     tcase_add_test(tc, add_errors);
     tcase_add_test(tc, unix_many_clients);
