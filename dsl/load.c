@@ -71,15 +71,27 @@ static int expand_dir(const char *dir, PathList *out, Diags *diags)
     bool has_slash = dir_len > 0 && dir[dir_len - 1] == '/';
     struct dirent *ent;
     int rc = 0;
+    bool refused = false;
     while (rc == 0 && (ent = readdir(d)) != NULL) {
         if (!has_cep_suffix(ent->d_name))
             continue;
-        rc = path_list_push(out, buf_format("%s%s%s", dir, has_slash ? "" : "/", ent->d_name));
+        char *path = buf_format("%s%s%s", dir, has_slash ? "" : "/", ent->d_name);
+        struct stat st;
+        /* A FIFO would block the load (and a --watch reload, the whole engine) for
+         * good, a device could be read without end: a folder's files must be files. */
+        if (path && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            diag_report_file(diags, DIAG_ERROR, path, "not a regular file (the *.cep of "
+                             "a folder must be files)");
+            free(path);
+            refused = true;
+            continue;
+        }
+        rc = path_list_push(out, path);
     }
     closedir(d);
     if (rc < 0)
         return -1;
-    if (out->n == first)
+    if (out->n == first && !refused)
         diag_report_file(diags, DIAG_ERROR, dir, "no .cep files in %s", dir);
     else
         qsort(out->v + first, out->n - first, sizeof *out->v, compare_names);

@@ -8,6 +8,7 @@
  * of the grammar's actions in dsl/build_expr.c and dsl/build.c. */
 #include "dsl/parse.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -359,10 +360,13 @@ int dsl_parse_file(RuleSet *rs, const char *path, Diags *diags)
 {
     int err = 0;
     SourceFile *src = source_read(path, &err);
-    if (!src) {
+    if (!src && err == EFBIG)
+        diag_report_file(diags, DIAG_ERROR, path, "cannot read: larger than %zu MiB (is it "
+                         "a rule file?)", SOURCE_MAX_BYTES >> 20);
+    else if (!src)
         diag_report_file(diags, DIAG_ERROR, path, "cannot read: %s", strerror(err));
+    if (!src)
         return 1;
-    }
     if (!add_source(rs, src)) {
         source_free(src);
         diag_report_file(diags, DIAG_ERROR, path, "out of memory");

@@ -49,7 +49,8 @@ SourceFile *source_new(const char *path, const char *text, size_t len)
     return src;
 }
 
-/* Reads the whole stream; returns a heap buffer or NULL with errno set. */
+/* Reads the whole stream, at most SOURCE_MAX_BYTES; returns a heap buffer or NULL
+ * with errno set. */
 static char *read_all(FILE *f, size_t *len)
 {
     size_t cap = 8192, n = 0;
@@ -57,6 +58,11 @@ static char *read_all(FILE *f, size_t *len)
     if (!data)
         return NULL;
     for (;;) {
+        if (n > SOURCE_MAX_BYTES) {
+            free(data);
+            errno = EFBIG;
+            return NULL;
+        }
         if (n == cap) {
             char *bigger = realloc(data, cap * 2);
             if (!bigger) {

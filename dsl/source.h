@@ -36,7 +36,12 @@ typedef struct Span {
 
 /* Creates a source from text (copied). Returns NULL on allocation failure. */
 SourceFile *source_new(const char *path, const char *text, size_t len);
-/* Reads a file. On failure returns NULL and sets *err_no to errno. */
+/* Rule files larger than this are refused (EFBIG): a device named by mistake, such as
+ * /dev/zero, would otherwise be read until memory runs out. A generated rule set of
+ * 60,000 rules is about 7 MB. */
+#define SOURCE_MAX_BYTES ((size_t)64 << 20)
+/* Reads a file of at most SOURCE_MAX_BYTES. On failure returns NULL and sets *err_no
+ * to errno (EFBIG: too large). */
 SourceFile *source_read(const char *path, int *err_no);
 void source_free(SourceFile *src);
 /* The text of line `line` (1-based) without its newline; *len receives its length. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -534,6 +535,52 @@ START_TEST(load_reports_missing_and_empty)
 }
 END_TEST
 
+/* A FIFO among a folder's *.cep files would block the load for good (with --watch,
+ * the running engine), a folder named x.cep is not a file either: each is an error,
+ * without being opened, and the folder's real files still load. */
+START_TEST(load_refuses_folder_entries_that_are_not_files)
+{
+    char *dir = make_temp_dir();
+    write_file(dir, "a.cep", "rule r { begin a; }\n");
+    char path[512];
+    snprintf(path, sizeof path, "%s/pipe.cep", dir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(path, sizeof path, "%s/sub.cep", dir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {dir};
+    RuleSet *rs = dsl_load(paths, 1, &d);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_uint_eq(d.errors, 2);
+    ck_assert_uint_eq(rs->n_rules, 1);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_msg(strstr(d.items[i].message, "not a regular file"), "%s", d.items[i].message);
+    ck_assert_ptr_nonnull(strstr(d.items[0].file, ".cep"));
+    ast_ruleset_free(rs);
+    diags_free(&d);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
+/* A device named by mistake is not read until memory runs out. */
+START_TEST(load_refuses_endless_file)
+{
+    if (access("/dev/zero", R_OK) != 0)
+        return;
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {"/dev/zero"};
+    RuleSet *rs = dsl_load(paths, 1, &d);
+    ck_assert_ptr_nonnull(rs);
+    ck_assert_uint_eq(d.errors, 1);
+    ck_assert_str_eq(d.items[0].message, "cannot read: larger than 64 MiB (is it a rule file?)");
+    ast_ruleset_free(rs);
+    diags_free(&d);
+}
+END_TEST
+
 START_TEST(load_cross_file_duplicates)
 {
     char *dir = make_temp_dir();
@@ -694,6 +741,8 @@ static Suite *check_suite(void)
     tcase_add_test(load, load_directory_in_name_order);
     tcase_add_test(load, load_reports_missing_and_empty);
     tcase_add_test(load, load_cross_file_duplicates);
+    tcase_add_test(load, load_refuses_folder_entries_that_are_not_files);
+    tcase_add_test(load, load_refuses_endless_file);
     suite_add_tcase(s, load);
     TCase *cli = tcase_create("cli");
     tcase_add_test(cli, cli_accepts_every_conformance_rule_file);
