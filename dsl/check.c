@@ -627,6 +627,9 @@ static void check_times(Checker *ck, const Quantifier *q)
         ERR(ck, q->times_span, "'times 0+' is not allowed; write 'one_or_more optional'");
     } else if (q->min < 0) {
         ERR(ck, q->times_span, "the count of 'times' must not be negative");
+    } else if (q->min > DSL_MAX_TIMES || q->max > DSL_MAX_TIMES) {
+        ERR(ck, q->times_span, "the count of 'times' must be at most %d (each counted event "
+            "is a state of the automaton)", DSL_MAX_TIMES);
     }
 }
 

@@ -6,7 +6,8 @@
  * aggregates over missing steps, patterns not starting with `begin`, `not_` steps
  * in first place, a trailing `not_followed_by` without `within`, `until` on a
  * closed loop, `times 0`, N..M with M < N, invalid regexes (PCRE2's message, offset
- * mapped into the rule file), `on timeout` without any `within`, more than one
+ * mapped into the rule file), `on timeout` without any `within`, a `times` count
+ * above DSL_MAX_TIMES, more than one
  * `time` declaration, a network output address that cannot be connected to (not
  * HOST:PORT with a port from 1 to 65535, a unix path too long for a socket). Warns
  * about loops and `followed_by_any` with neither `within`
@@ -16,6 +17,9 @@
 
 #include "dsl/ast.h"
 #include "dsl/diag.h"
+
+/* The largest count `times` may name (N, M of N..M, N of N+). */
+#define DSL_MAX_TIMES 10000
 
 /* Returns the number of errors reported. */
 int dsl_check(RuleSet *rs, Diags *diags);

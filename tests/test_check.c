@@ -67,6 +67,16 @@ static const BadCase BAD[] = {
      "t.cep:1:53: error: duplicate field 'x' in 'fields'"},
     {"time ts;\ntime t2;\n",
      "t.cep:2:1: error: more than one 'time' declaration (first at t.cep:1:1)"},
+    /* counts that would unroll into millions of automaton states */
+    {"rule r { begin a times 100000000; }\n",
+     "t.cep:1:18: error: the count of 'times' must be at most 10000 (each counted event is a "
+     "state of the automaton)"},
+    {"rule r { begin a times 1..10001; }\n",
+     "t.cep:1:18: error: the count of 'times' must be at most 10000 (each counted event is a "
+     "state of the automaton)"},
+    {"rule r { begin a times 20000+ within 1m; }\n",
+     "t.cep:1:18: error: the count of 'times' must be at most 10000 (each counted event is a "
+     "state of the automaton)"},
     /* network addresses the output could not connect to */
     {"output o tcp \"nohost\";\n",
      "t.cep:1:14: error: output 'o': expected \"HOST:PORT\", got \"nohost\""},
