@@ -29,6 +29,11 @@ static int build_line_table(SourceFile *src)
 
 SourceFile *source_new(const char *path, const char *text, size_t len)
 {
+    /* Editors on Windows start UTF-8 files with a byte order mark; it is not text */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
     SourceFile *src = calloc(1, sizeof *src);
     if (!src)
         return NULL;

@@ -34,7 +34,8 @@ typedef struct Span {
     int end_line, end_col;
 } Span;
 
-/* Creates a source from text (copied). Returns NULL on allocation failure. */
+/* Creates a source from text (copied, without a leading UTF-8 byte order mark).
+ * Returns NULL on allocation failure. */
 SourceFile *source_new(const char *path, const char *text, size_t len);
 /* Rule files larger than this are refused (EFBIG): a device named by mistake, such as
  * /dev/zero, would otherwise be read until memory runs out. A generated rule set of

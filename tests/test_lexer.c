@@ -414,6 +414,23 @@ START_TEST(invalid_utf8_in_strings_and_names)
 }
 END_TEST
 
+/* A file saved with a UTF-8 byte order mark (Windows editors) lexes as without it,
+ * and positions on its first line are not shifted by it. */
+START_TEST(byte_order_mark_is_skipped)
+{
+    Lexed *lx = lex("\xef\xbb\xbfrule r");
+    ck_assert_uint_eq(lx->diags.errors, 0);
+    ck_assert_int_eq(lx->n, 2);
+    ck_assert_int_eq(lx->kind[0], RULE);
+    ck_assert_int_eq(lx->span[1].col, 6);
+    lexed_free(lx);
+
+    lx = lex("a \xef\xbb\xbf");   /* elsewhere it is text outside a string */
+    assert_one_error(lx, 1, 3, "non-ASCII");
+    lexed_free(lx);
+}
+END_TEST
+
 static Suite *lexer_suite(void)
 {
     Suite *s = suite_create("lexer");
@@ -430,6 +447,7 @@ static Suite *lexer_suite(void)
     tcase_add_test(tc, string_escapes);
     tcase_add_test(tc, unicode_escapes_and_surrogates);
     tcase_add_test(tc, invalid_utf8_in_strings_and_names);
+    tcase_add_test(tc, byte_order_mark_is_skipped);
     tcase_add_test(tc, bad_escapes);
     tcase_add_test(tc, raw_strings);
     tcase_add_test(tc, unterminated_string);
