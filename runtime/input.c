@@ -14,6 +14,8 @@
  *   whose buffer is held once its lines are framed moves its partial line into another
  *   buffer, one the handler let go of (up to SPARE_TEXTS are kept for that, so reads
  *   go into memory already mapped) or a new one; a held buffer is never written.
+ *   Memory then also holds the buffers the handler keeps (the engine: one per decoding
+ *   batch out) and the spares, each at most max_line + 1 bytes like any buffer.
  * - Origins: events borrow their origin string, and may outlive the connection they
  *   came from (in partial matches), so origin strings live in an arena until
  *   input_set_free: about 40 bytes per connection ever accepted.
