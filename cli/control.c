@@ -1,4 +1,5 @@
 /* cli/control.c — the control socket of `vigil run` (see control.h). */
+#define _GNU_SOURCE   /* accept4 */
 #include "cli/control.h"
 
 #include <errno.h>
@@ -144,10 +145,11 @@ void control_poll(Control *c, const ControlHandler *h)
 {
     for (;;) {
         /* accepted sockets are blocking (Linux does not inherit O_NONBLOCK) */
-        int fd = accept(c->fd, NULL, NULL);
+        /* close-on-exec from the start: an exec output's worker thread may spawn a
+         * program at any moment, and it must not inherit a client's socket */
+        int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             return;   /* EAGAIN: nobody waiting; anything else: try again next turn */
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
         serve_client(fd, h);
         close(fd);
     }

@@ -2,7 +2,9 @@
 #include "cli/rejects.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 static int open_log(RejectLog *log, const char *path, const char *option, const char *what)
 {
@@ -13,9 +15,14 @@ static int open_log(RejectLog *log, const char *path, const char *option, const 
     log->last_summary_ms = INT64_MIN;
     if (!path)
         return 0;
-    log->file = fopen(path, "a");
+    /* close-on-exec: exec outputs' programs must not inherit the dead letters */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    log->file = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!log->file) {
-        fprintf(stderr, "vigil run: cannot open %s: %s\n", path, strerror(errno));
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        fprintf(stderr, "vigil run: cannot open %s: %s\n", path, strerror(err));
         return -1;
     }
     return 0;
