@@ -302,6 +302,25 @@ static void on_line(void *user, const InputLine *line)
         input_pause(run->inputs, true);   /* the rest of this read waits in its buffer */
 }
 
+/* The good lines of a read, in runs: one call for many lines. */
+static size_t on_lines(void *user, const InputLines *lines)
+{
+    Run *run = user;
+    if (run->fatal) {
+        run->lines_seen += lines->n;
+        return lines->n;
+    }
+    int64_t now = run->event_time ? 0 : wall_ms();
+    bool failed = false;
+    size_t took = engine_input_lines(run->engine, lines, now, &failed);
+    run->lines_seen += took;
+    if (failed)
+        run->fatal = true;
+    if (took < lines->n)
+        input_pause(run->inputs, true);   /* backlogged: the rest waits in its buffer */
+    return took;
+}
+
 static void on_reject(void *user, const InputLine *line, const char *reason)
 {
     Run *run = user;
@@ -587,7 +606,7 @@ static int poll_or_wait(Run *run, const InputHandler *h)
     bool behind = engine_backlogged(run->engine) &&
                   !engine_drain(run->engine, RUN_POLL_SLICE_MS);
     input_pause(run->inputs, behind);
-    return input_poll(run->inputs, behind ? 0 : poll_timeout(run), h);
+    return input_poll_runs(run->inputs, behind ? 0 : poll_timeout(run), h, on_lines);
 }
 
 /* Reads until end of input or a stop signal. Returns 1 on stop, 0 at end, -1 on error. */

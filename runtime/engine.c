@@ -978,6 +978,38 @@ static bool feed_add(Engine *e, const char *text, size_t len, const char *origin
     return true;
 }
 
+/* Lines [i, n) of a run that lie in the input's buffer: the first through feed_add,
+ * then as many as join it in the batch being filled, without feed_add's checks per
+ * line (one origin, consecutive, one buffer, one arrival time). How many went in; 0 on
+ * allocation failure. */
+static size_t feed_add_run(Engine *e, const InputLines *l, size_t i, int64_t now_ms)
+{
+    size_t len;
+    const char *text = input_lines_at(l, i, &len);
+    if (!feed_add(e, text, len, l->origin, l->line_no + i, now_ms, NULL, l->keep))
+        return 0;
+    FeedBatch *b = feed_filling(e);
+    if (!b->n)
+        return 1;   /* that line closed its batch */
+    size_t last = i + (FEED_BATCH_LINES - b->n < b->cap - b->n ? FEED_BATCH_LINES - b->n
+                                                                : b->cap - b->n);
+    if (last > l->n - 1)
+        last = l->n - 1;
+    size_t k = i;
+    size_t span = 0;
+    while (k < last && span < FEED_BATCH_BYTES) {
+        k++;
+        const char *t = l->text + l->ends[k - 1] + 1;
+        span = (size_t)(l->text + l->ends[k] - b->lent);
+        FeedText *ft = &b->lines[b->n++];
+        ft->off = (uint32_t)(t - b->lent);
+        ft->len = (uint32_t)(l->text + l->ends[k] - t);
+    }
+    if (b->n >= FEED_BATCH_LINES || span >= FEED_BATCH_BYTES)
+        feed_submit(e);
+    return k - i + 1;
+}
+
 static inline int line_kept(Engine *e, const char *text, size_t len, const char *origin,
                      uint64_t line_no, int64_t now_ms, InputText *keep)
 {
@@ -997,6 +1029,28 @@ int engine_input_line(Engine *e, const InputLine *line, int64_t now_ms)
 {
     return line_kept(e, line->text, line->len, line->origin, line->line_no, now_ms,
                      line->keep);
+}
+
+size_t engine_input_lines(Engine *e, const InputLines *lines, int64_t now_ms, bool *failed)
+{
+    size_t i = 0;
+    while (i < lines->n) {
+        size_t took = e->workers && lines->keep ? feed_add_run(e, lines, i, now_ms) : 0;
+        if (!took) {   /* one worker, or no memory to queue it: as engine_input_line */
+            size_t len;
+            const char *text = input_lines_at(lines, i, &len);
+            if (line_kept(e, text, len, lines->origin, lines->line_no + i, now_ms,
+                          lines->keep) < 0)
+                *failed = true;
+            took = 1;
+        }
+        i += took;
+        if (e->failed)
+            *failed = true;
+        if (engine_backlogged(e))
+            break;
+    }
+    return i;
 }
 
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,

@@ -19,6 +19,7 @@
 #ifndef VIGIL_RUNTIME_ENGINE_H
 #define VIGIL_RUNTIME_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -109,6 +110,11 @@ int engine_line(Engine *e, const char *text, size_t len, const char *origin,
  * lends (line->keep) is decoded where it lies, without a copy: the engine holds the
  * buffer until the line is taken. */
 int engine_input_line(Engine *e, const InputLine *line, int64_t now_ms);
+/* engine_input_line for a run of lines (input_poll_runs). Takes them from the first
+ * and stops early once the workers are backlogged (engine_backlogged): returns how many
+ * it took, and the caller should pause the input for the rest. *failed is set on a
+ * fatal (allocation) error, as engine_line's -1. */
+size_t engine_input_lines(Engine *e, const InputLines *lines, int64_t now_ms, bool *failed);
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason);

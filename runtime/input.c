@@ -60,6 +60,8 @@
 /* Buffers let go by sources while the line handler held them, kept for reuse: the
  * engine holds at most a few reads' worth of lines (its batches out for decoding). */
 #define SPARE_TEXTS 4
+/* Good lines handed over at a time by input_poll_runs. */
+#define RUN_LINES 256
 
 typedef enum {
     SRC_STREAM,       /* stdin or a file: at EOF a final unterminated line is still a line */
@@ -107,6 +109,7 @@ struct InputSet {
     size_t n_ended, cap_ended;
     InputText *spare[SPARE_TEXTS];   /* one reference each; reusable once it is the only one */
     size_t n_spare;
+    InputLinesFn runs;      /* during input_poll_runs: takes the good lines in runs */
 };
 
 struct InputText {
@@ -317,6 +320,58 @@ static bool keep_rest(InputSet *in, Source *s, const InputHandler *h, const char
     return true;
 }
 
+/* Good lines gathered for input_poll_runs. */
+typedef struct LineRun {
+    const char *start;      /* the first line's text */
+    uint64_t line_no, offset;   /* of the first line */
+    size_t n;
+    uint32_t ends[RUN_LINES];
+} LineRun;
+
+/* Hands the run gathered to in->runs. NULL if it took every line; else (it paused the
+ * set) where the first line it did not take starts, the source's line count and
+ * offset set back to that line. */
+static char *run_flush(InputSet *in, Source *s, const InputHandler *h, LineRun *r)
+{
+    size_t n = r->n;
+    if (n == 0)
+        return NULL;
+    r->n = 0;
+    InputLines lines = { r->start, r->ends, n, s->origin, r->line_no, r->offset, s->text };
+    size_t took = in->runs(h->user, &lines);
+    if (took >= n)
+        return NULL;
+    size_t from = took ? r->ends[took - 1] + 1 : 0;
+    s->line_no = r->line_no + took - 1;
+    s->offset = r->offset + from;
+    return (char *)r->start + from;
+}
+
+/* One good line [p, nl): into the run (flushed when full), or to h->line. NULL, or
+ * where reading stopped (run_flush). */
+static char *take_line(InputSet *in, Source *s, const InputHandler *h, LineRun *r,
+                       const char *p, const char *nl)
+{
+    if (!in->runs || (size_t)(nl - p) > UINT32_MAX) {
+        char *back = run_flush(in, s, h, r);
+        if (back == NULL)
+            deliver(h, s, p, (size_t)(nl - p));
+        return back;
+    }
+    if (r->n && (size_t)(nl - r->start) > UINT32_MAX) {
+        char *back = run_flush(in, s, h, r);
+        if (back != NULL)
+            return back;
+    }
+    if (r->n == 0) {
+        r->start = p;
+        r->line_no = s->line_no;
+        r->offset = s->offset;
+    }
+    r->ends[r->n++] = (uint32_t)(nl - r->start);
+    return r->n == RUN_LINES ? run_flush(in, s, h, r) : NULL;
+}
+
 /* Delivers every complete line in s->buf and keeps the unterminated rest at its front.
  * If the handler pauses the set (backpressure), the lines after that one stay in the
  * buffer, held, until input_poll runs unpaused: nothing more goes out meanwhile. */
@@ -324,6 +379,8 @@ static void frame_lines(InputSet *in, Source *s, const InputHandler *h)
 {
     char *p = s->buf, *end = s->buf + s->len;
     char *scan = s->buf + s->scanned;
+    LineRun run;
+    run.n = 0;
     s->held = false;
     for (;;) {
         if (in->paused && p != end) {
@@ -332,17 +389,26 @@ static void frame_lines(InputSet *in, Source *s, const InputHandler *h)
             return;
         }
         char *nl = memchr(scan, '\n', (size_t)(end - scan));
-        if (nl == NULL)
-            break;
+        if (nl == NULL) {
+            char *back = run_flush(in, s, h, &run);
+            if (back == NULL)
+                break;
+            p = scan = back;
+            continue;
+        }
         size_t len = (size_t)(nl - p);
         if (s->skipping) {
             s->skipping = false;        /* the over-long line ends here; already rejected */
         } else {
             s->line_no++;
+            char *back = len > in->max_line ? run_flush(in, s, h, &run)
+                                            : take_line(in, s, h, &run, p, nl);
+            if (back != NULL) {
+                p = scan = back;
+                continue;
+            }
             if (len > in->max_line)
                 reject_overlong(in, h, s, p, len);
-            else
-                deliver(h, s, p, len);
         }
         s->offset += len + 1;
         p = scan = nl + 1;
@@ -770,7 +836,7 @@ static bool deliver_held(InputSet *in, const InputHandler *h)
     return left;
 }
 
-int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
+static int poll_sources(InputSet *in, int timeout_ms, const InputHandler *h)
 {
     remove_finished(in);
     if (in->n_sources == 0)
@@ -809,6 +875,20 @@ int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
     }
     remove_finished(in);
     return in->n_sources > 0 ? 1 : 0;
+}
+
+int input_poll(InputSet *in, int timeout_ms, const InputHandler *h)
+{
+    in->runs = NULL;
+    return poll_sources(in, timeout_ms, h);
+}
+
+int input_poll_runs(InputSet *in, int timeout_ms, const InputHandler *h, InputLinesFn lines)
+{
+    in->runs = lines;
+    int rc = poll_sources(in, timeout_ms, h);
+    in->runs = NULL;
+    return rc;
 }
 
 void input_pause(InputSet *in, bool paused)

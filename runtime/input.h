@@ -40,6 +40,32 @@ typedef struct InputHandler {
     void *user;
 } InputHandler;
 
+/* A run of good lines of one read, from one source, consecutive: line i is
+ * text[start_i, ends[i]), where start_0 is 0 and start_i is ends[i - 1] + 1 (past
+ * the newline). Valid during the callback, like InputLine. */
+typedef struct InputLines {
+    const char *text;      /* the first line's first byte */
+    const uint32_t *ends;  /* n offsets from text, one per line: where it ends */
+    size_t n;
+    const char *origin;
+    uint64_t line_no;      /* of the first line; line i is line_no + i */
+    uint64_t offset;       /* of the first line in its origin */
+    InputText *keep;       /* the buffer text lies in, as InputLine.keep */
+} InputLines;
+
+/* Line i of a run: its text, its length in *len. */
+static inline const char *input_lines_at(const InputLines *l, size_t i, size_t *len)
+{
+    size_t start = i ? (size_t)l->ends[i - 1] + 1 : 0;
+    *len = l->ends[i] - start;
+    return l->text + start;
+}
+
+/* Takes a run of lines at once; returns how many it took, from the first: fewer than
+ * n only if it paused the set, and the rest are then held like the lines after a
+ * pause from InputHandler.line. */
+typedef size_t (*InputLinesFn)(void *user, const InputLines *lines);
+
 typedef struct InputSet InputSet;
 
 InputSet *input_set_new(size_t max_line);
@@ -51,6 +77,10 @@ int input_add(InputSet *in, const char *spec, char **err);
  * (files and stdin at EOF; listeners never finish until input_close_listeners), -1 on
  * a fatal error (reported on stderr). */
 int input_poll(InputSet *in, int timeout_ms, const InputHandler *h);
+/* input_poll delivering the good lines in runs to `lines`, a call per run rather than
+ * per line; refused lines still go to h->reject in their place, and h->line takes
+ * only the lines that end no run (the unterminated last line of a stream). */
+int input_poll_runs(InputSet *in, int timeout_ms, const InputHandler *h, InputLinesFn lines);
 /* While paused nothing is read (sockets push back through flow control, files and
  * stdin wait); a pause from inside the line handler also holds the rest of the read
  * being delivered in its buffer, delivered first once input_poll runs unpaused. */

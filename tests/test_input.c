@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "runtime/input.h"
 #include "tests/checkmain.h"
 
@@ -325,6 +326,90 @@ START_TEST(kept_lines_stay_intact_while_the_source_reads_on)
 }
 END_TEST
 
+/* ---- runs of lines (input_poll_runs) -------------------------------------------
+ * The same lines, positions and refusals, in the same order, as line by line, when
+ * the handler takes runs, and when it takes only part of a run and pauses. */
+
+typedef struct RunTaker {
+    Collector c;
+    InputSet *in;
+    size_t calls, partial;
+} RunTaker;
+
+static size_t take_run(void *user, const InputLines *l)
+{
+    RunTaker *t = user;
+    size_t want = l->n;
+    if (++t->calls % 3 == 0 && l->n > 1) {   /* take part of it, then pause */
+        want = t->calls % (l->n - 1) + 1;
+        t->partial++;
+    }
+    for (size_t i = 0; i < want; i++) {
+        size_t len;
+        const char *text = input_lines_at(l, i, &len);
+        ck_assert_ptr_nonnull(l->keep);
+        ck_assert_int_eq(text[len], '\n');
+        InputLine line = { text, len, l->origin, l->line_no + i,
+                           l->offset + (uint64_t)(text - l->text), l->keep };
+        collect(&t->c, &line, NULL);
+    }
+    if (want < l->n)
+        input_pause(t->in, true);
+    return want;
+}
+
+static void run_taker_line(void *user, const InputLine *l)
+{
+    collect(&((RunTaker *)user)->c, l, NULL);
+}
+
+static void run_taker_reject(void *user, const InputLine *l, const char *reason)
+{
+    collect(&((RunTaker *)user)->c, l, reason);
+}
+
+START_TEST(runs_of_lines_come_as_line_by_line)
+{
+    make_tmpdir();
+    Buf data = BUF_INIT;
+    for (size_t i = 0; i < 5000; i++) {
+        if (i % 211 == 7)
+            buf_printf(&data, "%0150zu\n", i);   /* over-long: refused between runs */
+        else
+            buf_printf(&data, "{\"n\":%zu}%s\n", i, i % 5 ? "" : "\r");
+    }
+    buf_puts(&data, "{\"last\":true}");   /* unterminated: a line at the end */
+    const char *path = write_file("runs.jsonl", data.data, data.len);
+    Collector one = { 0 };
+    InputSet *in = set_with(100, path);
+    drain(in, &one);
+    input_set_free(in);
+    RunTaker t = { .in = set_with(100, path) };
+    InputHandler h = { run_taker_line, run_taker_reject, &t };   /* the last line */
+    int rc = 1;
+    for (int i = 0; i < 100000 && rc == 1; i++) {
+        input_pause(t.in, false);
+        rc = input_poll_runs(t.in, 100, &h, take_run);
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_gt(t.partial, 5);
+    ck_assert_uint_eq(t.c.n, one.n);
+    ck_assert_uint_gt(one.rejects, 20);
+    for (size_t i = 0; i < one.n; i++) {
+        const Got *a = &one.items[i], *b = &t.c.items[i];
+        ck_assert_str_eq(b->text, a->text);
+        ck_assert_uint_eq(b->line_no, a->line_no);
+        ck_assert_uint_eq(b->offset, a->offset);
+        ck_assert(!a->reason == !b->reason);
+    }
+    input_set_free(t.in);
+    collector_free(&one);
+    collector_free(&t.c);
+    buf_free(&data);
+    remove_tmpdir();
+}
+END_TEST
+
 START_TEST(stdin_pipe)
 {
     int fds[2];
@@ -617,6 +702,7 @@ static Suite *input_suite(void)
     tcase_add_test(tc, overlong_line_across_many_reads);
     tcase_add_test(tc, pause_stops_reading);
     tcase_add_test(tc, kept_lines_stay_intact_while_the_source_reads_on);
+    tcase_add_test(tc, runs_of_lines_come_as_line_by_line);
     tcase_add_test(tc, stdin_pipe);
     tcase_add_test(tc, add_errors);
     tcase_add_test(tc, unix_many_clients);
