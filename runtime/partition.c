@@ -341,14 +341,15 @@ static PartEntry *entry_new(PartTable *t, const char *kbytes, size_t klen)
     return e;
 }
 
-static PartEntry *member_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
+static PartEntry *member_add(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
+                             uint64_t hash);
 
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
     if (klen >= UINT32_MAX)
         return NULL;
     if (t->group)
-        return member_add(t, kbytes, klen, hash);
+        return member_add(t, NULL, kbytes, klen, hash);
     if (!room_for_one(t))
         return NULL;
     PartEntry *e = entry_new(t, kbytes, klen);
@@ -684,10 +685,21 @@ static PartEntry *member_lookup(const PartTable *t, const char *kbytes, size_t k
     return ge ? part_member(ge, t->group, t->member) : NULL;
 }
 
-static PartEntry *member_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
+PartEntry *part_add_member(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
+                           uint64_t hash)
+{
+    if (klen >= UINT32_MAX || !t->group)
+        return NULL;
+    return member_add(t, ge, kbytes, klen, hash);
+}
+
+/* ge: the group entry of the key bytes, or NULL to look it up (and make it). */
+static PartEntry *member_add(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
+                             uint64_t hash)
 {
     PartTable *keys = &t->group->keys;
-    PartEntry *ge = part_lookup(keys, kbytes, klen, hash);
+    if (!ge)
+        ge = part_lookup(keys, kbytes, klen, hash);
     bool made = !ge;
     if (made && !(ge = part_add(keys, kbytes, klen, hash)))
         return NULL;

@@ -211,6 +211,11 @@ static inline void part_members_prefetch(PartEntry *ge, const PartGroup *g)
 void part_group_init(PartGroup *g, PartPool *pool, unsigned size);
 /* Every member table must be freed (part_table_free) first. */
 void part_group_free(PartGroup *g);
+/* part_add for member table t when the caller already has the group entry of these
+ * key bytes (ge; NULL: looked up, and made if there is none), which then needs no
+ * lookup; the new entry's part_group_entry says which group entry it went under. */
+PartEntry *part_add_member(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
+                           uint64_t hash);
 /* A group entry leaves its table with its last member, unless pinned (its `held`
  * counts the pins: a group entry holds no partial match itself): a caller walking
  * the members of group entries it collected pins them, so that none goes away

@@ -640,8 +640,12 @@ static void drop_key(Shard *s, size_t ri, PartEntry *pe)
         return;
     }
     PartEntry *ge = *part_group_entry(pe, &st->keys);
-    if (part_members(ge, st->keys.group)->n == 1 && !ge->held)
-        deadline_remove(&s->groups.timers[s->groups.of[ri]], ge);
+    uint32_t g = s->groups.of[ri];
+    if (part_members(ge, st->keys.group)->n == 1 && !ge->held) {
+        deadline_remove(&s->groups.timers[g], ge);
+        if (s->groups.found[g] == ge)   /* it goes: the event's later rules look again */
+            s->groups.found[g] = NULL;
+    }
     part_remove(&st->keys, pe);
 }
 
@@ -748,20 +752,25 @@ enum { GROUP_MEMBERS, GROUP_ENTRIES, GROUP_NODES, GROUP_LINKS };
 static const size_t group_ahead[GROUP_LINKS] = {[GROUP_MEMBERS] = 3, [GROUP_ENTRIES] = 2,
                                                 [GROUP_NODES] = 1};
 
-/* Starts loading, for the members of ge due at its time, their entries (deep false)
- * or their nodes (deep true: the entries should be in cache). */
+/* Starts loading, for the members of ge due at its time, their entries and slab
+ * headers (nodes false) or their nodes (nodes true: the entries should be in cache). */
 static void prefetch_members_due(PartEntry *ge, const PartGroup *group, bool nodes)
 {
     const PartMembers *pm = part_members(ge, group);
     const int64_t *due = part_member_due(ge, group);
-    for (size_t m = 0; m < group->size; m++) {
+    for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
         PartEntry *pe = pm->v[m];
-        if (!pe || due[m] > ge->deadline)
+        if (!pe)
             continue;
-        if (nodes)
+        seen++;
+        if (due[m] > ge->deadline)
+            continue;
+        if (nodes) {
             nfa_key_prefetch(&pe->nfa, false);
-        else
+        } else {
             part_entry_prefetch(pe);
+            part_slab_prefetch(pe);   /* read if the key goes idle and leaves */
+        }
     }
 }
 
@@ -773,8 +782,10 @@ static void prefetch_group_due(Shard *s, uint32_t g)
     deadline_peek_many(timers, group_ahead, e, GROUP_LINKS);
     if (e[GROUP_MEMBERS])
         part_group_entry_prefetch(e[GROUP_MEMBERS], group);
-    if (e[GROUP_ENTRIES])
+    if (e[GROUP_ENTRIES]) {
         prefetch_members_due(e[GROUP_ENTRIES], group, false);
+        part_slab_prefetch(e[GROUP_ENTRIES]);   /* read if its last member leaves */
+    }
     if (e[GROUP_NODES])
         prefetch_members_due(e[GROUP_NODES], group, true);
 }
@@ -831,9 +842,12 @@ static bool collect_group(Shard *s, uint32_t g, int64_t t)
         s->due[s->n_due++] = (DueKey){ge, ge, UINT32_MAX, g};
         PartMembers *pm = part_members(ge, group);
         const int64_t *due = part_member_due(ge, group);
-        for (size_t m = 0; m < group->size; m++) {
+        for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
             PartEntry *pe = pm->v[m];
-            if (pe && due[m] <= t) {
+            if (!pe)
+                continue;
+            seen++;
+            if (due[m] <= t) {
                 part_entry_prefetch(pe);
                 if (!due_push(s, gs->rules[g][m], pe))
                     return false;
@@ -881,9 +895,13 @@ static void settle_group_entry(Shard *s, uint32_t g, PartEntry *ge)
     PartMembers *pm = part_members(ge, group);
     const int64_t *due = part_member_due(ge, group);
     int64_t next = INT64_MAX;
-    for (size_t m = 0; m < group->size && pm->n; m++)
-        if (pm->v[m] && due[m] < next)
+    for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
+        if (!pm->v[m])
+            continue;
+        seen++;
+        if (due[m] < next)
             next = due[m];
+    }
     if (!pm->n)
         deadline_remove(&gs->timers[g], ge);
     if (part_group_unpin(&gs->g[g], ge))
@@ -1045,9 +1063,21 @@ static PartEntry *materialize(Shard *s, size_t ri)
     if (refuse_key(s, ri))
         return NULL;
     const RouteKey *k = s->pending;
-    PartEntry *pe = part_add(&s->rules[ri].keys, k->bytes, k->len, k->hash);
+    PartTable *t = &s->rules[ri].keys;
+    uint32_t g = group_of(s, ri);
+    if (g == NO_GROUP || s->groups.seen[g] != s->event_no) {
+        PartEntry *pe = part_add(t, k->bytes, k->len, k->hash);
+        if (!pe)
+            s->failed = true;
+        return pe;
+    }
+    /* shard_event found the key's group entry (or that there is none): no lookup, and
+     * the next rule of the group that needs it finds the one made here */
+    PartEntry *pe = part_add_member(t, s->groups.found[g], k->bytes, k->len, k->hash);
     if (!pe)
         s->failed = true;
+    else
+        s->groups.found[g] = *part_group_entry(pe, t);
     return pe;
 }
 
