@@ -418,6 +418,42 @@ START_TEST(pinned_group_entry_outlives_its_members)
 }
 END_TEST
 
+/* part_add_member takes the group entry the caller found, or finds (or makes) it. */
+START_TEST(member_added_under_a_known_group_entry)
+{
+    PartPool pool;
+    part_pool_init(&pool);
+    PartGroup g;
+    part_group_init(&g, &pool, 2);
+    PartTable a, b, alone;
+    part_table_init_shared(&a, &pool);
+    part_table_init_shared(&b, &pool);
+    part_table_init_shared(&alone, &pool);
+    part_table_join(&a, &g, 0);
+    part_table_join(&b, &g, 1);
+    uint64_t h = part_hash("\"k\"", 3), h2 = part_hash("\"j\"", 3);
+    PartEntry *ea = part_add_member(&a, NULL, "\"k\"", 3, h);   /* makes the group entry */
+    ck_assert_ptr_nonnull(ea);
+    PartEntry *ge = *part_group_entry(ea, &a);
+    ck_assert_ptr_eq(part_lookup(&g.keys, "\"k\"", 3, h), ge);
+    PartEntry *eb = part_add_member(&b, ge, "\"k\"", 3, h);
+    ck_assert_ptr_eq(*part_group_entry(eb, &b), ge);
+    ck_assert_ptr_eq(part_lookup(&b, "\"k\"", 3, h), eb);
+    ck_assert_uint_eq(g.keys.count, 1);
+    ck_assert_ptr_null(part_add_member(&b, ge, "\"k\"", 3, h));   /* held already */
+    ck_assert_ptr_null(part_add_member(&alone, NULL, "\"k\"", 3, h));   /* no group */
+    PartEntry *ej = part_add_member(&a, NULL, "\"j\"", 3, h2);
+    ck_assert_ptr_ne(*part_group_entry(ej, &a), ge);
+    ck_assert_uint_eq(g.keys.count, 2);
+    part_table_free(&a, NULL, NULL);
+    part_table_free(&b, NULL, NULL);
+    part_table_free(&alone, NULL, NULL);
+    ck_assert_uint_eq(g.keys.count, 0);
+    part_group_free(&g);
+    part_pool_free(&pool);
+}
+END_TEST
+
 /* A probe answers as the table does through growth, shrinking and freeing: the
  * shard's staged lookups read only probes. */
 START_TEST(probe_follows_the_table)
@@ -651,6 +687,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, probe_follows_the_table);
     tcase_add_test(tc, group_members_agree_with_their_models);
     tcase_add_test(tc, pinned_group_entry_outlives_its_members);
+    tcase_add_test(tc, member_added_under_a_known_group_entry);
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_test_raise_signal(tc, released_entry_is_poisoned, SIGABRT);
 #endif
