@@ -1,8 +1,11 @@
 /* cli/main.c — the `vigil` binary: dispatches to a subcommand (cli/commands.h). */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 
@@ -29,8 +32,30 @@ static void usage(FILE *out)
     fprintf(out, "\n'vigil COMMAND --help' describes a command; 'vigil --version' prints the version.\n");
 }
 
+/* A launcher that closes stdin, stdout or stderr (`vigil run >&-`) would let the
+ * next file vigil opens take that number: alerts written to "stdout" then landed in
+ * the --errors file, and diagnostics in an alert file. Each closed one is held by
+ * /dev/null opened read-only, so writes to it fail (reported and counted as any
+ * failing output) and reads see end of input. Returns -1 if that is not possible. */
+static int hold_closed_std_fds(void)
+{
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int held = open("/dev/null", O_RDONLY);   /* the lowest free number: fd */
+        if (held != fd) {
+            if (held >= 0)
+                close(held);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (hold_closed_std_fds() < 0)
+        return EXIT_IO;
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

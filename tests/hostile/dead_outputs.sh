@@ -2,7 +2,8 @@
 # Outputs that die under a running vigil: a dead-letter or late file on a full disk is
 # reported when it fails, with its option, path and reason (exit 3, alerts unharmed);
 # dead letters reach their file while vigil runs, not only at exit; an alert file or
-# -o FILE removed mid-run (with its folder) is opened again at its path.
+# -o FILE removed mid-run (with its folder) is opened again at its path; a closed
+# stdout or stderr does not send alerts or messages into a file vigil opened.
 . "$top_srcdir/tests/hostile/lib.sh"
 [ -w /dev/full ] || skip "no /dev/full"
 
@@ -23,6 +24,21 @@ for opt in --errors --late; do
         { cat "$TMP/err" >&2; fail "$opt /dev/full: no message naming the file and reason"; }
     [ "$(lines "$TMP/out")" -eq 2 ] || fail "$opt /dev/full: alerts lost"
 done
+
+# stdout or stderr closed by whoever started vigil: alerts and messages must not go
+# into the next file vigil opens (it would get descriptor 1 or 2)
+rm -r "$TMP/arch"
+st=0
+"$VIGIL" run --errors "$TMP/dl2.jsonl" -i "$TMP/in" "$TMP/r.cep" >&- 2> "$TMP/err" || st=$?
+[ $st -eq 3 ] || { cat "$TMP/err" >&2; fail "stdout closed: exit $st, want 3"; }
+grep -q '"rule"' "$TMP/dl2.jsonl" && fail "stdout closed: alerts went into the --errors file"
+grep -q 'cannot write to stdout' "$TMP/err" || fail "stdout closed: not reported"
+"$VIGIL" run --late "$TMP/late2.jsonl" -i "$TMP/in" "$TMP/r.cep" > "$TMP/out" 2>&- ||
+    fail "stderr closed: vigil failed"
+[ "$(lines "$TMP/late2.jsonl")" -eq 1 ] || fail "stderr closed: the late event is not in --late"
+cat "$TMP/late2.jsonl" "$TMP/arch/big/alerts.jsonl" | grep -v -e '^{"input"' -e '^{"rule"' &&
+    fail "stderr closed: messages went into a file vigil opened"
+[ "$(lines "$TMP/out")" -eq 2 ] || fail "stderr closed: alerts lost"
 
 # dead letters are in --errors while vigil still runs; an alert file and -o FILE
 # removed mid-run come back at their paths
