@@ -34,7 +34,7 @@ static void fmt_usage(FILE *out)
 }
 
 /* Replaces `path` with `text` atomically, keeping the file's permissions. */
-static int rewrite_file(const char *path, const char *text)
+static int rewrite_target(const char *path, const char *text)
 {
     Buf tmp = BUF_INIT;
     buf_printf(&tmp, "%s.fmt-XXXXXX", path);
@@ -64,6 +64,17 @@ static int rewrite_file(const char *path, const char *text)
         unlink(tmp.data);
     }
     buf_free(&tmp);
+    return rc;
+}
+
+/* Replaces `path` with `text` atomically, keeping the file's permissions. A symbolic
+ * link is followed: its target is rewritten and the link stays a link (renaming over
+ * the link itself replaced it with a copy and left the target unformatted). */
+static int rewrite_file(const char *link_path, const char *text)
+{
+    char *resolved = realpath(link_path, NULL);
+    int rc = rewrite_target(resolved ? resolved : link_path, text);
+    free(resolved);
     return rc;
 }
 
