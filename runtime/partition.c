@@ -115,8 +115,7 @@ void part_pool_free(PartPool *pool)
 
 void part_table_init(PartTable *t)
 {
-    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0,
-                     .group = NULL, .member = 0};
+    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0};
     part_pool_init(&t->own);
 }
 
@@ -125,9 +124,7 @@ void part_table_set_extras(PartTable *t, unsigned extras)
     if (t->count)
         return;
     t->extras = extras;
-    t->pre = extras & PART_X_MEMBERS   ? sizeof(PartMembers)
-             : extras & PART_X_SUPPRESS ? sizeof(int64_t)
-                                        : 0;
+    t->pre = extras & PART_X_SUPPRESS ? sizeof(int64_t) : 0;
 }
 
 void part_table_set_probe(PartTable *t, PartProbe *probe)
@@ -209,13 +206,8 @@ uint64_t part_hash(const char *kbytes, size_t klen)
     return hash_bytes(HASH_SEED, kbytes, klen);
 }
 
-static PartEntry *member_lookup(const PartTable *t, const char *kbytes, size_t klen,
-                                uint64_t hash);
-
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
-    if (t->group)
-        return member_lookup(t, kbytes, klen, hash);
     if (!t->n_slots)
         return NULL;
     size_t mask = t->n_slots - 1;
@@ -313,9 +305,10 @@ static bool addressable(const PartEntry *e)
     return (uint64_t)(uintptr_t)e >> (PART_PTR_BITS - 1) >> 1 == 0;
 }
 
-/* A new idle entry of t's layout, in no slot yet; NULL on allocation failure. */
-static PartEntry *entry_new(PartTable *t, const char *kbytes, size_t klen)
+PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
+    if (klen >= UINT32_MAX || !room_for_one(t))
+        return NULL;
     char *room = entry_alloc(pool_of(t), part_entry_bytes(klen, t->pre));
     if (!room)
         return NULL;
@@ -328,33 +321,12 @@ static PartEntry *entry_new(PartTable *t, const char *kbytes, size_t klen)
     nfa_key_init(&e->nfa);
     if (t->extras & PART_X_SUPPRESS)
         *part_suppress_until(e) = INT64_MIN;
-    if (t->extras & PART_X_MEMBERS)
-        /* no member holds the key yet; the times after the entries' addresses (the
-         * second half) are set as members come */
-        memset(room, 0, sizeof(PartMembers) + (t->pre - sizeof(PartMembers)) / 2);
     e->held = 0;
     e->deadline = INT64_MAX;
     e->heap_pos = PART_NOT_TIMED;
     if (klen)
         memcpy(e->tail, kbytes, klen);
     e->tail[klen] = '\0';
-    return e;
-}
-
-static PartEntry *member_add(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
-                             uint64_t hash);
-
-PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
-{
-    if (klen >= UINT32_MAX)
-        return NULL;
-    if (t->group)
-        return member_add(t, NULL, kbytes, klen, hash);
-    if (!room_for_one(t))
-        return NULL;
-    PartEntry *e = entry_new(t, kbytes, klen);
-    if (!e)
-        return NULL;
     place_slot(t->slots, t->used, t->n_slots, e, hash);
     t->count++;
     return e;
@@ -549,12 +521,22 @@ static size_t slot_of_entry(const PartTable *t, const PartEntry *e, uint64_t has
     return t->slots[i] ? i : t->n_slots;
 }
 
-/* Empties slot gap: backward shift pulls later entries of the probe run into the gap,
- * unless their home lies after the gap (closer than the gap to them). */
-static void unlink_slot(PartTable *t, size_t gap)
+void part_remove(PartTable *t, PartEntry *e)
 {
-    size_t mask = t->n_slots - 1;
+    part_remove_hashed(t, e, part_entry_hash(e));
+}
+
+void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash)
+{
+    if (!t->n_slots)
+        return;
+    size_t mask = t->n_slots - 1, gap = slot_of_entry(t, e, hash);
+    if (gap == t->n_slots && (gap = slot_of_entry(t, e, part_entry_hash(e))) == t->n_slots)
+        return;
+    entry_release(pool_of(t), e, t->pre);
     t->count--;
+    /* backward shift: pull later entries of the probe run into the gap, unless their
+     * home lies after the gap (closer than the gap to them) */
     for (size_t at = (gap + 1) & mask; t->slots[at]; at = (at + 1) & mask) {
         size_t dist = slot_dist(t, at), moved = (at - gap) & mask;
         if (dist < moved)
@@ -566,47 +548,12 @@ static void unlink_slot(PartTable *t, size_t gap)
     }
     t->slots[gap] = 0;
     mark_used(t->used, gap, false);
-}
-
-static void shrink_to_fit(PartTable *t)
-{
-    size_t n = t->n_slots;
-    while (n > PART_MIN_SLOTS && t->count < n / 8)
-        n /= 2;
-    if (n != t->n_slots)
-        resize(t, n);
-}
-
-void part_remove(PartTable *t, PartEntry *e)
-{
-    part_remove_hashed(t, e, part_entry_hash(e));
-}
-
-static void member_remove(PartTable *t, PartEntry *e, uint64_t hash);
-
-void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash)
-{
-    if (t->group) {
-        member_remove(t, e, hash);
-        return;
-    }
-    if (!t->n_slots)
-        return;
-    size_t gap = slot_of_entry(t, e, hash);
-    if (gap == t->n_slots && (gap = slot_of_entry(t, e, part_entry_hash(e))) == t->n_slots)
-        return;
-    entry_release(pool_of(t), e, t->pre);
-    unlink_slot(t, gap);
     if (t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
         resize(t, t->n_slots / 2);
 }
 
-static PartEntry *member_next(const PartTable *t, size_t *pos, PartEntry *e);
-
 PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
 {
-    if (t->group)
-        return member_next(t, pos, e);
     for (size_t i = e ? *pos + 1 : *pos; i < t->n_slots; i++)
         if (t->slots[i]) {
             *pos = i;
@@ -616,15 +563,8 @@ PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
     return NULL;
 }
 
-static void member_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user),
-                              void *user);
-
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user)
 {
-    if (t->group) {
-        member_table_free(t, drop, user);
-        return;
-    }
     for (size_t i = 0; i < t->n_slots; i++) {
         PartEntry *e = t->slots[i] ? part_slot_entry(t->slots[i]) : NULL;
         if (!e)
@@ -642,140 +582,4 @@ void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void 
     part_table_init_shared(t, shared);
     part_table_set_extras(t, extras);
     part_table_set_probe(t, probe);
-}
-
-/* ---- key groups ------------------------------------------------------------------ */
-
-void part_group_init(PartGroup *g, PartPool *pool, unsigned size)
-{
-    part_table_init_shared(&g->keys, pool);
-    part_table_set_extras(&g->keys, PART_X_MEMBERS);
-    g->keys.pre += size * (sizeof(PartEntry *) + sizeof(int64_t));
-    g->size = size;
-    part_table_set_probe(&g->keys, &g->probe);
-}
-
-void part_group_free(PartGroup *g)
-{
-    part_table_free(&g->keys, NULL, NULL);
-}
-
-bool part_group_unpin(PartGroup *g, PartEntry *ge)
-{
-    if (--ge->held || part_members(ge, g)->n)
-        return false;
-    part_remove(&g->keys, ge);
-    return true;
-}
-
-void part_table_join(PartTable *t, PartGroup *g, unsigned m)
-{
-    if (t->count || t->n_slots || t->group ||
-        m >= g->size)
-        return;
-    t->group = g;
-    t->member = m;
-    t->pre += sizeof(PartEntry *);
-}
-
-static PartEntry *member_lookup(const PartTable *t, const char *kbytes, size_t klen,
-                                uint64_t hash)
-{
-    PartEntry *ge = part_lookup(&t->group->keys, kbytes, klen, hash);
-    return ge ? part_member(ge, t->group, t->member) : NULL;
-}
-
-PartEntry *part_add_member(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
-                           uint64_t hash)
-{
-    if (klen >= UINT32_MAX || !t->group)
-        return NULL;
-    return member_add(t, ge, kbytes, klen, hash);
-}
-
-/* ge: the group entry of the key bytes, or NULL to look it up (and make it). */
-static PartEntry *member_add(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
-                             uint64_t hash)
-{
-    PartTable *keys = &t->group->keys;
-    if (!ge)
-        ge = part_lookup(keys, kbytes, klen, hash);
-    bool made = !ge;
-    if (made && !(ge = part_add(keys, kbytes, klen, hash)))
-        return NULL;
-    PartMembers *pm = part_members(ge, t->group);
-    PartEntry *e = pm->v[t->member] ? NULL : entry_new(t, kbytes, klen);
-    if (!e) {
-        if (made)
-            part_remove_hashed(keys, ge, hash);
-        return NULL;
-    }
-    pm->v[t->member] = e;
-    part_member_due(ge, t->group)[t->member] = INT64_MAX;
-    pm->n++;
-    *part_group_entry(e, t) = ge;
-    t->count++;
-    return e;
-}
-
-static void member_remove(PartTable *t, PartEntry *e, uint64_t hash)
-{
-    PartEntry *ge = *part_group_entry(e, t);
-    PartMembers *pm = part_members(ge, t->group);
-    if (pm->v[t->member] != e)
-        return;
-    pm->v[t->member] = NULL;
-    pm->n--;
-    entry_release(pool_of(t), e, t->pre);
-    t->count--;
-    if (!pm->n && !ge->held)
-        part_remove_hashed(&t->group->keys, ge, hash);
-}
-
-static PartEntry *member_next(const PartTable *t, size_t *pos, PartEntry *e)
-{
-    const PartTable *keys = &t->group->keys;
-    for (size_t i = e ? *pos + 1 : *pos; i < keys->n_slots; i++) {
-        PartEntry *m = keys->slots[i]
-                           ? part_member(part_slot_entry(keys->slots[i]), t->group, t->member)
-                           : NULL;
-        if (m) {
-            *pos = i;
-            return m;
-        }
-    }
-    *pos = keys->n_slots;
-    return NULL;
-}
-
-/* Drops and frees t's entries, then the group entries left empty (without shrinking
- * the slots mid-scan: a removal's backward shift moves only entries from later in
- * their run, so the slot just emptied is looked at again). */
-static void member_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user),
-                              void *user)
-{
-    PartTable *keys = &t->group->keys;
-    for (size_t i = 0; i < keys->n_slots; i++) {
-        PartEntry *ge = keys->slots[i] ? part_slot_entry(keys->slots[i]) : NULL;
-        PartMembers *pm = ge ? part_members(ge, t->group) : NULL;
-        PartEntry *e = pm ? pm->v[t->member] : NULL;
-        if (!e)
-            continue;
-        if (drop)
-            drop(e, user);
-        pm->v[t->member] = NULL;
-        pm->n--;
-        entry_release(pool_of(t), e, t->pre);
-    }
-    for (size_t i = 0; i < keys->n_slots;) {
-        PartEntry *ge = keys->slots[i] ? part_slot_entry(keys->slots[i]) : NULL;
-        if (ge && !part_members(ge, t->group)->n) {
-            entry_release(pool_of(keys), ge, keys->pre);
-            unlink_slot(keys, i);
-        } else {
-            i++;
-        }
-    }
-    shrink_to_fit(keys);
-    t->count = 0;
 }

@@ -1,6 +1,4 @@
-/* runtime/partition.h — per-rule partition table: key -> that key's matcher state,
- * and key groups: the tables of rules with the same key under one table of keys
- * (PartGroup, below).
+/* runtime/partition.h — per-rule partition table: key -> that key's matcher state.
  *
  * Owns: the hash table, its entries and the slabs they are carved from. An entry holds
  * its state and the key bytes (the canonical text of the key values, the hash-table
@@ -11,7 +9,7 @@
  * NFA, so the caller clears a key that is not idle (nfa_key_clear) before part_remove.
  * Entries are removed when a key goes idle, and the slot array and the slabs shrink
  * with them, so memory follows the number of live keys. Not thread-safe: one table per
- * rule per worker (and one group per key group per worker). */
+ * rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
 
@@ -68,7 +66,6 @@ typedef struct PartEntry {
 enum {
     PART_X_SUPPRESS = 1u,     /* int64_t: alerts before this time are suppressed
                                  (INT64_MIN: none); part_suppress_until */
-    PART_X_MEMBERS = 2u,      /* PartMembers: a key group's entries (PartGroup); alone */
 };
 
 /* Only for entries of a table with PART_X_SUPPRESS. */
@@ -111,8 +108,6 @@ typedef struct PartProbe {
     size_t n_slots;
 } PartProbe;
 
-typedef struct PartGroup PartGroup;
-
 typedef struct PartTable {
     uint64_t *slots;          /* heap, owned; n_slots is a power of two, at most half full */
     uint64_t *used;           /* one bit per slot: occupied; heap, owned (n_slots / 64
@@ -124,108 +119,7 @@ typedef struct PartTable {
     PartProbe *probe;         /* borrowed; NULL: none; kept equal to the fields above */
     unsigned extras;          /* PART_X_* its entries have */
     size_t pre;               /* the bytes they take before each entry */
-    PartGroup *group;         /* borrowed; NULL: none. A member of a key group keeps no
-                                 slots of its own (see PartGroup) */
-    unsigned member;          /* its number in the group */
 } PartTable;
-
-/* A key group: the tables of rules whose key is the same expression (so an event has
- * the same key bytes in all of them) keep their entries under one table of group
- * entries, keyed by those bytes. An event then hashes and probes once for the whole
- * group, and a rule that holds nothing for the key costs a load, not a probe. A group
- * entry is an entry of `keys` (its own fields unused, but for the timers' and
- * `held`: part_group_pin) with a PartMembers before it: per member table, that
- * table's entry of the key or NULL, indexed by member number, so that a member's entry
- * is one load at an address known from the group entry's alone (prefetched with its
- * slot's candidate); and after those, per member, a time its owner keeps there
- * (part_member_due: the runtime's member deadlines, read for all members at once when
- * the group entry's timer fires), INT64_MAX for a new member. The members' entries
- * are ordinary entries (their own sizes, extras and key bytes), in the group's pool;
- * the member tables keep only their counts. At most PART_GROUP_MAX members, so that a
- * group entry of a short key stays in a slab. */
-#define PART_GROUP_MAX 24u
-
-typedef struct PartMembers {
-    uint64_t n;               /* members holding the key */
-    PartEntry *v[];           /* per member of the group: its entry, or NULL; then the
-                                 members' times */
-} PartMembers;
-
-struct PartGroup {
-    PartTable keys;           /* group entries (pre: a PartMembers, its v, the times) */
-    PartProbe probe;          /* kept equal to keys' slots (part_group_init) */
-    unsigned size;            /* members */
-};
-
-/* The members of group entry ge of group g. */
-static inline PartMembers *part_members(PartEntry *ge, const PartGroup *g)
-{
-    return (PartMembers *)(void *)((char *)ge - g->keys.pre);
-}
-
-/* A member table's entry names its group entry, first of its optional fields (before
- * the end of suppression), so that removing it needs no lookup. */
-static inline PartEntry **part_group_entry(PartEntry *e, const PartTable *t)
-{
-    return (PartEntry **)(void *)((char *)e - t->pre);
-}
-
-/* Per member of g, the time kept for it under ge (meaningful while it has an entry). */
-static inline int64_t *part_member_due(PartEntry *ge, const PartGroup *g)
-{
-    return (int64_t *)(void *)&part_members(ge, g)->v[g->size];
-}
-
-/* Member m's entry under group entry ge of g, or NULL. */
-static inline PartEntry *part_member(PartEntry *ge, const PartGroup *g, unsigned m)
-{
-    return part_members(ge, g)->v[m];
-}
-
-/* Starts loading a group entry and where member m's entry is named. */
-static inline void part_member_prefetch(PartEntry *ge, const PartGroup *g, unsigned m)
-{
-    __builtin_prefetch(&part_members(ge, g)->v[m]);
-    __builtin_prefetch(part_members(ge, g));
-}
-
-/* Starts loading all of a group entry's PartMembers: addresses and times. */
-static inline void part_group_entry_prefetch(PartEntry *ge, const PartGroup *g)
-{
-    const char *p = (const char *)part_members(ge, g);
-    for (size_t off = 0; off < g->keys.pre; off += 64)
-        __builtin_prefetch(p + off);
-}
-
-/* Starts loading all of a group entry's member entries' addresses. */
-static inline void part_members_prefetch(PartEntry *ge, const PartGroup *g)
-{
-    const char *p = (const char *)part_members(ge, g);
-    for (size_t off = 0; off < sizeof(PartMembers) + g->size * sizeof(PartEntry *); off += 64)
-        __builtin_prefetch(p + off);
-}
-
-/* A group of `size` members (<= PART_GROUP_MAX) whose entries come from pool, which
- * must outlive it. The group must not move once tables join it (its probe is kept up
- * to date in place). */
-void part_group_init(PartGroup *g, PartPool *pool, unsigned size);
-/* Every member table must be freed (part_table_free) first. */
-void part_group_free(PartGroup *g);
-/* part_add for member table t when the caller already has the group entry of these
- * key bytes (ge; NULL: looked up, and made if there is none), which then needs no
- * lookup; the new entry's part_group_entry says which group entry it went under. */
-PartEntry *part_add_member(PartTable *t, PartEntry *ge, const char *kbytes, size_t klen,
-                           uint64_t hash);
-/* A group entry leaves its table with its last member, unless pinned (its `held`
- * counts the pins: a group entry holds no partial match itself): a caller walking
- * the members of group entries it collected pins them, so that none goes away
- * under it, and unpins them after. part_group_unpin removes an entry left empty;
- * true if it did. */
-static inline void part_group_pin(PartEntry *ge) { ge->held++; }
-bool part_group_unpin(PartGroup *g, PartEntry *ge);
-/* Table t (empty, not in a group, its extras set) becomes member m (< the group's
- * size) of g; its entries get room for part_group_entry. */
-void part_table_join(PartTable *t, PartGroup *g, unsigned m);
 
 static inline uint64_t part_slot_tag(uint64_t hash)
 {
@@ -304,16 +198,15 @@ static inline PartProbe part_probe_of(const PartTable *t)
 {
     return (PartProbe){t->slots, t->used, t->n_slots};
 }
-/* The same, from the table itself. A member of a group answers from the group's table
- * (its candidate is then a group entry: part_member). */
+/* The same, from the table itself. */
 static inline bool part_may_hold(const PartTable *t, uint64_t hash)
 {
-    PartProbe p = part_probe_of(t->group ? &t->group->keys : t);
+    PartProbe p = part_probe_of(t);
     return part_probe_may_hold(&p, hash);
 }
 static inline PartEntry *part_candidate(const PartTable *t, uint64_t hash)
 {
-    PartProbe p = part_probe_of(t->group ? &t->group->keys : t);
+    PartProbe p = part_probe_of(t);
     return part_probe_candidate(&p, hash);
 }
 /* Is e the entry of these key bytes? */

@@ -511,11 +511,6 @@ Router *router_new(const CompiledRuleSet *rs)
     return r;
 }
 
-size_t router_key_group(const Router *r, size_t rule)
-{
-    return r->key_group[rule];
-}
-
 static void free_ladders(Ladder *ladders, size_t n)
 {
     for (size_t i = 0; ladders && i < n; i++) {

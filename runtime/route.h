@@ -51,11 +51,6 @@ void router_begin(Router *r);
 RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *scratch,
                          RouteKey *key);
 
-/* The first rule whose key has the same canonical text as rule `rule`'s (rule itself
- * if none comes before it): rules with the same key group get the same key bytes for
- * every event. */
-size_t router_key_group(const Router *r, size_t rule);
-
 /* Every rule at once, for the inline path: a filter group that fails is skipped in
  * one test instead of one lookup per rule. For each rule whose result (as
  * router_route's) is not ROUTE_FILTERED, in rule order, appends its number to `order`

@@ -1,12 +1,4 @@
-/* runtime/shard.c — one worker's matching state (see shard.h).
- *
- * Rules whose key is the same expression form key groups (ShardGroups): their keys
- * live under one table of group entries (partition.h, PartGroup), so that an event
- * probes once per group rather than once per rule, and their timers are one per group
- * entry, not one per (rule, key): the group entry fires at its members' earliest time
- * and fires the members due then (fire_batch). A rule alone with its key keeps its own
- * table and timers, as before groups existed, and a shard without groups fires as
- * before (one rule's timers at a time, in the rules' clock order). */
+/* runtime/shard.c — one worker's matching state (see shard.h). */
 #include "runtime/shard.h"
 
 #include <stdio.h>
@@ -43,41 +35,6 @@ typedef struct RuleState {
                                   an entry freed and reused since, only costs time */
 } RuleState;
 
-/* The key groups of a rule set (partition.h, PartGroup): rules whose key has the same
- * text share one table of keys, in groups of at most PART_GROUP_MAX; a rule alone
- * with its key keeps a table of its own. Per group, what shard_event staged for the
- * current event. */
-#define NO_GROUP UINT32_MAX
-
-typedef struct ShardGroups {
-    PartGroup *g;              /* n; heap, owned; never moves (the tables point at it) */
-    DeadlineHeap *timers;      /* per group: its group entries, each under the earliest
-                                  deadline of its members (or earlier: see arm_key) */
-    uint32_t *first;           /* per group: its first rule, whose place in the rules'
-                                  clock stands for the group (its members have no
-                                  timers of their own) */
-    size_t n;
-    uint32_t *of;              /* per rule: its group, or NO_GROUP */
-    uint32_t *member;          /* per rule: its member number in that group */
-    uint32_t **rules;          /* per group: its members' rules, by member number */
-    uint64_t *seen;            /* per group: the event (Shard.event_no) staged */
-    bool *may_hold;            /* per group: its table may hold that event's key */
-    PartEntry **found;         /* per group: that key's group entry, or NULL */
-    const RouteKey **key;      /* per group: that key */
-    uint32_t *order;           /* the groups staged for the event, n_order of them */
-    size_t n_order;
-} ShardGroups;
-
-/* A key due at the time being fired (fire_batch): rule ri's entry, or (rule
- * UINT32_MAX) a group entry of group `group`, pinned. */
-typedef struct DueKey {
-    PartEntry *pe;
-    const PartEntry *key;      /* an entry with the same key bytes, in cache: the group
-                                  entry for a member */
-    uint32_t rule;
-    uint32_t group;
-} DueKey;
-
 struct Shard {
     const CompiledRuleSet *rs;
     const EngineHooks *hooks;
@@ -105,16 +62,6 @@ struct Shard {
                                   these */
     bool *woke;                /* per rule: its table cannot hold this event's key, and
                                   the key wakes (nfa_key_wakes, asked by stage_slots) */
-    ShardGroups groups;        /* owned */
-    bool grouped;              /* the rules' tables are in their key groups: from the
-                                  first shard_event on (regroup). Never with workers
-                                  (shard_feed): a worker holds only the (rule, key)
-                                  pairs hashed to it by rule, so its group entries would
-                                  hold a few members each, which costs more than it
-                                  saves (--workers 2 on scenario 4: +10% CPU) */
-    DueKey *due;               /* fire_batch's keys; heap, owned */
-    size_t n_due, due_cap;
-    uint64_t event_no;         /* events through shard_event (ShardGroups.seen) */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
@@ -145,20 +92,11 @@ static unsigned entry_extras(const CompiledRule *rule)
     return rule_suppresses(rule) ? PART_X_SUPPRESS : 0u;
 }
 
-/* The table a rule's keys go in: its own, or (join) its key group's, if it has one. */
-static void rule_table_init(Shard *s, PartTable *t, const ShardGroups *gs, size_t ri,
-                            const CompiledRule *rule, bool join)
-{
-    part_table_init_shared(t, &s->pool);
-    part_table_set_extras(t, entry_extras(rule));
-    if (join && gs->of[ri] != NO_GROUP)
-        part_table_join(t, &gs->g[gs->of[ri]], gs->member[ri]);
-}
-
 static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
-                            const CompiledRule *rule, const ShardGroups *gs, size_t ri)
+                            const CompiledRule *rule)
 {
-    rule_table_init(s, &st->keys, gs, ri, rule, s->grouped);
+    part_table_init_shared(&st->keys, &s->pool);
+    part_table_set_extras(&st->keys, entry_extras(rule));
     deadline_init(&st->timers);
     ctx->scratch = s->scratch;
     ctx->limits = limits;
@@ -220,139 +158,6 @@ static void wire_matcher_parts(Shard *s)
     }
 }
 
-/* The group timers hold group entries, which leave with their members' tables: they
- * let go of them first. */
-static void groups_stop_timers(ShardGroups *gs)
-{
-    for (size_t i = 0; gs->timers && i < gs->n; i++)
-        deadline_free(&gs->timers[i]);
-}
-
-static void groups_free(ShardGroups *gs)
-{
-    groups_stop_timers(gs);
-    for (size_t i = 0; gs->g && i < gs->n; i++)
-        part_group_free(&gs->g[i]);
-    for (size_t i = 0; gs->rules && i < gs->n; i++)
-        free(gs->rules[i]);
-    free(gs->rules);
-    free(gs->timers);
-    free(gs->first);
-    free(gs->g);
-    free(gs->of);
-    free(gs->member);
-    free(gs->seen);
-    free(gs->may_hold);
-    free(gs->found);
-    free(gs->key);
-    free(gs->order);
-    memset(gs, 0, sizeof *gs);
-}
-
-/* Numbers the groups of rs: a key text shared by two rules or more makes groups of
- * about equal size, at most PART_GROUP_MAX members each, in rule order. sizes gets
- * each group's members (room for one group per rule). -1 on allocation failure. */
-static int groups_number(ShardGroups *gs, const CompiledRuleSet *rs, const Router *router,
-                         uint32_t *sizes)
-{
-    size_t n = rs->n_rules ? rs->n_rules : 1;
-    size_t *total = calloc(n, sizeof *total);       /* per first rule of a text: its rules */
-    size_t *placed = calloc(n, sizeof *placed);     /* ... those numbered so far */
-    uint32_t *first_group = calloc(n, sizeof *first_group);
-    int rc = total && placed && first_group ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < rs->n_rules; i++)
-        total[router_key_group(router, i)]++;
-    gs->n = 0;
-    for (size_t i = 0; rc == 0 && i < rs->n_rules; i++) {
-        size_t first = router_key_group(router, i);
-        gs->of[i] = NO_GROUP;
-        if (total[first] < 2)
-            continue;
-        size_t chunks = (total[first] + PART_GROUP_MAX - 1) / PART_GROUP_MAX;
-        size_t per = (total[first] + chunks - 1) / chunks;
-        if (!placed[first]) {
-            first_group[first] = (uint32_t)gs->n;
-            gs->n += chunks;
-        }
-        size_t at = placed[first]++;
-        gs->of[i] = first_group[first] + (uint32_t)(at / per);
-        gs->member[i] = (uint32_t)(at % per);
-        sizes[gs->of[i]]++;
-    }
-    free(total);
-    free(placed);
-    free(first_group);
-    return rc;
-}
-
-/* The groups of rs (router: its router), their entries from pool. -1 on allocation
- * failure (nothing is left allocated). */
-static int groups_build(ShardGroups *gs, const CompiledRuleSet *rs, const Router *router,
-                        PartPool *pool)
-{
-    size_t n = rs->n_rules ? rs->n_rules : 1;
-    memset(gs, 0, sizeof *gs);
-    gs->of = calloc(n, sizeof *gs->of);
-    gs->member = calloc(n, sizeof *gs->member);
-    uint32_t *sizes = calloc(n, sizeof *sizes);
-    if (!gs->of || !gs->member || !sizes || groups_number(gs, rs, router, sizes) < 0) {
-        free(sizes);
-        groups_free(gs);
-        return -1;
-    }
-    size_t ng = gs->n ? gs->n : 1;
-    gs->g = calloc(ng, sizeof *gs->g);
-    gs->seen = calloc(ng, sizeof *gs->seen);
-    gs->may_hold = calloc(ng, sizeof *gs->may_hold);
-    gs->found = calloc(ng, sizeof *gs->found);
-    gs->key = calloc(ng, sizeof *gs->key);
-    gs->order = calloc(ng, sizeof *gs->order);
-    gs->timers = calloc(ng, sizeof *gs->timers);
-    gs->first = calloc(ng, sizeof *gs->first);
-    gs->rules = calloc(ng, sizeof *gs->rules);
-    bool ok = gs->g && gs->seen && gs->may_hold && gs->found && gs->key && gs->order &&
-              gs->timers && gs->first && gs->rules;
-    for (size_t i = 0; ok && i < gs->n; i++)
-        ok = (gs->rules[i] = calloc(sizes[i], sizeof *gs->rules[i])) != NULL;
-    if (!ok) {
-        free(sizes);
-        size_t made = gs->n;
-        gs->n = 0;   /* no group was initialised */
-        for (size_t i = 0; gs->rules && i < made; i++)
-            free(gs->rules[i]);
-        groups_free(gs);
-        return -1;
-    }
-    for (size_t i = 0; i < gs->n; i++) {
-        part_group_init(&gs->g[i], pool, sizes[i]);
-        deadline_init(&gs->timers[i]);
-    }
-    for (size_t ri = rs->n_rules; ri-- > 0;) {
-        uint32_t g = gs->of[ri];
-        if (g != NO_GROUP) {
-            gs->rules[g][gs->member[ri]] = (uint32_t)ri;
-            gs->first[g] = (uint32_t)ri;
-        }
-    }
-    free(sizes);
-    return 0;
-}
-
-/* Rule ri's key group, or NO_GROUP: none, or the tables have not joined theirs (yet:
- * once grouped, every rule of a group is in it). Read on every event for every rule:
- * from the side-by-side array, not the rule's state. */
-static uint32_t group_of(const Shard *s, size_t ri)
-{
-    return s->grouped ? s->groups.of[ri] : NO_GROUP;
-}
-
-/* What a lookup of rule ri's keys reads first: its own table's, or its group's. */
-static const PartProbe *rule_probe(const Shard *s, size_t ri)
-{
-    uint32_t g = group_of(s, ri);
-    return g == NO_GROUP ? &s->probes[ri] : &s->groups.g[g].probe;
-}
-
 size_t rules_widest_key(const CompiledRuleSet *rs)
 {
     size_t widest = 1;
@@ -389,14 +194,13 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
         !s->routed_key || !s->routed_order || !s->found || !s->probes || !s->nfas ||
         !s->probe_order || !s->woke || !s->ctxs ||
         matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
-        rule_clock_init(&s->clock, rs->n_rules) < 0 ||
-        groups_build(&s->groups, rs, s->router, &s->pool) < 0) {
+        rule_clock_init(&s->clock, rs->n_rules) < 0) {
         shard_free(s);
         return NULL;
     }
     s->limits = limits;
     for (size_t i = 0; i < rs->n_rules; i++) {
-        rule_state_init(s, &s->rules[i], &s->ctxs[i], limits, &rs->rules[i], &s->groups, i);
+        rule_state_init(s, &s->rules[i], &s->ctxs[i], limits, &rs->rules[i]);
         part_table_set_probe(&s->rules[i].keys, &s->probes[i]);
     }
     wire_matcher_parts(s);
@@ -433,7 +237,6 @@ static void free_rule_set_parts(Shard *s)
     nfa_cond_share_free(s->cond_share);
     nfa_work_free(s->work);
     rule_clock_free(&s->clock);
-    groups_free(&s->groups);   /* after the rule tables that joined them */
     free(s->routed);
     free(s->routed_key);
     free(s->routed_order);
@@ -449,12 +252,10 @@ void shard_free(Shard *s)
 {
     if (!s)
         return;
-    groups_stop_timers(&s->groups);   /* before the group entries go */
     if (s->rules)
         for (size_t i = 0; i < s->rs->n_rules; i++)
             rule_state_free(&s->rules[i]);
     free_rule_set_parts(s);
-    free(s->due);
     part_pool_free(&s->pool);   /* after the tables that use it */
     buf_free(&s->key_text);
     if (s->scratch)
@@ -521,11 +322,7 @@ static void on_result(void *user, const NfaResult *r)
  * difference. The entry holds the NfaKey, so it is most of a key's memory. */
 static size_t entry_chunk(const PartTable *t, const PartEntry *pe)
 {
-    /* a member of a key group is charged as if alone (its link to the group entry, and
-     * that entry, count as part of ENTRY_OVERHEAD_BYTES), so that grouping rules
-     * changes neither the estimate nor which keys --max-memory refuses */
-    size_t pre = t->group ? t->pre - sizeof(PartEntry *) : t->pre;
-    return (part_entry_bytes(pe->klen, pre) + 8 + 15) & ~(size_t)15;
+    return (part_entry_bytes(pe->klen, t->pre) + 8 + 15) & ~(size_t)15;
 }
 
 static uint32_t saturate32(size_t n)
@@ -604,51 +401,6 @@ static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
     }
 }
 
-/* Arms rule ri's key pe for `due` (INT64_MAX: nothing). A member of a key group keeps
- * its time in its entry (PartEntry.deadline) and its group entry's timer is moved
- * earlier if it must: a group entry may come due before any of its members (one that
- * went or moved later), which costs one firing that finds nothing due and re-arms it
- * (fire_group_entries), instead of a look at every member each time one moves.
- * -1 on allocation failure. */
-static int arm_in(DeadlineHeap *own, DeadlineHeap *group_timers, const PartTable *t,
-                  PartEntry *pe, int64_t due)
-{
-    if (!t->group)
-        return deadline_set(own, pe, due);
-    pe->deadline = due;
-    PartEntry *ge = *part_group_entry(pe, t);
-    part_member_due(ge, t->group)[t->member] = due;
-    return due < ge->deadline ? deadline_set(group_timers, ge, due) : 0;
-}
-
-static int arm_key(Shard *s, size_t ri, PartEntry *pe, int64_t due)
-{
-    uint32_t g = group_of(s, ri);
-    return arm_in(&s->rules[ri].timers, g == NO_GROUP ? NULL : &s->groups.timers[g],
-                  &s->rules[ri].keys, pe, due);
-}
-
-/* Removes rule ri's key pe from its timers and its table. A group entry leaving with
- * its last member (unless pinned) leaves its group's timers first. */
-static void drop_key(Shard *s, size_t ri, PartEntry *pe)
-{
-    RuleState *st = &s->rules[ri];
-    if (!st->keys.group) {
-        uint32_t timer_pos = pe->heap_pos;
-        deadline_remove(&st->timers, pe);
-        remove_key(st, pe, timer_pos);
-        return;
-    }
-    PartEntry *ge = *part_group_entry(pe, &st->keys);
-    uint32_t g = s->groups.of[ri];
-    if (part_members(ge, st->keys.group)->n == 1 && !ge->held) {
-        deadline_remove(&s->groups.timers[g], ge);
-        if (s->groups.found[g] == ge)   /* it goes: the event's later rules look again */
-            s->groups.found[g] = NULL;
-    }
-    part_remove(&st->keys, pe);
-}
-
 /* After the NFA ran for a key at time `now`: drop the entry if the key went idle
  * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
  * suppression so that the idle entry is collected then). The caller tells the rules'
@@ -662,25 +414,22 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
         /* recharge, then taking the charge back, would sum to this */
         if (!g.fresh)
             budget_add(&s->mem, -(int64_t)charge_of(&st->keys, pe, g.before));
-        drop_key(s, ri, pe);
+        uint32_t timer_pos = pe->heap_pos;
+        deadline_remove(&st->timers, pe);
+        remove_key(st, pe, timer_pos);
         return;
     }
     recharge(s, &st->keys, pe, g);
     int64_t due = idle ? until : nfa_key_deadline(s->nfas[ri], &pe->nfa);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
-    if (arm_key(s, ri, pe, due) < 0)
+    if (deadline_set(&st->timers, pe, due) < 0)
         s->failed = true;
 }
 
-/* Tells the rules' clock where rule ri's timers (or its group's) start now. */
 static void clock_rule(Shard *s, size_t ri)
 {
-    uint32_t g = group_of(s, ri);
-    if (g == NO_GROUP)
-        rule_clock_set(&s->clock, ri, deadline_next(&s->rules[ri].timers));
-    else
-        rule_clock_set(&s->clock, s->groups.first[g], deadline_next(&s->groups.timers[g]));
+    rule_clock_set(&s->clock, ri, deadline_next(&s->rules[ri].timers));
 }
 
 /* The rule whose next deadline is earliest, if it is <= t. */
@@ -725,227 +474,11 @@ static void prefetch_due(RuleState *st, const PartProbe *probe)
         *due_hash_at(st, e[DUE_SLOT]->heap_pos) = (DueHash){e[DUE_SLOT], hash};
         part_probe_prefetch(probe, hash);
         part_slab_prefetch(e[DUE_SLOT]);
-        if (st->keys.group)   /* its removal updates the group entry */
-            part_member_prefetch(*part_group_entry(e[DUE_SLOT], &st->keys), st->keys.group,
-                                 st->keys.member);
     }
     if (e[DUE_NODE])
         nfa_key_prefetch(&e[DUE_NODE]->nfa, false);
     if (e[DUE_EVENT])
         nfa_key_prefetch(&e[DUE_EVENT]->nfa, true);
-}
-
-/* ---- the timers of key groups ---------------------------------------------------
- * Keys fire in (time, rule, key) order. A rule's own timers give its keys in that
- * order; a group's timers give group entries, whose members due at one time belong to
- * several rules. So with key groups, the keys due at the earliest time T of any timer
- * are collected first, from every rule and group with timers at T, sorted by rule and
- * key, and fired; firing arms nothing at T or before (settle), so the set is complete.
- * The group entries collected are pinned while their members fire, then re-armed at
- * their members' earliest time, or removed once they have none. */
-
-/* As prefetch_due does for a rule's timers, one link of a chain per firing of the
- * group: the group entries a few firings ahead (their members and times), then the
- * entries of their members due, then those members' newest nodes. The top, which
- * fires next, gets the last links. Counted in the group's firings (GROUP_AHEAD). */
-enum { GROUP_MEMBERS, GROUP_ENTRIES, GROUP_NODES, GROUP_LINKS };
-static const size_t group_ahead[GROUP_LINKS] = {[GROUP_MEMBERS] = 3, [GROUP_ENTRIES] = 2,
-                                                [GROUP_NODES] = 1};
-
-/* Starts loading, for the members of ge due at its time, their entries and slab
- * headers (nodes false) or their nodes (nodes true: the entries should be in cache). */
-static void prefetch_members_due(PartEntry *ge, const PartGroup *group, bool nodes)
-{
-    const PartMembers *pm = part_members(ge, group);
-    const int64_t *due = part_member_due(ge, group);
-    for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
-        PartEntry *pe = pm->v[m];
-        if (!pe)
-            continue;
-        seen++;
-        if (due[m] > ge->deadline)
-            continue;
-        if (nodes) {
-            nfa_key_prefetch(&pe->nfa, false);
-        } else {
-            part_entry_prefetch(pe);
-            part_slab_prefetch(pe);   /* read if the key goes idle and leaves */
-        }
-    }
-}
-
-static void prefetch_group_due(Shard *s, uint32_t g)
-{
-    const DeadlineHeap *timers = &s->groups.timers[g];
-    const PartGroup *group = &s->groups.g[g];
-    PartEntry *e[GROUP_LINKS];
-    deadline_peek_many(timers, group_ahead, e, GROUP_LINKS);
-    if (e[GROUP_MEMBERS])
-        part_group_entry_prefetch(e[GROUP_MEMBERS], group);
-    if (e[GROUP_ENTRIES]) {
-        prefetch_members_due(e[GROUP_ENTRIES], group, false);
-        part_slab_prefetch(e[GROUP_ENTRIES]);   /* read if its last member leaves */
-    }
-    if (e[GROUP_NODES])
-        prefetch_members_due(e[GROUP_NODES], group, true);
-}
-
-static bool due_reserve(Shard *s)
-{
-    if (s->n_due < s->due_cap)
-        return true;
-    size_t cap = s->due_cap ? s->due_cap * 2 : 64;
-    DueKey *v = realloc(s->due, cap * sizeof *v);
-    if (!v)
-        return false;
-    s->due = v;
-    s->due_cap = cap;
-    return true;
-}
-
-static bool due_push(Shard *s, size_t ri, PartEntry *pe)
-{
-    if (!due_reserve(s))
-        return false;
-    s->due[s->n_due++] = (DueKey){pe, pe, (uint32_t)ri, NO_GROUP};
-    return true;
-}
-
-/* Rule ri's keys due at t, taken off its timers (settle puts back those that stay). */
-static bool collect_rule(Shard *s, size_t ri, int64_t t)
-{
-    DeadlineHeap *timers = &s->rules[ri].timers;
-    while (deadline_next(timers) == t) {
-        if (!due_reserve(s))
-            return false;
-        PartEntry *pe = deadline_top(timers);
-        deadline_remove(timers, pe);
-        due_push(s, ri, pe);
-        part_entry_prefetch(pe);
-    }
-    return true;
-}
-
-/* Group g's members due at t. Each group entry due is taken off the group's timers and
- * pinned, and listed (rule NO_GROUP... its group in `group`) for fire_group_entries. */
-static bool collect_group(Shard *s, uint32_t g, int64_t t)
-{
-    ShardGroups *gs = &s->groups;
-    DeadlineHeap *timers = &gs->timers[g];
-    const PartGroup *group = &gs->g[g];
-    while (deadline_next(timers) == t) {
-        if (!due_reserve(s))
-            return false;
-        PartEntry *ge = deadline_top(timers);
-        deadline_remove(timers, ge);
-        part_group_pin(ge);
-        s->due[s->n_due++] = (DueKey){ge, ge, UINT32_MAX, g};
-        PartMembers *pm = part_members(ge, group);
-        const int64_t *due = part_member_due(ge, group);
-        for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
-            PartEntry *pe = pm->v[m];
-            if (!pe)
-                continue;
-            seen++;
-            if (due[m] <= t) {
-                part_entry_prefetch(pe);
-                if (!due_push(s, gs->rules[g][m], pe))
-                    return false;
-                s->due[s->n_due - 1].key = ge;
-            }
-        }
-    }
-    return true;
-}
-
-/* By rule, then key, as the timers order keys; group entries last. */
-static int due_order(const void *pa, const void *pb)
-{
-    const DueKey *a = pa, *b = pb;
-    if (a->rule != b->rule)
-        return a->rule < b->rule ? -1 : 1;
-    if (a->key->klen != b->key->klen)
-        return a->key->klen < b->key->klen ? -1 : 1;
-    return memcmp(a->key->tail, b->key->tail, a->key->klen);
-}
-
-/* Most times have a few keys due: insertion sort, without qsort's call per comparison
- * and its buffer. */
-static void sort_due(DueKey *v, size_t n)
-{
-    if (n > 16) {
-        qsort(v, n, sizeof *v, due_order);
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        DueKey x = v[i];
-        size_t j = i;
-        for (; j > 0 && due_order(&v[j - 1], &x) > 0; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
-}
-
-/* A pinned group entry after its members fired: re-armed at their earliest time, or
- * gone with the last of them. */
-static void settle_group_entry(Shard *s, uint32_t g, PartEntry *ge)
-{
-    ShardGroups *gs = &s->groups;
-    const PartGroup *group = &gs->g[g];
-    PartMembers *pm = part_members(ge, group);
-    const int64_t *due = part_member_due(ge, group);
-    int64_t next = INT64_MAX;
-    for (size_t m = 0, seen = 0; m < group->size && seen < pm->n; m++) {
-        if (!pm->v[m])
-            continue;
-        seen++;
-        if (due[m] < next)
-            next = due[m];
-    }
-    if (!pm->n)
-        deadline_remove(&gs->timers[g], ge);
-    if (part_group_unpin(&gs->g[g], ge))
-        return;
-    if (deadline_set(&gs->timers[g], ge, next) < 0)
-        s->failed = true;
-}
-
-/* Fires every key due at t (the earliest time of any timer). False on allocation
- * failure (nothing more fires). */
-static bool fire_batch(Shard *s, int64_t t)
-{
-    s->n_due = 0;
-    size_t src;
-    while (rule_clock_next(&s->clock, &src) == t) {
-        uint32_t g = s->groups.of[src];
-        if (!(g == NO_GROUP ? collect_rule(s, src, t) : collect_group(s, g, t))) {
-            s->failed = true;
-            return false;
-        }
-        clock_rule(s, src);   /* past t now: the next source at t comes up */
-    }
-    sort_due(s->due, s->n_due);
-    size_t n_keys = 0;
-    while (n_keys < s->n_due && s->due[n_keys].rule != UINT32_MAX)
-        n_keys++;
-    /* the entries are on their way (collect_*): their matchers' nodes next, then each
-     * key's deeper links one key ahead */
-    for (size_t i = 0; i < n_keys; i++)
-        nfa_key_prefetch(&s->due[i].pe->nfa, false);
-    for (size_t i = 0; i < n_keys; i++) {
-        if (i + 1 < n_keys)
-            nfa_key_prefetch(&s->due[i + 1].pe->nfa, true);
-        run_advance(s, s->due[i].rule, s->due[i].pe, t);
-    }
-    for (size_t i = n_keys; i < s->n_due; i++)
-        settle_group_entry(s, s->due[i].group, s->due[i].pe);
-    for (size_t i = 0; i < s->n_due; i++)
-        clock_rule(s, s->due[i].rule != UINT32_MAX ? s->due[i].rule
-                                                   : s->groups.first[s->due[i].group]);
-    for (size_t i = n_keys; i < s->n_due; i++)
-        if (i == n_keys || s->due[i].group != s->due[i - 1].group)
-            prefetch_group_due(s, s->due[i].group);
-    return true;
 }
 
 void shard_fire_due(Shard *s, int64_t t)
@@ -956,14 +489,6 @@ void shard_fire_due(Shard *s, int64_t t)
         return;
     s->fired_upto = t;
     size_t ri = 0;
-    if (s->grouped) {
-        int64_t at;
-        while ((at = rule_clock_next(&s->clock, &ri)) != INT64_MAX && at <= t)
-            if (!fire_batch(s, at))
-                break;
-        expr_scratch_reset(s->scratch);
-        return;
-    }
     while (next_due(s, t, &ri)) {
         /* Firing changes only this rule's timers: it fires them up to where another
          * rule's come first (ties to the lower rule number), then tells the clock. */
@@ -972,7 +497,7 @@ void shard_fire_due(Shard *s, int64_t t)
         const DeadlineHeap *timers = &s->rules[ri].timers;
         int64_t next;
         do {
-            prefetch_due(&s->rules[ri], rule_probe(s, ri));
+            prefetch_due(&s->rules[ri], &s->probes[ri]);
             PartEntry *pe = deadline_top(timers);
             run_advance(s, ri, pe, pe->deadline);
             next = deadline_next(timers);
@@ -1063,21 +588,9 @@ static PartEntry *materialize(Shard *s, size_t ri)
     if (refuse_key(s, ri))
         return NULL;
     const RouteKey *k = s->pending;
-    PartTable *t = &s->rules[ri].keys;
-    uint32_t g = group_of(s, ri);
-    if (g == NO_GROUP || s->groups.seen[g] != s->event_no) {
-        PartEntry *pe = part_add(t, k->bytes, k->len, k->hash);
-        if (!pe)
-            s->failed = true;
-        return pe;
-    }
-    /* shard_event found the key's group entry (or that there is none): no lookup, and
-     * the next rule of the group that needs it finds the one made here */
-    PartEntry *pe = part_add_member(t, s->groups.found[g], k->bytes, k->len, k->hash);
+    PartEntry *pe = part_add(&s->rules[ri].keys, k->bytes, k->len, k->hash);
     if (!pe)
         s->failed = true;
-    else
-        s->groups.found[g] = *part_group_entry(pe, t);
     return pe;
 }
 
@@ -1132,7 +645,7 @@ static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev,
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
-    part_probe_prefetch(rule_probe(s, ri), k->hash);   /* its entry's, or a new one's */
+    part_probe_prefetch(&s->probes[ri], k->hash);   /* its entry's, or a new one's */
     feed_found(s, ri, k, ev, find_key(&s->rules[ri], k), false);
 }
 
@@ -1154,43 +667,15 @@ static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
  *
  * stage_slots keeps the rules to feed in routed_order (*n_feed of them, in order) and
  * returns how many go on to the later stages (probe_order). */
-/* Rule ri's key group, the first time this event reaches it: may its table hold the
- * key? If so its slot is on its way and the group is listed for the later stages. */
-static bool stage_group(Shard *s, uint32_t g, const RouteKey *k)
-{
-    ShardGroups *gs = &s->groups;
-    if (gs->seen[g] == s->event_no)
-        return gs->may_hold[g];
-    gs->seen[g] = s->event_no;
-    gs->found[g] = NULL;
-    gs->key[g] = k;
-    gs->may_hold[g] = part_probe_may_hold(&gs->g[g].probe, k->hash);
-    if (gs->may_hold[g]) {
-        part_probe_prefetch(&gs->g[g].probe, k->hash);
-        gs->order[gs->n_order++] = g;
-    }
-    return gs->may_hold[g];
-}
-
 static size_t stage_slots(Shard *s, size_t n, Event *ev, size_t *n_feed)
 {
     size_t n_probe = 0, kept = 0;
-    s->groups.n_order = 0;
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         RouteResult rr = s->routed[ri];
         if (rr == ROUTE_KEYED) {
             uint64_t hash = s->routed_key[ri].hash;
-            uint32_t g = group_of(s, ri);
             s->found[ri] = NULL;
-            if (g != NO_GROUP) {
-                /* a group that may hold the key is settled by stage_members */
-                s->woke[ri] = !stage_group(s, g, &s->routed_key[ri]);
-                if (s->woke[ri] && !nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
-                    continue;
-                s->routed_order[kept++] = ri;
-                continue;
-            }
             s->woke[ri] = !part_probe_may_hold(&s->probes[ri], hash);
             if (!s->woke[ri])
                 s->probe_order[n_probe++] = ri;
@@ -1217,15 +702,6 @@ static void stage_entries(Shard *s, size_t n_probe)
         if (pe)
             part_entry_prefetch(pe);
     }
-    ShardGroups *gs = &s->groups;
-    for (size_t j = 0; j < gs->n_order; j++) {
-        uint32_t g = gs->order[j];
-        PartEntry *ge = gs->found[g] = part_probe_candidate(&gs->g[g].probe, gs->key[g]->hash);
-        if (ge) {
-            part_members_prefetch(ge, &gs->g[g]);
-            part_entry_prefetch(ge);   /* its key bytes, for stage_confirm */
-        }
-    }
 }
 
 /* Confirms each candidate: a different key under the same 64-bit hash takes the full
@@ -1241,87 +717,29 @@ static void stage_confirm(Shard *s, size_t n_probe)
         if (!part_entry_is(pe, k->bytes, k->len))
             pe = s->found[ri] = part_lookup(&s->rules[ri].keys, k->bytes, k->len, k->hash);
     }
-    ShardGroups *gs = &s->groups;
-    for (size_t j = 0; j < gs->n_order; j++) {
-        uint32_t g = gs->order[j];
-        PartEntry *ge = gs->found[g];
-        const RouteKey *k = gs->key[g];
-        if (ge && !part_entry_is(ge, k->bytes, k->len))
-            ge = gs->found[g] = part_lookup(&gs->g[g].keys, k->bytes, k->len, k->hash);
-    }
 }
 
-/* The rules of groups that hold the key: each one's entry from its group entry, or,
- * without one, whether the key wakes (those with nothing to do leave the feeding).
- * Returns how many rules are left to feed. */
-static size_t stage_members(Shard *s, Event *ev, size_t n_feed)
+static void stage_nodes(Shard *s, size_t n_probe)
 {
-    const ShardGroups *gs = &s->groups;
-    size_t kept = 0;
-    for (size_t j = 0; j < n_feed; j++) {
-        size_t ri = s->routed_order[j];
-        uint32_t g = gs->of[ri];
-        if (g != NO_GROUP && !s->woke[ri]) {
-            PartEntry *ge = gs->found[g];
-            PartEntry *pe = s->found[ri] = ge ? part_member(ge, &gs->g[g], gs->member[ri])
-                                              : NULL;
-            if (pe)
-                part_entry_prefetch(pe);
-            else if (!nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
-                continue;
-            else
-                s->woke[ri] = true;
-        }
-        s->routed_order[kept++] = ri;
-    }
-    return kept;
-}
-
-static void stage_nodes(Shard *s, size_t n_feed)
-{
-    for (size_t j = 0; j < n_feed; j++) {
-        const PartEntry *pe = s->found[s->routed_order[j]];
+    for (size_t j = 0; j < n_probe; j++) {
+        const PartEntry *pe = s->found[s->probe_order[j]];
         if (pe)
             nfa_key_prefetch(&pe->nfa, false);
     }
 }
 
-static void relayout(Shard *s, RuleState *st, const CompiledRule *rule, const ShardGroups *gs,
-                     size_t ri, bool join);
-
-/* The inline path's first event: every rule of a key group moves its keys (restored
- * from a checkpoint, or none) into the group, with their timers, as a reload to the
- * same rules would. */
-static void regroup(Shard *s)
-{
-    s->grouped = true;
-    for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
-        if (s->groups.of[ri] == NO_GROUP)
-            continue;
-        relayout(s, &s->rules[ri], &s->rs->rules[ri], &s->groups, ri, true);
-        rule_clock_set(&s->clock, ri, INT64_MAX);   /* its timers are its group's now */
-    }
-    for (size_t ri = 0; ri < s->rs->n_rules; ri++)
-        clock_rule(s, ri);
-}
-
 void shard_event(Shard *s, Event *ev)
 {
-    if (!s->grouped && s->groups.n)
-        regroup(s);
     shard_fire_due(s, ev->time_ms);
     if (s->cond_cache)
         nfa_cond_cache_next_event(s->cond_cache);
-    s->event_no++;
     size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
                                 s->routed_key);
     size_t n_feed;
     size_t n_probe = stage_slots(s, n, ev, &n_feed);
     stage_entries(s, n_probe);
     stage_confirm(s, n_probe);
-    if (s->groups.n_order)
-        n_feed = stage_members(s, ev, n_feed);
-    stage_nodes(s, n_feed);
+    stage_nodes(s, n_probe);
     for (size_t j = 0; j < n_feed; j++) {
         size_t ri = s->routed_order[j];
         feed_found(s, ri, &s->routed_key[ri], ev, s->found[ri], s->woke[ri]);
@@ -1526,7 +944,8 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         *part_suppress_until(pe) = suppress_until;
     /* the events it holds are not known here */
     recharge(s, &st->keys, pe, (KeyGrowth){0, 0, true});
-    int rc = arm_key(s, ri, pe, nk ? nfa_key_deadline(rule->nfa, &pe->nfa) : suppress_until);
+    int rc = deadline_set(&st->timers, pe,
+                          nk ? nfa_key_deadline(rule->nfa, &pe->nfa) : suppress_until);
     clock_rule(s, ri);
     if (rc < 0) {
         *err = "out of memory";
@@ -1572,22 +991,19 @@ struct ShardSwap {
     size_t *probe_order;
     bool *woke;
     NfaRunCtx *ctxs;
-    ShardGroups groups;        /* next's; its tables join them at the commit */
 };
 
-/* A kept rule whose suppression came or went (fingerprints leave it out), or whose
- * table was or will be in a key group (the groups are the rule set's), moves its keys
- * to entries of its new table (rule ri of gs's set), re-arming their timers; the
- * matchers move as they are. On allocation failure the keys not moved are dropped,
- * and the shard fails. */
-static void relayout(Shard *s, RuleState *st, const CompiledRule *rule, const ShardGroups *gs,
-                     size_t ri, bool join)
+/* A kept rule whose suppression came or went (fingerprints leave it out) moves its keys
+ * to entries with the fields it needs now, re-arming their timers; the matchers move
+ * as they are. On allocation failure the keys not moved are dropped, and the shard
+ * fails. */
+static void relayout(Shard *s, RuleState *st, unsigned extras)
 {
-    unsigned extras = entry_extras(rule);
-    if (st->keys.extras == extras && !st->keys.group && !(join && gs->of[ri] != NO_GROUP))
+    if (st->keys.extras == extras)
         return;
     PartTable next;
-    rule_table_init(s, &next, gs, ri, rule, join);
+    part_table_init_shared(&next, &s->pool);
+    part_table_set_extras(&next, extras);
     DeadlineHeap timers;
     deadline_init(&timers);
     bool with_suppress = extras & st->keys.extras & PART_X_SUPPRESS;
@@ -1609,9 +1025,7 @@ static void relayout(Shard *s, RuleState *st, const CompiledRule *rule, const Sh
          * back what the old entry, idle now, counts for */
         budget_add(&s->mem, (int64_t)charge_now(&next, moved) - was +
                                 (int64_t)charge_now(&st->keys, pe));
-        if (pe->deadline != INT64_MAX &&
-            arm_in(&timers, next.group ? &gs->timers[gs->of[ri]] : NULL, &next, moved,
-                   pe->deadline) < 0)
+        if (pe->deadline != INT64_MAX && deadline_set(&timers, moved, pe->deadline) < 0)
             s->failed = true;
     }
     deadline_free(&st->timers);
@@ -1643,9 +1057,7 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
         !sw->routed_key || !sw->routed_order || !sw->found || !sw->probes || !sw->nfas ||
         !sw->probe_order || !sw->woke || !sw->ctxs ||
         matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
-        rule_clock_init(&sw->clock, next->n_rules) < 0 ||
-        /* the groups only record the pool here: its entries come at the commit */
-        groups_build(&sw->groups, next, sw->router, (PartPool *)&s->pool) < 0) {
+        rule_clock_init(&sw->clock, next->n_rules) < 0) {
         shard_swap_abort(sw);
         return NULL;
     }
@@ -1673,22 +1085,19 @@ void shard_swap_abort(ShardSwap *sw)
     free(sw->probe_order);
     free(sw->woke);
     free(sw->ctxs);
-    groups_free(&sw->groups);
     free(sw);
 }
 
 void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
 {
-    groups_stop_timers(&s->groups);   /* the kept keys are re-armed as they move */
     for (size_t j = 0; j < sw->next->n_rules; j++) {
         RuleState *st = &sw->rules[j];
         if (from[j] == SIZE_MAX) {
-            rule_state_init(s, st, &sw->ctxs[j], s->limits, &sw->next->rules[j], &sw->groups,
-                            j);
+            rule_state_init(s, st, &sw->ctxs[j], s->limits, &sw->next->rules[j]);
             continue;
         }
         *st = s->rules[from[j]];
-        relayout(s, st, &sw->next->rules[j], &sw->groups, j, s->grouped);
+        relayout(s, st, entry_extras(&sw->next->rules[j]));
         sw->ctxs[j] = s->ctxs[from[j]];
         sw->ctxs[j].counters = &st->counters;   /* it pointed into the old array */
         sw->taken[from[j]] = true;
@@ -1716,7 +1125,6 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->work = sw->work;
     s->routed = sw->routed;
     s->routed_key = sw->routed_key;
-    s->groups = sw->groups;   /* the array moves, not the groups the tables point at */
     s->rs = sw->next;
     wire_matcher_parts(s);
     for (size_t j = 0; j < s->rs->n_rules; j++)

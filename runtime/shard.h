@@ -1,7 +1,6 @@
 /* runtime/shard.h — the matching state of one worker: for every rule its partition
- * table, deadline heap, NFA counters and suppression state (rules with the same key
- * share one table of keys and one timer per key: a key group, see shard.c), plus the
- * evaluation scratch. With --workers 1 the engine owns one shard and drives it inline; with N
+ * table, deadline heap, NFA counters and suppression state, plus the evaluation
+ * scratch. With --workers 1 the engine owns one shard and drives it inline; with N
  * workers each thread owns one and sees only the (rule, key) pairs hashed to it.
  * Not thread-safe: one thread per shard. Results go to sink.alert on the shard's
  * thread, and so do its warnings. */
@@ -51,9 +50,6 @@ void shard_feed(Shard *s, size_t rule, Event *ev, const char *kbytes, size_t kle
 void shard_fire_due(Shard *s, int64_t t);
 /* Time moves to +infinity: every key's pending `within` fires. */
 void shard_advance_all(Shard *s);
-/* The earliest time a timer fires (INT64_MAX: none). With key groups it may come
- * before anything is due (a group entry's timer is moved earlier, never later, as its
- * members change): firing then finds nothing and re-arms it. */
 int64_t shard_next_deadline(const Shard *s);
 uint64_t shard_partials_live(const Shard *s);
 /* Adds this shard's counters of one rule to acc. */

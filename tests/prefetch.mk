@@ -12,10 +12,3 @@ tests_test_partition_SOURCES = tests/test_partition.c
 tests_test_partition_CFLAGS = $(TEST_CFLAGS)
 tests_test_partition_LDADD = $(TEST_LIBS)
 
-
-# rules sharing a key, run as a key group, alert as they do each on its own table
-check_PROGRAMS += tests/test_shard_group
-TESTS += tests/test_shard_group
-tests_test_shard_group_SOURCES = tests/test_shard_group.c tests/rulesutil.c tests/rulesutil.h
-tests_test_shard_group_CFLAGS = $(TEST_CFLAGS)
-tests_test_shard_group_LDADD = $(TEST_LIBS)

@@ -3,8 +3,6 @@
  * runs whose distances saturate, keys larger than a slab takes, removal from a known
  * or a wrong hash, tables shrinking), entries are reused at once, also across tables
  * sharing a pool, and a pool that no longer holds keys keeps at most one empty slab;
- * member tables of a key group (one table of group entries) agree with a model each,
- * and a pinned group entry outlives its members until unpinned;
  * and partition key bytes read back into values (every kind of value and escape), with
  * bytes that are not what part_key_bytes writes refused. */
 #include <check.h>
@@ -299,161 +297,6 @@ START_TEST(free_drops_every_entry)
 }
 END_TEST
 
-/* ---- key groups ---------------------------------------------------------------- */
-
-enum { GROUP_TABLES = 3, GROUP_KEYS = 400 };
-
-/* Member tables 0..2 of one group (table 1 with the suppression field), one model per
- * table: every table finds its own keys and no other's, the group holds a key while
- * any member does, each member entry names its group entry, and a new member's time
- * starts at INT64_MAX. */
-static size_t group_check(PartGroup *g, PartTable *t, Model *m)
-{
-    size_t bad = 0, any = 0;
-    for (size_t k = 0; k < GROUP_KEYS; k++) {
-        bool held = false;
-        PartEntry *ge = part_lookup(&g->keys, m[0].name[k], m[0].len[k], m[0].hash[k]);
-        for (unsigned j = 0; j < GROUP_TABLES; j++) {
-            held |= m[j].entry[k] != NULL;
-            if (m[j].entry[k])
-                bad += *part_group_entry(m[j].entry[k], &t[j]) != ge ||
-                       part_member(ge, g, j) != m[j].entry[k];
-        }
-        any += held;
-        bad += (ge != NULL) != held;
-    }
-    bad += g->keys.count != any;
-    for (unsigned j = 0; j < GROUP_TABLES; j++)
-        bad += model_check(&t[j], &m[j], GROUP_KEYS);
-    return bad;
-}
-
-START_TEST(group_members_agree_with_their_models)
-{
-    static Model m[GROUP_TABLES];
-    PartPool pool;
-    part_pool_init(&pool);
-    PartGroup g;
-    part_group_init(&g, &pool, GROUP_TABLES);
-    PartTable t[GROUP_TABLES];
-    for (unsigned j = 0; j < GROUP_TABLES; j++) {
-        model_init(&m[j], GROUP_KEYS, false);
-        part_table_init_shared(&t[j], &pool);
-        part_table_set_extras(&t[j], j == 1 ? PART_X_SUPPRESS : 0);
-        part_table_join(&t[j], &g, j);
-    }
-    uint64_t seed = 99991;
-    for (int step = 0; step < 30000; step++) {
-        size_t k = next_rand(&seed) % GROUP_KEYS;
-        unsigned j = (unsigned)(next_rand(&seed) % GROUP_TABLES);
-        if (m[j].entry[k]) {
-            remove_some_way(&t[j], m[j].entry[k], m[j].hash[k], next_rand(&seed));
-            m[j].entry[k] = NULL;
-        } else {
-            PartEntry *e = m[j].entry[k] = part_add(&t[j], m[j].name[k], m[j].len[k],
-                                                   m[j].hash[k]);
-            ck_assert_ptr_nonnull(e);
-            PartEntry *ge = *part_group_entry(e, &t[j]);
-            ck_assert_int_eq(part_member_due(ge, &g)[j], INT64_MAX);
-            part_member_due(ge, &g)[j] = step;   /* the owner's; the group keeps it */
-            if (j == 1)
-                ck_assert_int_eq(*part_suppress_until(e), INT64_MIN);
-            /* a second add of a held key is refused */
-            ck_assert_ptr_null(part_add(&t[j], m[j].name[k], m[j].len[k], m[j].hash[k]));
-        }
-        if (step % 997 == 0)
-            ck_assert_uint_eq(group_check(&g, t, m), 0);
-    }
-    ck_assert_uint_eq(group_check(&g, t, m), 0);
-    /* freeing one member table leaves the others' keys, and only theirs, in the group */
-    size_t dropped = 0, held0 = t[0].count;
-    part_table_free(&t[0], count_drop, &dropped);
-    ck_assert_uint_eq(dropped, held0);
-    for (size_t k = 0; k < GROUP_KEYS; k++)
-        m[0].entry[k] = NULL;
-    ck_assert_uint_eq(group_check(&g, t, m), 0);
-    for (unsigned j = 1; j < GROUP_TABLES; j++)
-        part_table_free(&t[j], NULL, NULL);
-    ck_assert_uint_eq(g.keys.count, 0);
-    part_group_free(&g);
-    part_pool_free(&pool);
-}
-END_TEST
-
-/* A pinned group entry stays when its last member goes, and leaves when unpinned. */
-START_TEST(pinned_group_entry_outlives_its_members)
-{
-    PartPool pool;
-    part_pool_init(&pool);
-    PartGroup g;
-    part_group_init(&g, &pool, 2);
-    PartTable a, b;
-    part_table_init_shared(&a, &pool);
-    part_table_init_shared(&b, &pool);
-    part_table_join(&a, &g, 0);
-    part_table_join(&b, &g, 1);
-    uint64_t h = part_hash("\"k\"", 3);
-    PartEntry *ea = part_add(&a, "\"k\"", 3, h), *eb = part_add(&b, "\"k\"", 3, h);
-    ck_assert_ptr_nonnull(ea);
-    ck_assert_ptr_nonnull(eb);
-    PartEntry *ge = *part_group_entry(ea, &a);
-    ck_assert_ptr_eq(ge, *part_group_entry(eb, &b));
-    part_group_pin(ge);
-    part_remove(&a, ea);
-    part_remove(&b, eb);
-    ck_assert_uint_eq(g.keys.count, 1);
-    ck_assert_ptr_null(part_lookup(&a, "\"k\"", 3, h));
-    /* a member added while pinned uses the same group entry */
-    eb = part_add(&b, "\"k\"", 3, h);
-    ck_assert_ptr_eq(*part_group_entry(eb, &b), ge);
-    ck_assert(!part_group_unpin(&g, ge));   /* b holds it */
-    part_group_pin(ge);
-    part_remove(&b, eb);
-    ck_assert(part_group_unpin(&g, ge));
-    ck_assert_uint_eq(g.keys.count, 0);
-    part_table_free(&a, NULL, NULL);
-    part_table_free(&b, NULL, NULL);
-    part_group_free(&g);
-    part_pool_free(&pool);
-}
-END_TEST
-
-/* part_add_member takes the group entry the caller found, or finds (or makes) it. */
-START_TEST(member_added_under_a_known_group_entry)
-{
-    PartPool pool;
-    part_pool_init(&pool);
-    PartGroup g;
-    part_group_init(&g, &pool, 2);
-    PartTable a, b, alone;
-    part_table_init_shared(&a, &pool);
-    part_table_init_shared(&b, &pool);
-    part_table_init_shared(&alone, &pool);
-    part_table_join(&a, &g, 0);
-    part_table_join(&b, &g, 1);
-    uint64_t h = part_hash("\"k\"", 3), h2 = part_hash("\"j\"", 3);
-    PartEntry *ea = part_add_member(&a, NULL, "\"k\"", 3, h);   /* makes the group entry */
-    ck_assert_ptr_nonnull(ea);
-    PartEntry *ge = *part_group_entry(ea, &a);
-    ck_assert_ptr_eq(part_lookup(&g.keys, "\"k\"", 3, h), ge);
-    PartEntry *eb = part_add_member(&b, ge, "\"k\"", 3, h);
-    ck_assert_ptr_eq(*part_group_entry(eb, &b), ge);
-    ck_assert_ptr_eq(part_lookup(&b, "\"k\"", 3, h), eb);
-    ck_assert_uint_eq(g.keys.count, 1);
-    ck_assert_ptr_null(part_add_member(&b, ge, "\"k\"", 3, h));   /* held already */
-    ck_assert_ptr_null(part_add_member(&alone, NULL, "\"k\"", 3, h));   /* no group */
-    PartEntry *ej = part_add_member(&a, NULL, "\"j\"", 3, h2);
-    ck_assert_ptr_ne(*part_group_entry(ej, &a), ge);
-    ck_assert_uint_eq(g.keys.count, 2);
-    part_table_free(&a, NULL, NULL);
-    part_table_free(&b, NULL, NULL);
-    part_table_free(&alone, NULL, NULL);
-    ck_assert_uint_eq(g.keys.count, 0);
-    part_group_free(&g);
-    part_pool_free(&pool);
-}
-END_TEST
-
 /* A probe answers as the table does through growth, shrinking and freeing: the
  * shard's staged lookups read only probes. */
 START_TEST(probe_follows_the_table)
@@ -685,9 +528,6 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, suppression_field_sits_before_each_entry);
     tcase_add_test(tc, free_drops_every_entry);
     tcase_add_test(tc, probe_follows_the_table);
-    tcase_add_test(tc, group_members_agree_with_their_models);
-    tcase_add_test(tc, pinned_group_entry_outlives_its_members);
-    tcase_add_test(tc, member_added_under_a_known_group_entry);
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_test_raise_signal(tc, released_entry_is_poisoned, SIGABRT);
 #endif
