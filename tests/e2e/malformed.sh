@@ -34,4 +34,11 @@ grep -q "more malformed lines not shown ($expected_bad in total)" "$TMP/err" || 
     fail "run with --max-line"
 same_alerts "$TMP/a.clean" "$TMP/a.long" "an over-long line changed the alerts"
 grep -q '"line":51,' "$TMP/errors2" || fail "over-long line: $(cat "$TMP/errors2")"
+# CRLF line ends, and a last line with no line end at all: the same alerts (events
+# are echoed without the CR), nothing rejected
+sed 's/$/\r/' "$TMP/clean" | head -c -2 > "$TMP/crlf"
+"$VIGIL" run --errors "$TMP/errors3" "$DATA/bursts.cep" < "$TMP/crlf" > "$TMP/a.crlf" ||
+    fail "run with CRLF"
+same_alerts "$TMP/a.clean" "$TMP/a.crlf" "CRLF or the unterminated last line changed the alerts"
+[ ! -s "$TMP/errors3" ] || fail "CRLF lines rejected: $(head -3 "$TMP/errors3")"
 exit 0
