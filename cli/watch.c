@@ -13,9 +13,15 @@
 
 #define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
 
+/* How often the watched folders' paths are checked against the folders watched. */
+#define WATCH_RECHECK_MS 500
+
 typedef struct Watched {
-    int wd;
+    int wd;                /* -1 while the folder is missing */
+    char *dir;             /* the folder's path as given; heap */
     char *name;            /* the one file of interest in that folder, or NULL: any *.cep */
+    dev_t dev;             /* the folder the watch is on (its path may later name another) */
+    ino_t ino;
 } Watched;
 
 struct RuleWatch {
@@ -23,6 +29,7 @@ struct RuleWatch {
     Watched *items;        /* heap, owned; one per argument */
     size_t n;
     int64_t due_ms;        /* INT64_MAX: nothing pending */
+    int64_t recheck_ms;    /* next time the folders' paths are checked */
 };
 
 static char *fail_with(const char *what, const char *path)
@@ -30,6 +37,46 @@ static char *fail_with(const char *what, const char *path)
     Buf b = BUF_INIT;
     buf_printf(&b, "%s %s: %s", what, path, strerror(errno));
     return b.failed ? NULL : buf_steal(&b);
+}
+
+/* (Re)starts the watch of it->dir, noting which folder it is on. 0, or -1 with
+ * errno (the folder is then marked missing). */
+static int watch_folder(RuleWatch *w, Watched *it)
+{
+    struct stat st;
+    it->wd = -1;
+    it->dev = 0;
+    it->ino = 0;
+    if (stat(it->dir, &st) < 0)
+        return -1;
+    it->wd = inotify_add_watch(w->fd, it->dir, WATCH_MASK);
+    if (it->wd < 0)
+        return -1;
+    it->dev = st.st_dev;
+    it->ino = st.st_ino;
+    return 0;
+}
+
+/* A folder removed, or its path now naming another folder (a deploy that swaps a
+ * symlink or renames a new folder into place): the old watch would go silent for
+ * good, so watch what the path names now, and reload. */
+static bool folders_moved(RuleWatch *w)
+{
+    bool moved = false;
+    for (size_t i = 0; i < w->n; i++) {
+        Watched *it = &w->items[i];
+        struct stat st;
+        bool exists = stat(it->dir, &st) == 0;
+        if (exists && it->wd >= 0 && st.st_dev == it->dev && st.st_ino == it->ino)
+            continue;
+        if (!exists && it->wd < 0)
+            continue;   /* still missing */
+        if (it->wd >= 0)
+            inotify_rm_watch(w->fd, it->wd);   /* EINVAL if the folder is gone: fine */
+        watch_folder(w, it);
+        moved = true;
+    }
+    return moved;
 }
 
 /* Splits a FILE argument into its folder and name; a DIR stays whole. */
@@ -57,14 +104,13 @@ static int watch_one(RuleWatch *w, const char *path, char **err)
         *err = NULL;
         return -1;
     }
-    it->wd = inotify_add_watch(w->fd, dir.data, WATCH_MASK);
-    if (it->wd < 0) {
-        *err = fail_with("cannot watch", dir.data);
-        buf_free(&dir);
+    it->dir = buf_steal(&dir);
+    if (!it->dir || watch_folder(w, it) < 0) {
+        *err = it->dir ? fail_with("cannot watch", it->dir) : NULL;
+        free(it->dir);
         free(it->name);
         return -1;
     }
-    buf_free(&dir);
     w->n++;
     return 0;
 }
@@ -126,6 +172,11 @@ bool watch_due(RuleWatch *w, int64_t now_ms)
             p += sizeof *ev + ev->len;
         }
     }
+    if (now_ms >= w->recheck_ms) {
+        w->recheck_ms = now_ms + WATCH_RECHECK_MS;
+        if (folders_moved(w))
+            w->due_ms = now_ms + WATCH_SETTLE_MS;
+    }
     if (w->due_ms == INT64_MAX || now_ms < w->due_ms)
         return false;
     w->due_ms = INT64_MAX;
@@ -136,8 +187,10 @@ void watch_free(RuleWatch *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
+        free(w->items[i].dir);
         free(w->items[i].name);
+    }
     free(w->items);
     if (w->fd >= 0)
         close(w->fd);

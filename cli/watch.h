@@ -5,7 +5,9 @@
  * rule file replaces the inode, and a watch on the old inode goes silent for good.
  * Changes are debounced: a reload is due WATCH_SETTLE_MS after the last relevant
  * event, so a file still being written is not compiled half-way (and a reload that
- * still fails is simply retried at the next change). */
+ * still fails is simply retried at the next change). Every WATCH_RECHECK_MS the
+ * folders' paths are checked: a folder removed, replaced, or reached through a symlink
+ * that now points elsewhere (a deploy) is watched anew and a reload is due. */
 #ifndef VIGIL_CLI_WATCH_H
 #define VIGIL_CLI_WATCH_H
 
