@@ -184,6 +184,22 @@ static void put_missing_semicolon_hint(Buf *b, const ParseCtx *pc, Span at, cons
         }
 }
 
+/* A reserved word used as a field name (`where time > 5`, `filter key == "a"`) is
+ * read as the keyword, so the operator after it is the unexpected token; saying that
+ * comparisons do not chain would send the user the wrong way. True if the hint was
+ * given. */
+static bool put_reserved_field_hint(Buf *b, const ParseCtx *pc, size_t off, size_t len)
+{
+    const char *word = pc->input + off;
+    int kw = lex_keyword(word, len);
+    if (kw == 0 || kw == AND || kw == OR || kw == NOT || kw == IN || kw == TRUE ||
+        kw == FALSE || kw == NULL_)
+        return false;
+    buf_printf(b, " ('%.*s' is a reserved word: write `%.*s` for a field of that name)",
+               (int)len, word, (int)len, word);
+    return true;
+}
+
 void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *got,
                         const char *const *expected, int n_expected)
 {
@@ -200,10 +216,15 @@ void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *
         put_token_text(&b, pc, strcmp(got, "identifier") == 0);
     }
     /* A long list of alternatives helps nobody; a short one says what to write. */
-    if (is_comparison(got)) {
+    bool after_reserved = (is_comparison(got) || strcmp(got, "'.'") == 0) &&
+                          put_reserved_field_hint(&b, pc, pc->prev_off, pc->prev_len);
+    if (after_reserved) {
+        /* `where time > 5`: said what to write */
+    } else if (is_comparison(got)) {
         buf_puts(&b, " (comparisons do not chain: write 'a < b and b < c')");
     } else if (n_expected > 4 && expects_expression(expected, n_expected)) {
         buf_puts(&b, ", expected an expression");
+        put_reserved_field_hint(&b, pc, pc->tok_off, pc->tok_len);   /* `where to == 1` */
     } else if (n_expected > 4) {
         put_missing_semicolon_hint(&b, pc, at, got, expected, n_expected);
     } else if (n_expected > 0) {

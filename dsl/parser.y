@@ -98,6 +98,7 @@ struct ParseCtx {
     size_t pos;               /* scanner offset in input */
     size_t line_hint;         /* line index of the last lookup (tokens come in order) */
     size_t tok_off, tok_len;  /* the last token, quoted in syntax errors */
+    size_t prev_off, prev_len;  /* the token before it */
     int prev_line;            /* last line of the token before it */
     int tok_line;
     void *scanner;            /* yyscan_t */
@@ -142,6 +143,8 @@ void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *
 /* scanner callbacks (scan.c): each returns the token kind to hand the parser */
 void lex_advance(ParseCtx *pc, YYLTYPE *lloc, size_t len);
 int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len);
+/* The token of a reserved word, or 0 if `text` is not one. */
+int lex_keyword(const char *text, size_t len);
 int lex_number(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len);
 int lex_suffixed_number(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len);
 int lex_string(ParseCtx *pc, YYSTYPE *lval, size_t len, bool raw);

@@ -42,7 +42,10 @@ int parse_next_token(YYSTYPE *lval, YYLTYPE *lloc, ParseCtx *pc)
         *lloc = parse_span_at(pc, 0, 0);
         return t;
     }
+    size_t prev_off = pc->tok_off, prev_len = pc->tok_len;
     int t = vigil_scan(lval, lloc, pc->scanner);
+    pc->prev_off = prev_off;
+    pc->prev_len = prev_len;
     if (t == YYEOF) {
         /* flex runs no action at the end: place the end-of-file token ourselves. */
         pc->tok_off = pc->pos;
@@ -89,11 +92,19 @@ static bool report_bad_utf8(ParseCtx *pc, size_t off, size_t len)
     return false;
 }
 
-int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len)
+int lex_keyword(const char *text, size_t len)
 {
     for (size_t i = 0; i < sizeof KEYWORDS / sizeof KEYWORDS[0]; i++)
         if (strlen(KEYWORDS[i].word) == len && memcmp(KEYWORDS[i].word, text, len) == 0)
             return KEYWORDS[i].token;
+    return 0;
+}
+
+int lex_word(ParseCtx *pc, YYSTYPE *lval, const char *text, size_t len)
+{
+    int keyword = lex_keyword(text, len);
+    if (keyword)
+        return keyword;
     char *name = arena_strndup(pc->arena, text, len);
     if (!name) {
         parse_oom(pc);

@@ -763,6 +763,39 @@ START_TEST(errors_name_tokens_readably)
 }
 END_TEST
 
+/* A reserved word written as a field name is read as the keyword; the message says
+ * to write it in backticks, rather than that comparisons do not chain. */
+START_TEST(reserved_word_as_field_says_backticks)
+{
+    Parsed *p = parse("rule r { begin a where time > 5; }");
+    assert_diag(p, 0, 1, 29, "syntax error: unexpected '>' ('time' is a reserved word: "
+                             "write `time` for a field of that name)");
+    parsed_free(p);
+
+    p = parse("rule r { filter key == \"a\"; begin a; }");
+    assert_diag(p, 0, 1, 21, "('key' is a reserved word: write `key` for a field of that name)");
+    parsed_free(p);
+
+    p = parse("rule r { begin a where x > 1 and to == 1; }");
+    assert_diag(p, 0, 1, 34, "syntax error: unexpected 'to', expected an expression ('to' is a "
+                             "reserved word: write `to` for a field of that name)");
+    parsed_free(p);
+
+    /* operators and literals that are reserved words are not mistaken for fields */
+    p = parse("rule r { begin a where x > 1 > 2; }");
+    assert_diag(p, 0, 1, 30, "(comparisons do not chain: write 'a < b and b < c')");
+    parsed_free(p);
+
+    p = parse("rule r { begin a where x in [1] == true; }");
+    assert_diag(p, 0, 1, 33, "(comparisons do not chain");
+    parsed_free(p);
+
+    p = parse("rule r { begin a where `time` > 5 and `to` == 1; }");
+    ck_assert_int_eq(p->errors, 0);
+    parsed_free(p);
+}
+END_TEST
+
 START_TEST(lexical_errors_are_not_repeated_as_syntax_errors)
 {
     Parsed *p = parse("rule r {\n  begin a where x == \"abc;\n  next b;\n}\n");
@@ -936,6 +969,7 @@ static Suite *parser_suite(void)
     tc = tcase_create("errors");
     tcase_add_test(tc, several_syntax_errors_in_one_file);
     tcase_add_test(tc, errors_name_tokens_readably);
+    tcase_add_test(tc, reserved_word_as_field_says_backticks);
     tcase_add_test(tc, lexical_errors_are_not_repeated_as_syntax_errors);
     suite_add_tcase(s, tc);
 
