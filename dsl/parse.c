@@ -235,6 +235,10 @@ void parse_syntax_error(ParseCtx *pc, Span at, bool lexer_reported, const char *
             put_symbol(&b, expected[i]);
         }
     }
+    if (strcmp(got, "end of file") == 0 && !pc->map && pc->brace_depth > 0) {
+        SrcPos open = parse_locate(pc, pc->open_brace_off);
+        buf_printf(&b, " (the '{' at %d:%d is not closed)", open.line, open.col);
+    }
     if (b.failed)
         parse_oom(pc);
     else

@@ -99,6 +99,8 @@ struct ParseCtx {
     size_t line_hint;         /* line index of the last lookup (tokens come in order) */
     size_t tok_off, tok_len;  /* the last token, quoted in syntax errors */
     size_t prev_off, prev_len;  /* the token before it */
+    int brace_depth;          /* '{' tokens not closed yet */
+    size_t open_brace_off;    /* the outermost of them */
     int prev_line;            /* last line of the token before it */
     int tok_line;
     void *scanner;            /* yyscan_t */

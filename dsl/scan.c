@@ -46,6 +46,10 @@ int parse_next_token(YYSTYPE *lval, YYLTYPE *lloc, ParseCtx *pc)
     int t = vigil_scan(lval, lloc, pc->scanner);
     pc->prev_off = prev_off;
     pc->prev_len = prev_len;
+    if (t == '{' && pc->brace_depth++ == 0)
+        pc->open_brace_off = pc->tok_off;
+    else if (t == '}' && pc->brace_depth > 0)
+        pc->brace_depth--;
     if (t == YYEOF) {
         /* flex runs no action at the end: place the end-of-file token ourselves. */
         pc->tok_off = pc->pos;

@@ -754,7 +754,11 @@ START_TEST(errors_name_tokens_readably)
     parsed_free(p);
 
     p = parse("rule r { begin a;");
-    assert_diag(p, 0, 1, 18, "syntax error: unexpected end of file");
+    assert_diag(p, 0, 1, 18, "syntax error: unexpected end of file (the '{' at 1:8 is not closed)");
+    parsed_free(p);
+
+    p = parse("rule q { begin a; }\nrule r {\n  begin a;\n  on match alert \"m\" fields { n: 1 }\n");
+    assert_diag(p, 0, 5, 1, "(the '{' at 2:8 is not closed)");   /* the rule's, not the fields' */
     parsed_free(p);
 
     p = parse("rule r { filter where; }");
