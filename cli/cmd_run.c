@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -641,12 +642,53 @@ static int read_loop(Run *run, const sigset_t *signals)
     }
 }
 
+static bool is_file_input(const char *spec)
+{
+    return strcmp(spec, "-") && strncmp(spec, "tcp://", 6) && strncmp(spec, "unix:", 5);
+}
+
 static bool any_file_input(const RunOptions *o)
 {
     for (size_t i = 0; i < o->n_inputs; i++)
-        if (strcmp(o->inputs[i], "-") && strncmp(o->inputs[i], "tcp://", 6) &&
-            strncmp(o->inputs[i], "unix:", 5))
+        if (is_file_input(o->inputs[i]))
             return true;
+    return false;
+}
+
+/* The regular file at path, or behind std_fd when path is NULL (or "-" for an input). */
+static bool regular_file(const char *path, int std_fd, struct stat *st)
+{
+    int rc = path && strcmp(path, "-") ? stat(path, st) : fstat(std_fd, st);
+    return rc == 0 && S_ISREG(st->st_mode);
+}
+
+/* An output written into a file that is also read as input feeds its records back
+ * in as events: the file grows without end (`-i big.jsonl -o big.jsonl`, or stdin
+ * and stdout redirected to one file). Says so and returns true in that case. */
+static bool output_reads_back(const RunOptions *o)
+{
+    const struct { const char *option, *path; int std_fd; } outs[] = {
+        {"-o", o->output, STDOUT_FILENO}, {"--errors", o->errors, -1}, {"--late", o->late, -1}};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+        struct stat out;
+        if ((!outs[k].path && outs[k].std_fd < 0) ||
+            !regular_file(outs[k].path, outs[k].std_fd, &out))
+            continue;
+        for (size_t i = 0; i < o->n_inputs; i++) {
+            struct stat in;
+            const char *spec = o->inputs[i];
+            if ((is_file_input(spec) || !strcmp(spec, "-")) &&
+                regular_file(spec, STDIN_FILENO, &in) && in.st_dev == out.st_dev &&
+                in.st_ino == out.st_ino) {
+                bool named = outs[k].path != NULL;
+                fprintf(stderr, "vigil run: %s%s%s is also the input %s: its records would "
+                        "be read back as events\n", named ? outs[k].option : "",
+                        named ? " " : "", named ? outs[k].path : "standard output",
+                        strcmp(spec, "-") ? spec : "standard input");
+                return true;
+            }
+        }
+    }
     return false;
 }
 
@@ -660,7 +702,10 @@ static int open_inputs(Run *run, const RunOptions *o)
     for (size_t i = 0; i < o->n_inputs; i++) {
         char *err = NULL;
         if (input_add(run->inputs, o->inputs[i], &err) < 0) {
-            fprintf(stderr, "vigil run: %s: %s\n", o->inputs[i], err ? err : "cannot open");
+            if (err)   /* it names the input */
+                fprintf(stderr, "vigil run: %s\n", err);
+            else
+                fprintf(stderr, "vigil run: %s: cannot open\n", o->inputs[i]);
             free(err);
             return -1;
         }
@@ -809,6 +854,8 @@ int cmd_run(int argc, char **argv)
 {
     RunOptions o;
     int code = parse_options(argc, argv, &o);
+    if (code < 0 && output_reads_back(&o))
+        code = EXIT_USAGE;
     if (code >= 0) {
         free(o.inputs);
         return code;

@@ -559,6 +559,19 @@ static bool split_host_port(const char *hp, char *host, size_t host_size,
     return true;
 }
 
+/* A decimal port, 0 (any free one) to 65535, nothing after it. */
+static bool port_in_range(const char *port)
+{
+    unsigned long value = 0;
+    size_t digits = 0;
+    for (; port[digits] >= '0' && port[digits] <= '9'; digits++) {
+        value = value * 10 + (unsigned long)(port[digits] - '0');
+        if (value > 65535)
+            return false;
+    }
+    return digits > 0 && port[digits] == '\0';
+}
+
 static int bound_port(int fd)
 {
     struct sockaddr_storage ss;
@@ -578,6 +591,11 @@ static int add_tcp_listener(InputSet *in, const char *spec, char **err)
     const char *port;
     if (!split_host_port(spec + strlen("tcp://"), host, sizeof host, &port)) {
         *err = format_heap("%s: expected tcp://HOST:PORT", spec);
+        return -1;
+    }
+    /* getaddrinfo takes the port modulo 65536 (99999 listened on 34463) */
+    if (!port_in_range(port)) {
+        *err = format_heap("%s: the port must be a number from 0 to 65535", spec);
         return -1;
     }
     struct addrinfo hints = { 0 }, *res = NULL;

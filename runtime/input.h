@@ -70,7 +70,8 @@ typedef struct InputSet InputSet;
 
 InputSet *input_set_new(size_t max_line);
 void input_set_free(InputSet *in);
-/* Adds "-", a file path, "tcp://HOST:PORT" or "unix:PATH". -1 with *err (heap) on failure. */
+/* Adds "-", a file path, "tcp://HOST:PORT" (port 0: any free one) or "unix:PATH". -1
+ * with *err (heap) on failure: a message that names spec, or "out of memory". */
 int input_add(InputSet *in, const char *spec, char **err);
 /* Waits at most timeout_ms (-1: forever) for input and delivers every complete line
  * read. Returns 1 while any source may still produce lines, 0 once all are finished
