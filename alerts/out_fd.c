@@ -4,8 +4,10 @@
  * Lines are buffered per descriptor and written with one write() per batch: when the
  * buffer reaches cfg->fd_buffer bytes, when the oldest buffered line is older than
  * cfg->fd_max_delay_ms at the next alert, and on flush. A failed write loses the
- * batch: its lines are counted as failed, and the failure is logged once per episode
- * (when the output goes from healthy to failing), with the path and errno text.
+ * rest of the batch: the lines that went out whole before it broke (a reader that
+ * closed part-way, as `| head` does) are counted as sent, the others as failed, and
+ * the failure is logged once per episode (when the output goes from healthy to
+ * failing), with the path and errno text.
  * A file whose path no longer names it (removed, renamed away) is opened again
  * before a batch, so alerts never go into a file that is gone. */
 #include "alerts/outputs.h"
@@ -40,17 +42,18 @@ typedef struct FdHealth {
     bool failing;
 } FdHealth;
 
+/* Counts an attempt: `sent` lines went out whole, `lost` did not (0 when err is 0). */
 static void fd_health_result(FdHealth *h, const OutConfig *cfg, const char *name,
-                             const char *path, uint64_t lines, int err)
+                             const char *path, uint64_t sent, uint64_t lost, int err)
 {
+    h->sent += sent;
     if (err == 0) {
-        h->sent += lines;
         if (h->failing)
             out_log(cfg, "output %s: writing to %s works again", name, path);
         h->failing = false;
         return;
     }
-    h->failed += lines;
+    h->failed += lost;
     if (!h->failing)
         out_log(cfg, "output %s: cannot write to %s: %s (alerts are lost and counted "
                 "until it works again)", name, path, strerror(err));
@@ -115,12 +118,28 @@ static int fdbuf_follow_path(FdBuf *fb, const OutConfig *cfg, const char *name)
     return 0;
 }
 
-/* Writes out the buffered lines. Returns 0 or an errno value. */
-static int fdbuf_drain(FdBuf *fb)
+/* Lines that end within the first `len` bytes of `data`. */
+static uint64_t whole_lines(const char *data, size_t len)
+{
+    uint64_t n = 0;
+    const char *end = data + len;
+    const char *nl;
+    while (data < end && (nl = memchr(data, '\n', (size_t)(end - data))) != NULL) {
+        n++;
+        data = nl + 1;
+    }
+    return n;
+}
+
+/* Writes out the buffered lines; *sent gets how many went out whole, even when the
+ * write broke part-way. Returns 0 or an errno value. */
+static int fdbuf_drain(FdBuf *fb, uint64_t *sent)
 {
     int err = 0;
-    if (fb->buf.len > 0 && fd_write_all(fb->fd, fb->buf.data, fb->buf.len) < 0)
+    size_t written = 0;
+    if (fb->buf.len > 0 && fd_write_all_counted(fb->fd, fb->buf.data, fb->buf.len, &written) < 0)
         err = errno;
+    *sent = whole_lines(fb->buf.data, written);
     buf_clear(&fb->buf);
     return err;
 }
@@ -132,12 +151,15 @@ static void fdbuf_flush(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const char
         return;
     uint64_t lines = fb->lines;
     fb->lines = 0;
+    uint64_t sent = 0;
     int err = fdbuf_follow_path(fb, cfg, name);
     if (err)
         buf_clear(&fb->buf);
     else
-        err = fdbuf_drain(fb);
-    fd_health_result(h, cfg, name, path, lines, err);
+        err = fdbuf_drain(fb, &sent);
+    if (err == 0 || sent > lines)   /* a line never holds a newline of its own */
+        sent = lines;
+    fd_health_result(h, cfg, name, path, sent, lines - sent, err);
 }
 
 /* Appends one line; writes the batch when it is big or old enough. Inline: the
@@ -152,7 +174,7 @@ static inline void fdbuf_add(FdBuf *fb, FdHealth *h, const OutConfig *cfg, const
         fdbuf_flush(fb, h, cfg, name, path);
         if (!buf_reserve(&fb->buf, len + 1)) {
             fb->buf.failed = false;
-            fd_health_result(h, cfg, name, path, 1, ENOMEM);
+            fd_health_result(h, cfg, name, path, 0, 1, ENOMEM);
             return;
         }
     }
@@ -481,9 +503,9 @@ static int file_write(Output *o, const AlertMeta *m, const char *line, size_t le
     out_template_render(&fo->path, m, &fo->scratch);
     OpenFile *f = NULL;
     if (fo->scratch.failed) {
-        fd_health_result(&fo->h, fo->cfg, o->name, "(path)", 1, ENOMEM);
+        fd_health_result(&fo->h, fo->cfg, o->name, "(path)", 0, 1, ENOMEM);
     } else if (!(f = file_get(fo, fo->scratch.data, m->time_ms))) {
-        fd_health_result(&fo->h, fo->cfg, o->name, fo->scratch.data, 1, errno);
+        fd_health_result(&fo->h, fo->cfg, o->name, fo->scratch.data, 0, 1, errno);
     } else {
         if (fo->decl->rotate_ms != DURATION_NONE && fo->decl->rotate_ms > 0 &&
             m->time_ms - f->opened_ms >= fo->decl->rotate_ms)

@@ -14,6 +14,11 @@
  * progress fails with EIO instead of spinning. */
 int fd_write_all(int fd, const void *data, size_t len);
 
+/* The same, and *written gets how many bytes went out, on failure too: a reader that
+ * goes away part-way (EPIPE) has still received what came before, and a caller
+ * counting lines must not call those lost. */
+int fd_write_all_counted(int fd, const void *data, size_t len, size_t *written);
+
 /* The same with send(2) and MSG_NOSIGNAL, for sockets whose peer may be gone:
  * EPIPE instead of a SIGPIPE that would kill the process. */
 int fd_send_all(int fd, const void *data, size_t len);

@@ -1,12 +1,15 @@
 /* tests/test_alerts_out.c — the alert outputs (alerts/outputs.h): file templates,
  * rotation, write errors, exec without a shell, timeouts, retries, and tcp/unix
  * clients that buffer while the listener is down. Loopback only; every wait bounded. */
+#define _GNU_SOURCE   /* F_SETPIPE_SZ */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,6 +840,76 @@ START_TEST(tcp_port_out_of_range_rejected)
 }
 END_TEST
 
+/* A reader that goes away part-way through a batch (`vigil run | head -1`): the
+ * lines that reached the pipe whole before EPIPE are sent, the rest failed, not
+ * the whole batch failed. */
+#define PARTIAL_LINES 2000
+#define PARTIAL_LINE_LEN 100        /* with its newline */
+#define PARTIAL_READ 10050          /* 100 lines and half of the next */
+
+typedef struct PipeReader {
+    int fd;
+    size_t got;
+} PipeReader;
+
+static void *read_some_then_close(void *arg)
+{
+    PipeReader *r = arg;
+    char chunk[4096];
+    while (r->got < PARTIAL_READ) {
+        size_t want = PARTIAL_READ - r->got < sizeof chunk ? PARTIAL_READ - r->got : sizeof chunk;
+        ssize_t n = read(r->fd, chunk, want);
+        if (n <= 0)
+            break;
+        r->got += (size_t)n;
+    }
+    close(r->fd);
+    return NULL;
+}
+
+START_TEST(stdout_reader_gone_part_way_counts_lines_that_went_out)
+{
+    signal(SIGPIPE, SIG_IGN);   /* as vigil does: EPIPE instead of death */
+    const char *path = path_in_tmp("fifo");
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    /* the read end first, so opening the write end does not block; a small pipe
+     * keeps the bytes written but never read close to what the reader got */
+    PipeReader r = {open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), 0};
+    ck_assert_int_ge(r.fd, 0);
+    (void)fcntl(r.fd, F_SETPIPE_SZ, 4096);
+    int pipe_size = fcntl(r.fd, F_GETPIPE_SZ);
+    ck_assert_int_gt(pipe_size, 0);
+    ck_assert_int_eq(fcntl(r.fd, F_SETFL, fcntl(r.fd, F_GETFL) & ~O_NONBLOCK), 0);
+    cfg.fd_buffer = 1 << 20;             /* the whole run is one batch */
+    cfg.fd_max_delay_ms = 3600 * 1000;
+    char *err = NULL;
+    Output *o = out_stdout_new(path, &cfg, &err);
+    ck_assert_msg(o != NULL, "%s", err ? err : "?");
+    pthread_t reader;
+    ck_assert_int_eq(pthread_create(&reader, NULL, read_some_then_close, &r), 0);
+    const char *k[] = {"u1"};
+    AlertMeta m = meta("r", k, T_2026);
+    char line[PARTIAL_LINE_LEN];
+    memset(line, 'x', sizeof line - 1);
+    line[0] = '{';
+    line[PARTIAL_LINE_LEN - 2] = '}';
+    for (int i = 0; i < PARTIAL_LINES; i++)
+        ck_assert_int_eq(o->ops->write(o, &m, line, PARTIAL_LINE_LEN - 1), 0);
+    ck_assert_int_eq(o->ops->flush(o, 100), -1);
+    pthread_join(reader, NULL);
+    ck_assert_uint_eq(r.got, PARTIAL_READ);
+    OutStats st;
+    o->ops->stats(o, &st);
+    ck_assert_uint_eq(st.sent + st.failed, PARTIAL_LINES);
+    ck_assert_uint_ge(st.sent, PARTIAL_READ / PARTIAL_LINE_LEN);   /* what the reader got */
+    ck_assert_uint_le(st.sent, (PARTIAL_READ + (size_t)pipe_size) / PARTIAL_LINE_LEN);
+    ck_assert(!st.healthy);
+    ck_assert(log_contains("cannot write to"));
+    ck_assert(log_contains("Broken pipe"));
+    o->ops->destroy(o);
+}
+END_TEST
+
 static Suite *alerts_out_suite(void)
 {
     Suite *s = suite_create("alerts_out");
@@ -850,6 +923,7 @@ static Suite *alerts_out_suite(void)
     tcase_add_test(tf, stdout_file_buffered_but_never_lost);
     tcase_add_test(tf, file_follows_its_path_when_moved_or_removed);
     tcase_add_test(tf, stdout_file_follows_its_path);
+    tcase_add_test(tf, stdout_reader_gone_part_way_counts_lines_that_went_out);
     suite_add_tcase(s, tf);
     TCase *te = tcase_create("exec");
     tcase_add_checked_fixture(te, setup, teardown);
