@@ -35,7 +35,7 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * each level of a sift also reads up to four of them (the heap is the rare path). */
 #define ARITY 4
 /* For what a ring or the heap does only now and then (grow, shrink, renumber, squeeze
- * out holes, take a deadline out of order): kept out of deadline_set, whose every
+ * out holes, take a deadline out of order): kept out of deadline_change, whose every
  * call would otherwise save and restore the registers they use. */
 #define RARE __attribute__((noinline, cold))
 
@@ -351,7 +351,7 @@ void deadline_free(DeadlineHeap *d)
     deadline_init(d);
 }
 
-int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
     bool held = e->heap_pos != PART_NOT_TIMED;
     if (held && deadline == e->deadline)
@@ -363,7 +363,10 @@ int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     if (was_top || !d->top) {
         find_top(d);
     } else if (e->heap_pos != PART_NOT_TIMED) {
-        if (slot_before(e, d->top)) {
+        /* the top's deadline is at hand: its entry, most likely cold (it is the key
+         * that waited longest), is read only on a tie */
+        if (deadline < d->top_deadline ||
+            (deadline == d->top_deadline && slot_before(e, d->top))) {
             d->top = e;
             d->top_deadline = deadline;
         }

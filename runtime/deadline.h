@@ -71,10 +71,19 @@ void deadline_init(DeadlineHeap *d);
 /* Frees the storage; every entry still held is marked as not held (heap_pos:
  * PART_NOT_TIMED). */
 void deadline_free(DeadlineHeap *d);
+/* deadline_set out of line; callers use deadline_set. */
+int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline);
 /* Sets the entry's deadline (stored in entry->deadline); INT64_MAX removes it.
  * Any value below INT64_MAX is allowed, earlier or later than any set before.
- * -1 on allocation failure (the entry is then not held). */
-int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline);
+ * -1 on allocation failure (the entry is then not held). Inline because most re-arms
+ * after an event leave a key's deadline as it was (its oldest partial match still
+ * decides it): that case then costs a compare, not a call. */
+static inline int deadline_set(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+{
+    if (e->heap_pos != PART_NOT_TIMED && deadline == e->deadline)
+        return 0;
+    return deadline_change(d, e, deadline);
+}
 static inline void deadline_remove(DeadlineHeap *d, PartEntry *e)
 {
     (void)deadline_set(d, e, INT64_MAX);

@@ -29,11 +29,7 @@
 _Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_ROOM,
                "a slab holds at least sixteen entries of its largest class");
 
-size_t part_entry_bytes(size_t klen, size_t pre)
-{
-    size_t n = pre + offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
-    return (n + ENTRY_ALIGN - 1) & ~(size_t)(ENTRY_ALIGN - 1);
-}
+_Static_assert(ENTRY_ALIGN == 8, "part_entry_bytes rounds to 8 bytes");
 
 /* The class of an entry of `bytes`, or SLAB_CLASSES when it gets its own malloc. */
 static size_t slab_class(size_t bytes)

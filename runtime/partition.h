@@ -220,7 +220,11 @@ static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t 
 PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
 /* The bytes an entry with klen key bytes takes in its slab (or its own malloc), its
  * optional fields (pre bytes: PartTable.pre) included. */
-size_t part_entry_bytes(size_t klen, size_t pre);
+static inline size_t part_entry_bytes(size_t klen, size_t pre)
+{
+    size_t n = pre + offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
+    return (n + 7) & ~(size_t)7;                             /* entries are 8-aligned */
+}
 /* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
  * short key's bytes: one cache line, or two), from its address alone. */
 static inline void part_entry_prefetch(const PartEntry *e)

@@ -388,12 +388,15 @@ static DueHash *due_hash_at(RuleState *st, uint32_t timer_pos)
     return &st->due_hash[timer_pos % DUE_HASHES];
 }
 
-/* Removes pe, which the timers held at timer_pos, from its table with the hash
- * prefetch_due kept, if it kept one. */
-static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
+/* Removes pe, which the timers held at timer_pos, from its table with the hash of its
+ * key: the event's (k, NULL for a timer), else the one prefetch_due kept, if it kept
+ * one, else computed from the key bytes. */
+static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos, const RouteKey *k)
 {
     DueHash *dh = due_hash_at(st, timer_pos);
-    if (dh->entry == pe) {
+    if (k) {
+        part_remove_hashed(&st->keys, pe, k->hash);
+    } else if (dh->entry == pe) {
         dh->entry = NULL;
         part_remove_hashed(&st->keys, pe, dh->hash);
     } else {
@@ -401,11 +404,13 @@ static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos)
     }
 }
 
-/* After the NFA ran for a key at time `now`: drop the entry if the key went idle
- * and holds no suppression, else re-arm its timer (the NFA deadline, or the end of
- * suppression so that the idle entry is collected then). The caller tells the rules'
- * clock (clock_rule): the timers tell it once per run of firings of one rule. */
-static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
+/* After the NFA ran for a key at time `now`, for an event with key k or for a timer
+ * (k NULL): drop the entry if the key went idle and holds no suppression, else re-arm
+ * its timer (the NFA deadline, or the end of suppression so that the idle entry is
+ * collected then). The caller tells the rules' clock (clock_rule): the timers tell it
+ * once per run of firings of one rule. */
+static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g,
+                   const RouteKey *k)
 {
     RuleState *st = &s->rules[ri];
     bool idle = nfa_key_idle(&pe->nfa);
@@ -416,7 +421,7 @@ static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g)
             budget_add(&s->mem, -(int64_t)charge_of(&st->keys, pe, g.before));
         uint32_t timer_pos = pe->heap_pos;
         deadline_remove(&st->timers, pe);
-        remove_key(st, pe, timer_pos);
+        remove_key(st, pe, timer_pos, k);
         return;
     }
     recharge(s, &st->keys, pe, g);
@@ -447,7 +452,7 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
         s->cur_entry = pe;
         nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->ctxs[ri]);
     }
-    settle(s, ri, pe, t, g);
+    settle(s, ri, pe, t, g, NULL);
 }
 
 /* Timers fire in order, so the keys about to come due are known: firing one touches
@@ -556,7 +561,7 @@ static inline void warn_if_needed(Shard *s, size_t ri)
         warn_refused(s, ri);
 }
 
-static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
+static void feed_entry(Shard *s, size_t ri, const RouteKey *k, PartEntry *pe, Event *ev)
 {
     s->cur_rule = ri;
     s->cur_entry = pe;
@@ -564,7 +569,7 @@ static void feed_entry(Shard *s, size_t ri, PartEntry *pe, Event *ev)
     uint64_t takes0 = s->rules[ri].counters.takes;
     nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->ctxs[ri]);
     settle(s, ri, pe, ev->time_ms,
-           growth_of(before, ev, s->rules[ri].counters.takes - takes0));
+           growth_of(before, ev, s->rules[ri].counters.takes - takes0), k);
     clock_rule(s, ri);
     warn_if_needed(s, ri);
 }
@@ -626,7 +631,7 @@ static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
         pe->nfa = fresh;   /* the key moves into its entry (made idle) */
         KeyGrowth g = growth_of(0, ev, st->counters.takes - takes0);
         g.fresh = true;
-        settle(s, ri, pe, ev->time_ms, g);
+        settle(s, ri, pe, ev->time_ms, g, k);
         clock_rule(s, ri);
     }
     warn_if_needed(s, ri);
@@ -638,7 +643,7 @@ static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev,
                               bool woke)
 {
     if (pe)
-        feed_entry(s, ri, pe, ev);
+        feed_entry(s, ri, k, pe, ev);
     else if (woke || nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
         feed_new(s, ri, k, ev);
 }
