@@ -71,11 +71,21 @@ static void relevance_line(const CompiledRule *cr, FILE *out)
         fprintf(out, "  relevance: none, %s\n", cr->relevance_why ? cr->relevance_why : "?");
 }
 
-static void explain_rule(const CompiledRule *cr, FILE *out, bool dot)
+/* 0, or -1 when out of memory (nothing of the rule printed). */
+static int explain_rule(const CompiledRule *cr, FILE *out, bool dot)
 {
-    nfa_explain(cr->nfa, out, dot);
+    if (nfa_explain(cr->nfa, out, dot) < 0)
+        return -1;
     if (!dot)
         relevance_line(cr, out);
+    return 0;
+}
+
+static int explain_out_of_memory(void)
+{
+    fflush(stdout);   /* what was explained before goes out ahead of the message */
+    fprintf(stderr, "vigil explain: out of memory\n");
+    return EXIT_IO;
 }
 
 int cmd_explain(int argc, char **argv)
@@ -93,25 +103,33 @@ int cmd_explain(int argc, char **argv)
     diags_init(&diags);
     const char *paths[1] = {a.path};
     CompiledRuleSet *rs = ruleset_load(paths, 1, &diags);
-    if (!rs || diags.errors)   /* warnings are `vigil check`'s business */
+    /* A load that ran out of memory listing the files can still return a rule set
+     * (an empty one): explaining it would print nothing and exit 0. */
+    bool lost = rs && diags.oom;
+    if (!lost && (!rs || diags.errors))   /* warnings are `vigil check`'s business */
         diags_print(&diags, stderr);
     diags_free(&diags);
     if (!rs)
         return EXIT_RULES;
+    if (lost) {
+        ruleset_free(rs);
+        return explain_out_of_memory();
+    }
     int rc = EXIT_OK;
     if (a.rule) {
         int ri = ruleset_find(rs, a.rule);
         if (ri < 0) {
             fprintf(stderr, "vigil explain: no rule '%s' in %s\n", a.rule, a.path);
             rc = EXIT_USAGE;
-        } else {
-            explain_rule(&rs->rules[ri], stdout, a.dot);
+        } else if (explain_rule(&rs->rules[ri], stdout, a.dot) < 0) {
+            rc = explain_out_of_memory();
         }
     } else {
-        for (size_t i = 0; i < rs->n_rules; i++) {
+        for (size_t i = 0; i < rs->n_rules && rc == EXIT_OK; i++) {
             if (i > 0 && !a.dot)
                 fputc('\n', stdout);
-            explain_rule(&rs->rules[i], stdout, a.dot);
+            if (explain_rule(&rs->rules[i], stdout, a.dot) < 0)
+                rc = explain_out_of_memory();
         }
     }
     if (fflush(stdout) != 0)

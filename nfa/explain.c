@@ -135,18 +135,18 @@ static void dot_graph(const Nfa *nfa, Buf *out)
         buf_clear(&tmp);
         buf_printf(&tmp, "%s: ", nfa_action_name((NfaAction)e->action));
         cond_text(nfa, e->cond, &tmp, false);
+        if (tmp.failed)   /* before buf_clear forgets it: an edge without its label */
+            out->failed = true;
         buf_printf(out, "  s%" PRIu32 " -> s%" PRIu32 " [label=\"", e->source, e->target);
         dot_escaped(tmp.data ? tmp.data : "", out);
         buf_printf(out, "\"%s];\n", e->action == NFA_PROCEED ? ", style=dashed"
                                     : e->action == NFA_IGNORE ? ", style=dotted" : "");
     }
     buf_puts(out, "}\n");
-    if (tmp.failed)
-        out->failed = true;
     buf_free(&tmp);
 }
 
-void nfa_explain(const Nfa *nfa, FILE *out, bool dot)
+int nfa_explain(const Nfa *nfa, FILE *out, bool dot)
 {
     Buf b = BUF_INIT;
     if (dot) {
@@ -164,9 +164,11 @@ void nfa_explain(const Nfa *nfa, FILE *out, bool dot)
         }
         free(order);
     }
-    if (b.failed)
-        fputs("(out of memory)\n", out);
-    else if (b.data)
+    /* the caller reports the failure: a half-rendered automaton or a note in the
+     * output would read as the rule's explanation */
+    int rc = b.failed ? -1 : 0;
+    if (!b.failed && b.data)
         fwrite(b.data, 1, b.len, out);
     buf_free(&b);
+    return rc;
 }

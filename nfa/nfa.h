@@ -35,8 +35,9 @@ typedef struct NfaKey NfaKey;    /* one key's partial matches; owned by the call
  * compiled with expr_compile against env->fields. NULL with *err (heap) on failure. */
 Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err);
 void nfa_free(Nfa *nfa);
-/* Human-readable states and edges, or Graphviz when dot is true. */
-void nfa_explain(const Nfa *nfa, FILE *out, bool dot);
+/* Human-readable states and edges, or Graphviz when dot is true. 0, or -1 when out
+ * of memory, with nothing written to out. */
+int nfa_explain(const Nfa *nfa, FILE *out, bool dot);
 
 typedef enum { NFA_MATCH, NFA_TIMEOUT } NfaResultKind;
 
