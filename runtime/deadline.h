@@ -108,7 +108,10 @@ const char *deadline_verify(const DeadlineHeap *d);
  * rules by scanning every rule's timers touches one cold cache line per rule, on every
  * event and every fired timer; this indexed min-heap of rule numbers, ordered by
  * (next deadline, rule number), answers in O(1) and follows a change in O(log rules).
- * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays. */
+ * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays.
+ * (A 4-ary heap whose slots hold each rule's deadline beside its number was measured:
+ * scenario 4's first 100k lines took 1,040.2M instructions against 1,029.5M, 240
+ * instead of 150 per rule_clock_move; this one stayed.) */
 typedef struct RuleClock {
     int64_t *at;       /* per rule: its next deadline as last told */
     uint32_t *heap;    /* rule numbers */

@@ -264,7 +264,10 @@ static size_t new_home(const PartTable *t, size_t i, size_t new_slots)
 
 /* Moves every entry into a new slot array, in slot order (the order part_next
  * reports them in depends on it); on allocation failure keeps the old one (a table
- * that cannot resize still works while it has room). */
+ * that cannot resize still works while it has room). A growth reads every entry, each
+ * a cache miss; prefetching them 8 slots ahead made scenario 4's first 100k lines
+ * (mostly tables growing) 4% faster, 134.0 against 140.1 ms, but changed nothing
+ * measurable on its 1M lines, so it is not done. */
 static bool resize(PartTable *t, size_t n_slots)
 {
     uint64_t *ns = calloc(n_slots, sizeof *ns);
