@@ -262,7 +262,9 @@ CompiledRuleSet *ruleset_load_with(const char *const *paths, size_t n_paths,
         diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while loading rules");
         return NULL;
     }
-    if (diags->errors) {
+    /* oom: part of the rules or of their diagnostics was lost (a file left out of
+     * the listing once gave an empty rule set here) */
+    if (diags->errors || diags->oom) {
         ast_ruleset_free(ast);
         return NULL;
     }
