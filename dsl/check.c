@@ -52,10 +52,16 @@ static const char *span_file(Span s)
     return s.src && s.src->path ? s.src->path : "<input>";
 }
 
-/* " (did you mean 'x'?)" or "" — `out` must hold 160 bytes. */
-static const char *suggestion(char out[160], const char *name, const char *const *cands, size_t n)
+/* " (did you mean 'x'?)" or "" — `out` must hold 160 bytes. `cands` NULL: they could
+ * not be listed. A suggestion lost to a failed allocation fails the load (diags->oom),
+ * as a lost diagnostic does. */
+static const char *suggestion(Checker *ck, char out[160], const char *name,
+                              const char *const *cands, size_t n)
 {
-    const char *best = diag_nearest(name, cands, n);
+    bool oom = cands == NULL;
+    const char *best = oom ? NULL : diag_nearest_or_oom(name, cands, n, &oom);
+    if (oom)
+        ck->diags->oom = true;
     if (best == NULL)
         return "";
     snprintf(out, 160, " (did you mean '%s'?)", best);
@@ -107,7 +113,7 @@ static void report_unknown_step(Checker *ck, const char *name, Span span, const 
 {
     char hint[160];
     const char **names = step_names(ck->rule);
-    const char *sugg = names ? suggestion(hint, name, names, ck->rule->n_steps) : "";
+    const char *sugg = suggestion(ck, hint, name, names, ck->rule->n_steps);
     ERR(ck, span, "unknown step '%s'%s%s", name, where, sugg);
     free(names);
 }
@@ -246,14 +252,12 @@ static void resolve_key_path(Checker *ck, Expr *e)
                 ck->rule->name);
             return;
         }
-        const char **names = malloc(ck->rule->n_keys * sizeof *names);
+        const char **names = malloc((ck->rule->n_keys + 1) * sizeof *names);
         char hint[160];
-        const char *sugg = "";
-        if (names) {
+        if (names)
             for (size_t i = 0; i < ck->rule->n_keys; i++)
                 names[i] = ck->rule->keys[i].name;
-            sugg = suggestion(hint, name->name, names, ck->rule->n_keys);
-        }
+        const char *sugg = suggestion(ck, hint, name->name, names, ck->rule->n_keys);
         ERR(ck, name->span, "unknown key '%s'%s", name->name, sugg);
         free(names);
         return;
@@ -300,9 +304,14 @@ static void check_path(Checker *ck, Expr *e)
     /* `frist.amount` is more likely a typo than a nested field; names shorter
      * than MIN_TYPO_LEN are too close to everything to guess (`c.x` vs step a). */
     if (n >= 2 && segs[0].name && strlen(segs[0].name) >= MIN_TYPO_LEN && ctx_has_match(ck)) {
+        /* a failure here would read a misspelt step as a field: the load must fail */
         const char **names = step_names(ck->rule);
-        const char *near = names ? diag_nearest(segs[0].name, names, ck->rule->n_steps) : NULL;
+        bool oom = names == NULL;
+        const char *near =
+            oom ? NULL : diag_nearest_or_oom(segs[0].name, names, ck->rule->n_steps, &oom);
         free(names);
+        if (oom)
+            ck->diags->oom = true;
         if (near) {
             report_unknown_step(ck, segs[0].name, segs[0].span, "");
             return;
@@ -486,7 +495,7 @@ static void check_call(Checker *ck, Expr *e)
         char hint[160];
         /* The arguments are not checked: their meaning depends on the function. */
         ERR(ck, e->u.call.name_span, "unknown function '%s'%s", name,
-            suggestion(hint, name, names, N_FUNCS));
+            suggestion(ck, hint, name, names, N_FUNCS));
         return;
     }
     size_t n = e->u.call.n_args;
@@ -793,13 +802,12 @@ static void resolve_output_ref(Checker *ck, OutputRef *ref)
     }
     const char **names = malloc((rs->n_outputs + 1) * sizeof *names);
     char hint[160];
-    const char *sugg = "";
     if (names) {
         names[0] = "stdout";
         for (size_t i = 0; i < rs->n_outputs; i++)
             names[i + 1] = rs->outputs[i].name;
-        sugg = suggestion(hint, ref->name, names, rs->n_outputs + 1);
     }
+    const char *sugg = suggestion(ck, hint, ref->name, names, rs->n_outputs + 1);
     ERR(ck, ref->span, "unknown output '%s'%s", ref->name, sugg);
     free(names);
 }
@@ -940,7 +948,7 @@ static void check_output_template(Checker *ck, const Template *t, const Template
         char hint[160] = "";
         const char *sugg = "";
         if (e->kind == EX_PATH && e->u.path.n_segs == 1 && e->u.path.segs[0].name)
-            sugg = suggestion(hint, e->u.path.segs[0].name, allowed->names, allowed->n);
+            sugg = suggestion(ck, hint, e->u.path.segs[0].name, allowed->names, allowed->n);
         ERR(ck, e->span, "%s may only use %s%s", what, allowed->listing, sugg);
     }
 }
@@ -975,8 +983,9 @@ size_t dsl_unix_path_max(void)
 }
 
 /* The literal of a template without {...} parts, its length in *len; NULL if it
- * has some (reported apart) or on allocation failure. Heap. */
-static char *template_literal(const Template *t, size_t *len)
+ * has some (reported apart) or on allocation failure (diags->oom set: an address left
+ * unchecked must not load). Heap. */
+static char *template_literal(Checker *ck, const Template *t, size_t *len)
 {
     *len = 0;
     for (size_t i = 0; i < t->n_parts; i++) {
@@ -985,8 +994,10 @@ static char *template_literal(const Template *t, size_t *len)
         *len += t->parts[i].len;
     }
     char *s = malloc(*len + 1);
-    if (s == NULL)
+    if (s == NULL) {
+        ck->diags->oom = true;
         return NULL;
+    }
     size_t at = 0;
     for (size_t i = 0; i < t->n_parts; i++) {
         memcpy(s + at, t->parts[i].text, t->parts[i].len);
@@ -1000,7 +1011,7 @@ static char *template_literal(const Template *t, size_t *len)
 static void check_net_address(Checker *ck, const OutputDecl *o)
 {
     size_t len;
-    char *addr = template_literal(&o->path, &len);
+    char *addr = template_literal(ck, &o->path, &len);
     if (addr == NULL)
         return;
     NetAddress parts;

@@ -306,7 +306,7 @@ void diags_print(const Diags *d, FILE *out)
     free(sorted);
     print_dropped_summary(d, out);
     if (d->oom)
-        fprintf(out, "vigil: out of memory while recording diagnostics\n");
+        fprintf(out, "vigil: out of memory (the diagnostics may be incomplete)\n");
 }
 
 static size_t min3(size_t a, size_t b, size_t c)
@@ -348,6 +348,13 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *diag_nearest(const char *name, const char *const *candidates, size_t n)
 {
+    bool oom = false;
+    return diag_nearest_or_oom(name, candidates, n, &oom);
+}
+
+const char *diag_nearest_or_oom(const char *name, const char *const *candidates, size_t n,
+                                bool *oom)
+{
     size_t len = strlen(name);
     size_t limit = len / 3 > 1 ? len / 3 : 1;
     const char *best = NULL;
@@ -356,6 +363,8 @@ const char *diag_nearest(const char *name, const char *const *candidates, size_t
         if (candidates[i] == NULL || strcmp(candidates[i], name) == 0)
             continue;
         size_t dist = edit_distance(name, candidates[i]);
+        if (dist == (size_t)-1)
+            *oom = true;
         /* `lenght` for `len`: a name that extends a known one is a likely slip. */
         size_t cand_len = strlen(candidates[i]);
         if (dist > limit && cand_len >= 3 && cand_len < len &&

@@ -37,7 +37,8 @@ typedef struct Diags {
     size_t n, cap;
     size_t errors, warnings;
     size_t dropped;       /* errors past the per-file cap */
-    bool oom;             /* a diagnostic could not be stored */
+    bool oom;             /* memory ran out: a diagnostic could not be stored, or part of
+                             the rules was lost (reported); the load must fail */
 } Diags;
 
 void diags_init(Diags *d);
@@ -53,5 +54,9 @@ void diags_print(const Diags *d, FILE *out);
 /* The candidate closest to `name` by edit distance, if close enough to suggest
  * (distance <= max(1, strlen(name)/3)); NULL otherwise. */
 const char *diag_nearest(const char *name, const char *const *candidates, size_t n);
+/* diag_nearest that sets *oom when memory ran out comparing names (the closest may
+ * then have been missed); *oom is left as it was otherwise. */
+const char *diag_nearest_or_oom(const char *name, const char *const *candidates, size_t n,
+                                bool *oom);
 
 #endif
