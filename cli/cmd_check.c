@@ -61,6 +61,7 @@ int cmd_check(int argc, char **argv)
     diags_init(&diags);
     RuleSet *rs = dsl_load((const char *const *)argv + first, (size_t)(argc - first), &diags);
     if (rs == NULL) {
+        diags_print(&diags, stderr);   /* which file ran out, when it could be noted */
         fprintf(stderr, "vigil check: out of memory\n");
         diags_free(&diags);
         return EXIT_IO;

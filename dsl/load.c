@@ -127,13 +127,22 @@ RuleSet *dsl_load(const char *const *paths, size_t n_paths, Diags *diags)
     RuleSet *rs = ast_ruleset_new();
     if (rs == NULL)
         return NULL;
+    bool oom_before = diags->oom;
     char **files = NULL;
     size_t n_files = 0;
     if (dsl_expand_paths(paths, n_paths, &files, &n_files, diags) == 0) {
-        for (size_t i = 0; i < n_files; i++)
+        for (size_t i = 0; i < n_files && diags->oom == oom_before; i++)
             dsl_parse_file(rs, files[i], diags);
         dsl_free_paths(files, n_files);
+        /* checking what is left of a file cut short would only add false errors */
+        if (diags->oom == oom_before)
+            dsl_check(rs, diags);
     }
-    dsl_check(rs, diags);
+    /* A file left out of the listing or cut short, or a diagnostic (an error, perhaps)
+     * that could not be stored: what is left is not the rule set the user wrote. */
+    if (diags->oom && !oom_before) {
+        ast_ruleset_free(rs);
+        return NULL;
+    }
     return rs;
 }

@@ -8,7 +8,8 @@
 
 /* Parses and checks all files. Returns the RuleSet (caller frees with
  * ast_ruleset_free) even when errors were reported — check diags->errors —
- * or NULL on allocation failure. */
+ * or NULL on allocation failure, also one that left diags->oom set (a file left
+ * out of the listing, a diagnostic lost). */
 RuleSet *dsl_load(const char *const *paths, size_t n_paths, Diags *diags);
 
 /* The rule files FILE|DIR arguments stand for, in load order, as heap strings (free

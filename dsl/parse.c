@@ -24,9 +24,8 @@
 #define MAX_QUOTED 40
 
 /* The scanner's entry points (generated from lexer.l; yyscan_t is void *). */
-struct yy_buffer_state;
 int yylex_init_extra(struct ParseCtx *extra, void **scanner);
-struct yy_buffer_state *yy_scan_bytes(const char *bytes, int len, void *scanner);
+void lex_scan_buffer(char *base, size_t size, void *scanner);
 int yylex_destroy(void *scanner);
 
 /* ---- positions ----------------------------------------------------------- */
@@ -102,6 +101,7 @@ void parse_oom(ParseCtx *pc)
     if (pc->oom)
         return;
     pc->oom = true;
+    pc->diags->oom = true;   /* part of the file is lost: the load must fail */
     Span here = parse_span_at(pc, pc->tok_off, pc->tok_off + pc->tok_len);
     parse_error(pc, here, "out of memory");
 }
@@ -276,6 +276,21 @@ bool parse_push_ptr(ParseCtx *pc, Vec *v, void *p)
 
 /* ---- driver -------------------------------------------------------------- */
 
+/* A copy of pc->input that flex may scan in place (it ends in two NUL bytes), or
+ * NULL (reported). Heap. Ours rather than yy_scan_bytes's, which lost its copy when
+ * a later allocation of the scanner failed. */
+static char *scan_copy(ParseCtx *pc)
+{
+    char *copy = malloc(pc->input_len + 2);
+    if (copy == NULL) {
+        parse_oom(pc);
+        return NULL;
+    }
+    memcpy(copy, pc->input, pc->input_len);
+    copy[pc->input_len] = copy[pc->input_len + 1] = '\0';
+    return copy;
+}
+
 /* Runs scanner and parser over pc->input. */
 static void run_parser(ParseCtx *pc)
 {
@@ -284,20 +299,25 @@ static void run_parser(ParseCtx *pc)
                     "rule file too large");
         return;
     }
+    char *text = scan_copy(pc);
+    if (text == NULL)
+        return;
     void *scanner = NULL;
     if (yylex_init_extra(pc, &scanner) != 0) {
         parse_oom(pc);
+        free(text);
         return;
     }
     jmp_buf failed;
     pc->scanner_failed = &failed;
     if (setjmp(failed) == 0) {
-        yy_scan_bytes(pc->input, (int)pc->input_len, scanner);
+        lex_scan_buffer(text, pc->input_len + 2, scanner);
         pc->scanner = scanner;
         yyparse(pc);
     }
     yylex_destroy(scanner);
     pc->scanner = NULL;
+    free(text);   /* the scanner does not own it: it was handed over as a buffer */
 }
 
 static ParseCtx ctx_for(RuleSet *rs, SourceFile *src, Diags *diags, int start_token)
@@ -350,6 +370,13 @@ static bool add_file(RuleSet *rs, const ParseCtx *pc)
     return true;
 }
 
+/* An allocation failure outside the parser: the file is lost, so the load fails. */
+static void report_file_oom(Diags *diags, const char *path, const char *what)
+{
+    diag_report_file(diags, DIAG_ERROR, path, "out of memory%s", what);
+    diags->oom = true;
+}
+
 /* Creates a source and hands it to the rule set; NULL (reported) on failure. */
 static SourceFile *adopt_source(RuleSet *rs, const char *path, const char *text, size_t len,
                                 Diags *diags)
@@ -357,7 +384,7 @@ static SourceFile *adopt_source(RuleSet *rs, const char *path, const char *text,
     SourceFile *src = source_new(path, text, len);
     if (!src || !add_source(rs, src)) {
         source_free(src);
-        diag_report_file(diags, DIAG_ERROR, path, "out of memory");
+        report_file_oom(diags, path, "");
         return NULL;
     }
     return src;
@@ -369,7 +396,7 @@ static int parse_source(RuleSet *rs, SourceFile *src, Diags *diags)
     ParseCtx pc = ctx_for(rs, src, diags, START_FILE);
     run_parser(&pc);
     if (!add_file(rs, &pc)) {
-        diag_report_file(diags, DIAG_ERROR, src->path, "out of memory");
+        report_file_oom(diags, src->path, "");
         return pc.errors + 1;
     }
     return pc.errors;
@@ -388,13 +415,15 @@ int dsl_parse_file(RuleSet *rs, const char *path, Diags *diags)
     if (!src && err == EFBIG)
         diag_report_file(diags, DIAG_ERROR, path, "cannot read: larger than %zu MiB (is it "
                          "a rule file?)", SOURCE_MAX_BYTES >> 20);
+    else if (!src && err == ENOMEM)
+        report_file_oom(diags, path, " while reading the file");
     else if (!src)
         diag_report_file(diags, DIAG_ERROR, path, "cannot read: %s", strerror(err));
     if (!src)
         return 1;
     if (!add_source(rs, src)) {
         source_free(src);
-        diag_report_file(diags, DIAG_ERROR, path, "out of memory");
+        report_file_oom(diags, path, "");
         return 1;
     }
     return parse_source(rs, src, diags);

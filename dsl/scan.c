@@ -355,7 +355,11 @@ int lex_bad_char(ParseCtx *pc, const char *text, size_t len)
 
 _Noreturn void lex_fatal(ParseCtx *pc, const char *msg)
 {
-    parse_error(pc, parse_token_span(pc), "scanner failure: %s", msg);
+    /* flex's messages for a failed allocation all say "out of dynamic memory" */
+    if (strstr(msg, "memory") != NULL)
+        parse_oom(pc);
+    else
+        parse_error(pc, parse_token_span(pc), "scanner failure: %s", msg);
     longjmp(*pc->scanner_failed, 1);
 }
 

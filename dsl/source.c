@@ -60,8 +60,10 @@ static char *read_all(FILE *f, size_t *len)
 {
     size_t cap = 8192, n = 0;
     char *data = malloc(cap);
-    if (!data)
+    if (!data) {
+        errno = ENOMEM;   /* a replaced allocator need not set it */
         return NULL;
+    }
     for (;;) {
         if (n > SOURCE_MAX_BYTES) {
             free(data);

@@ -32,3 +32,4 @@ include tests/limits.mk
 include tests/speed.mk
 include tests/prefetch.mk
 include tests/restore.mk
+include tests/load_oom.mk

@@ -1,0 +1,289 @@
+/* tests/test_load_oom.c — loading rules when an allocation fails. Each allocation of
+ * ruleset_load is made to fail in turn, over a rule folder of several files (an
+ * event-time declaration, outputs, regexes, templates, comments) plus a file named
+ * on its own, and over a folder holding a rule with an error. The result must be the
+ * rule set loaded without failure (the same canonical text, the same rules), or NULL
+ * with diagnostics that say out of memory (for the folder with an error: the same
+ * diagnostics as without failure, or ones that say out of memory); never a rule set
+ * with fewer rules, and nothing leaked.
+ * Each load runs in a child that frees what it got and leaves with exit(), so that
+ * under the sanitizer build LeakSanitizer checks every failing load on its own: a
+ * leak makes the child's exit status nonzero.
+ * The program is linked with -Wl,--wrap for malloc, calloc and realloc
+ * (tests/load_oom.mk), so that libvigil.a's allocations go through the wrappers. */
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "dsl/diag.h"
+#include "dsl/fmt.h"
+#include "rules/ruleset.h"
+#include "tests/checkmain.h"
+#include "tests/testutil.h"
+
+/* The allocator's state lives in globals because a wrapper has no other way to
+ * reach it; only the wrappers and the helpers below touch it, on one thread. */
+static size_t fail_at;   /* which allocation from the start of the count fails; 0 none */
+static size_t counted;   /* allocations since the count started */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+
+static bool this_one_fails(void)
+{
+    return ++counted == fail_at;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return this_one_fails() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return this_one_fails() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    return this_one_fails() ? NULL : __real_realloc(p, n);
+}
+
+/* ---- rule files ------------------------------------------------------------ */
+
+static const char OUTPUTS[] =
+    "# outputs and the event time, first in name order\n"
+    "time ts lateness 30s;\n"
+    "output audit file \"/tmp/vigil-load-oom-{date}.jsonl\";\n"
+    "output pager exec [\"/bin/true\", \"{rule}\", \"{key.user}\"] timeout 5s;\n"
+    "output feed tcp \"127.0.0.1:9999\";\n";
+
+static const char FRAUD[] =
+    "/* regexes, templates, loops */\n"
+    "rule card_test {\n"
+    "  filter kind in [\"auth\", \"capture\"];\n"
+    "  key user;\n"
+    "  begin small where amount < 2 and merchant =~ '^shop-\\d+$';\n"
+    "  followed_by big where amount > 500 one_or_more until kind == \"void\";\n"
+    "  within 10m;\n"
+    "  on match alert \"card test by {key.user}: {count(big)} big\" to audit, pager;\n"
+    "}\n"
+    "rule odd_agent { key user; begin a where agent !~ '(?i)mozilla|curl';\n"
+    "  not_next b where ok == true; next c where contains(str(path), \"admin\");\n"
+    "  on match alert \"agent {a.agent}\" to feed; }\n";
+
+static const char LOGIN[] =
+    "// a rule set with a timeout\n"
+    "rule brute { key user, host; begin f where event == \"fail\" times 3..5;\n"
+    "  followed_by s where event == \"ok\"; within 2m; skip past_last_event;\n"
+    "  on match alert \"brute force on {key.host}\";\n"
+    "  on timeout alert \"gave up\" to audit; }\n";
+
+static const char LONE[] =
+    "rule lone { key k; begin x where regex_extract(msg, 'id=(\\w+)', 1) == \"7\";\n"
+    "  followed_by_any y where coalesce(a, b) > 1; within 1h; on match alert \"lone\"; }\n";
+
+static const char BROKEN[] =
+    "rule fine { key u; begin a where x == 1; on match alert \"fine\"; }\n"
+    "rule broken { key u; begin first where x == 1; next second where frist.x == 2;\n"
+    "  on match alert \"m\" to pagr; }\n"
+    "output pages exec [\"/bin/true\"];\n";
+
+typedef struct Tree {
+    char dir[64];
+    char folder[96];   /* the rules folder */
+    char lone[96];     /* a file named on its own, outside it */
+} Tree;
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void make_tree(Tree *t)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-load-oom-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->folder, sizeof t->folder, "%s/rules", t->dir);
+    ck_assert_int_eq(mkdir(t->folder, 0700), 0);
+    write_file(t->folder, "a_outputs.cep", OUTPUTS);
+    write_file(t->folder, "b_fraud.cep", FRAUD);
+    write_file(t->folder, "c_login.cep", LOGIN);
+    write_file(t->folder, "notes.txt", "not a rule file\n");
+    write_file(t->dir, "lone.cep", LONE);
+    snprintf(t->lone, sizeof t->lone, "%s/lone.cep", t->dir);
+}
+
+static void remove_tree(const Tree *t)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ---- one load -------------------------------------------------------------- */
+
+/* What a load gave, as text: "rules" and counts, then every file's canonical text and
+ * every compiled rule's name and matching part, or "null\n" then the diagnostics. Heap; NULL when the text
+ * itself could not be made. Called with no allocation failing. */
+static char *describe(const CompiledRuleSet *rs, const Diags *d)
+{
+    Buf b = BUF_INIT;
+    if (rs == NULL) {
+        char *diags = test_diags_text(d);
+        buf_printf(&b, "null\n%s", diags);
+        free(diags);
+    } else {
+        buf_printf(&b, "rules: %zu files, %zu outputs, %zu rules\n", rs->ast->n_files,
+                   rs->ast->n_outputs, rs->n_rules);
+        for (size_t i = 0; i < rs->ast->n_files; i++) {
+            char *text = dsl_fmt_file(rs->ast, i);
+            buf_printf(&b, "--- %s\n%s", rs->ast->files[i].src->path, text ? text : "(none)");
+            free(text);
+        }
+        for (size_t i = 0; i < rs->n_rules; i++) {
+            const CompiledRule *r = &rs->rules[i];
+            char *matching = dsl_rule_matching_text(r->ast);
+            buf_printf(&b, "rule %s: %zu keys, %zu on match, %zu on timeout\n%s\n", r->name,
+                       r->n_keys, r->n_on_match, r->n_on_timeout, matching ? matching : "(none)");
+            free(matching);
+        }
+    }
+    if (b.failed) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b);
+}
+
+/* ruleset_load of `paths` with allocation `fail` failing (0: none): its description,
+ * and in *n_allocs how many allocations the load made. */
+static char *load_failing(const char *const *paths, size_t n_paths, size_t fail,
+                          size_t *n_allocs)
+{
+    Diags d;
+    diags_init(&d);
+    counted = 0;
+    fail_at = fail;
+    CompiledRuleSet *rs = ruleset_load(paths, n_paths, &d);
+    fail_at = 0;
+    *n_allocs = counted;
+    char *text = describe(rs, &d);
+    ruleset_free(rs);
+    diags_free(&d);
+    return text;
+}
+
+/* load_failing in a child, which writes the description to a pipe and leaves with
+ * exit() (LeakSanitizer's check runs then). Heap; the child's exit status in *status. */
+static char *load_in_child(const char *const *paths, size_t n_paths, size_t fail, int *status)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        size_t n;
+        char *text = load_failing(paths, n_paths, fail, &n);
+        int rc = text == NULL ? 90 : dprintf(fds[1], "%s", text) < 0 ? 91 : 0;
+        free(text);
+        close(fds[1]);
+        exit(rc);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = test_read_stream(f, NULL);
+    fclose(f);
+    ck_assert_int_eq(waitpid(pid, status, 0), pid);
+    return text;
+}
+
+static bool says_out_of_memory(const char *text)
+{
+    return strncmp(text, "null\n", 5) == 0 && strstr(text, "out of memory") != NULL;
+}
+
+/* Fails each allocation of loading `paths` in turn; `want_rules`: whether the load
+ * without failure gives a rule set. Returns how many loads failed. */
+static size_t each_allocation_of_load(const char *const *paths, size_t n_paths,
+                                      bool want_rules)
+{
+    size_t total;
+    char *want = load_failing(paths, n_paths, 0, &total);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_msg(want_rules == (strncmp(want, "rules", 5) == 0), "loaded as\n%s", want);
+    ck_assert_uint_gt(total, 0);
+    size_t failures = 0;
+    for (size_t fail = 1; fail <= total; fail++) {
+        int status;
+        char *got = load_in_child(paths, n_paths, fail, &status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "allocation %zu of %zu: the child's status is %d (a leak or a crash)\n"
+                      "it loaded\n%s", fail, total, status, got);
+        if (strcmp(got, want) != 0) {
+            ck_assert_msg(says_out_of_memory(got),
+                          "allocation %zu of %zu: loaded as\n%s\ninstead of\n%s", fail, total,
+                          got, want);
+            failures++;
+        }
+        free(got);
+    }
+    free(want);
+    return failures;
+}
+
+START_TEST(a_folder_and_a_file_load_whole_or_not_at_all)
+{
+    Tree t;
+    make_tree(&t);
+    const char *paths[] = {t.folder, t.lone};
+    ck_assert_uint_gt(each_allocation_of_load(paths, 2, true), 0);
+    remove_tree(&t);
+}
+END_TEST
+
+START_TEST(a_rule_with_an_error_is_reported_whole_or_out_of_memory)
+{
+    Tree t;
+    make_tree(&t);
+    write_file(t.folder, "d_broken.cep", BROKEN);
+    const char *paths[] = {t.folder};
+    ck_assert_uint_gt(each_allocation_of_load(paths, 1, false), 0);
+    remove_tree(&t);
+}
+END_TEST
+
+static Suite *load_oom_suite(void)
+{
+    Suite *s = suite_create("load_oom");
+    TCase *tc = tcase_create("oom");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, a_folder_and_a_file_load_whole_or_not_at_all);
+    tcase_add_test(tc, a_rule_with_an_error_is_reported_whole_or_out_of_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run_suite(load_oom_suite());
+}
