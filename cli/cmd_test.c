@@ -441,9 +441,11 @@ static void test_folder(const char *arg, Tally *tally)
     diags_init(&diags);
     CompiledRuleSet *rs = ruleset_load(&arg, 1, &diags);
     diags_print(&diags, stderr);
+    bool oom = diags.oom;
     diags_free(&diags);
     if (!rs) {
-        printf("FAIL %s: the rules do not compile\n", arg);
+        printf("FAIL %s: %s\n", arg,
+               oom ? "out of memory loading the rules" : "the rules do not compile");
         tally->failed++;
         return;
     }

@@ -3,7 +3,7 @@
 # calloc and realloc for libvigil.a (GNU ld's --wrap).
 check_PROGRAMS += tests/test_load_oom
 TESTS += tests/test_load_oom
-tests_test_load_oom_SOURCES = tests/test_load_oom.c $(TEST_UTIL)
+tests_test_load_oom_SOURCES = tests/test_load_oom.c cli/cmd_check.c $(TEST_UTIL)
 tests_test_load_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_load_oom_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 tests_test_load_oom_LDADD = $(TEST_LIBS)

@@ -5,7 +5,8 @@
  * rule set loaded without failure (the same canonical text, the same rules), or NULL
  * with diagnostics that say out of memory (for the folder with an error: the same
  * diagnostics as without failure, or ones that say out of memory); never a rule set
- * with fewer rules, and nothing leaked.
+ * with fewer rules, and nothing leaked. `vigil check` over the same folders either
+ * says what it says without failure, or exits 3 saying out of memory.
  * Each load runs in a child that frees what it got and leaves with exit(), so that
  * under the sanitizer build LeakSanitizer checks every failing load on its own: a
  * leak makes the child's exit status nonzero.
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "cli/commands.h"
 #include "dsl/diag.h"
 #include "dsl/fmt.h"
 #include "rules/ruleset.h"
@@ -272,6 +274,112 @@ START_TEST(a_rule_with_an_error_is_reported_whole_or_out_of_memory)
 }
 END_TEST
 
+/* ---- vigil check ----------------------------------------------------------- */
+
+/* Points descriptor `fd` at a fresh temporary file; returns the old descriptor. */
+static int redirect(int fd, FILE **tmp)
+{
+    *tmp = tmpfile();
+    int saved = dup(fd);
+    if (*tmp == NULL || saved < 0 || dup2(fileno(*tmp), fd) < 0)
+        exit(92);
+    return saved;
+}
+
+/* What went to `fd` since redirect; heap. */
+static char *restore(int fd, int saved, FILE *tmp)
+{
+    if (dup2(saved, fd) < 0)
+        exit(93);
+    close(saved);
+    rewind(tmp);
+    char *text = test_read_stream(tmp, NULL);
+    fclose(tmp);
+    return text;
+}
+
+/* `vigil check PATHS` with allocation `fail` failing, in a child (as load_in_child):
+ * "exit RC\n", then what went to stdout, then "stderr:\n" and what went there. Heap. */
+static char *check_in_child(const char *const *paths, size_t n_paths, size_t fail,
+                            int *status)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        char *argv[4] = {"check", NULL, NULL, NULL};
+        for (size_t i = 0; i < n_paths && i < 2; i++)
+            argv[i + 1] = (char *)paths[i];
+        FILE *out, *err;
+        int saved_out = redirect(STDOUT_FILENO, &out);
+        int saved_err = redirect(STDERR_FILENO, &err);
+        counted = 0;
+        fail_at = fail;
+        int rc = cmd_check((int)n_paths + 1, argv);
+        fail_at = 0;
+        fflush(stdout);
+        fflush(stderr);
+        char *o = restore(STDOUT_FILENO, saved_out, out);
+        char *e = restore(STDERR_FILENO, saved_err, err);
+        dprintf(fds[1], "exit %d\n%sstderr:\n%s", rc, o, e);
+        free(o);
+        free(e);
+        close(fds[1]);
+        exit(0);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    ck_assert_ptr_nonnull(f);
+    char *text = test_read_stream(f, NULL);
+    fclose(f);
+    ck_assert_int_eq(waitpid(pid, status, 0), pid);
+    return text;
+}
+
+/* Fails each allocation `vigil check` makes loading `paths` (as many as ruleset_load
+ * makes at most: the compile is not check's) in turn. Returns how many runs failed. */
+static size_t each_allocation_of_vigil_check(const char *const *paths, size_t n_paths,
+                                             const char *want_start)
+{
+    size_t total;
+    free(load_failing(paths, n_paths, 0, &total));
+    int status;
+    char *want = check_in_child(paths, n_paths, 0, &status);
+    ck_assert_msg(strncmp(want, want_start, strlen(want_start)) == 0, "checked as\n%s", want);
+    size_t failures = 0;
+    for (size_t fail = 1; fail <= total; fail++) {
+        char *got = check_in_child(paths, n_paths, fail, &status);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "allocation %zu: the child's status is %d (a leak or a crash)\n%s", fail,
+                      status, got);
+        if (strcmp(got, want) != 0) {
+            ck_assert_msg(strncmp(got, "exit 3\nstderr:\n", 15) == 0 &&
+                              strstr(got, "vigil check: out of memory\n") != NULL,
+                          "allocation %zu: checked as\n%s\ninstead of\n%s", fail, got, want);
+            failures++;
+        }
+        free(got);
+    }
+    free(want);
+    return failures;
+}
+
+START_TEST(vigil_check_exits_3_on_out_of_memory)
+{
+    Tree t;
+    make_tree(&t);
+    const char *paths[] = {t.folder, t.lone};
+    ck_assert_uint_gt(each_allocation_of_vigil_check(paths, 2, "exit 0\n4 files, 4 rules"), 0);
+    write_file(t.folder, "d_broken.cep", BROKEN);
+    ck_assert_uint_gt(each_allocation_of_vigil_check(paths, 2, "exit 1\nstderr:\n"), 0);
+    remove_tree(&t);
+}
+END_TEST
+
 static Suite *load_oom_suite(void)
 {
     Suite *s = suite_create("load_oom");
@@ -279,6 +387,7 @@ static Suite *load_oom_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, a_folder_and_a_file_load_whole_or_not_at_all);
     tcase_add_test(tc, a_rule_with_an_error_is_reported_whole_or_out_of_memory);
+    tcase_add_test(tc, vigil_check_exits_3_on_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
 }
