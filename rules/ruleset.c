@@ -133,6 +133,8 @@ static int rule_compile(CompiledRule *cr, const Rule *r, FieldTable *fields, Dia
     cr->name = r->name;
     cr->suppress_ms = r->suppress_ms;
     cr->fingerprint = dsl_rule_fingerprint(r);
+    if (cr->fingerprint == 0)
+        return -1;   /* out of memory (reported by the caller): reload and restore need it */
     if (r->filter && !(cr->filter = compile_expr(r->filter, &env, diags)))
         return -1;
     cr->keys = calloc(r->n_keys ? r->n_keys : 1, sizeof *cr->keys);
