@@ -161,8 +161,10 @@ static char *describe(const CompiledRuleSet *rs, const Diags *d)
         for (size_t i = 0; i < rs->n_rules; i++) {
             const CompiledRule *r = &rs->rules[i];
             char *matching = dsl_rule_matching_text(r->ast);
-            buf_printf(&b, "rule %s: %zu keys, %zu on match, %zu on timeout\n%s\n", r->name,
-                       r->n_keys, r->n_on_match, r->n_on_timeout, matching ? matching : "(none)");
+            buf_printf(&b, "rule %s: %zu keys, %zu on match, %zu on timeout, fingerprint %s\n%s\n",
+                       r->name, r->n_keys, r->n_on_match, r->n_on_timeout,
+                       r->fingerprint == dsl_rule_fingerprint(r->ast) ? "right" : "WRONG",
+                       matching ? matching : "(none)");
             free(matching);
         }
     }
@@ -240,10 +242,10 @@ static size_t each_allocation_of_load(const char *const *paths, size_t n_paths,
         char *got = load_in_child(paths, n_paths, fail, &status);
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                       "allocation %zu of %zu: the child's status is %d (a leak or a crash)\n"
-                      "it loaded\n%s", fail, total, status, got);
+                      "it loaded\n%.1800s", fail, total, status, got);
         if (strcmp(got, want) != 0) {
             ck_assert_msg(says_out_of_memory(got),
-                          "allocation %zu of %zu: loaded as\n%s\ninstead of\n%s", fail, total,
+                          "allocation %zu of %zu: loaded as\n%.1800s\ninstead of\n%.1800s", fail, total,
                           got, want);
             failures++;
         }
@@ -359,7 +361,7 @@ static size_t each_allocation_of_vigil_check(const char *const *paths, size_t n_
         if (strcmp(got, want) != 0) {
             ck_assert_msg(strncmp(got, "exit 3\nstderr:\n", 15) == 0 &&
                               strstr(got, "vigil check: out of memory\n") != NULL,
-                          "allocation %zu: checked as\n%s\ninstead of\n%s", fail, got, want);
+                          "allocation %zu: checked as\n%.1800s\ninstead of\n%.1800s", fail, got, want);
             failures++;
         }
         free(got);
