@@ -13,7 +13,8 @@ static void check_usage(FILE *out)
 {
     fprintf(out, "usage: vigil check [--help] FILE|DIR...\n\n"
                  "Compiles rule files (a DIR means every *.cep directly in it) and reports\n"
-                 "errors and warnings on stderr. Exits 0 if there are no errors, 1 otherwise.\n");
+                 "errors and warnings on stderr. Exits 0 if there are no errors, 1 otherwise\n"
+                 "(3 when memory runs out).\n");
 }
 
 static const char *plural(size_t n)
