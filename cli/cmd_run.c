@@ -5,6 +5,7 @@
  * --stats summary. Signals are blocked and polled between input reads (at most
  * RUN_POLL_SLICE_MS apart), so no handler and no global state is needed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,9 @@ typedef struct Run {
     AlertRouter *alerts;
     Engine *engine;
     InputSet *inputs;
+    int read_fd;               /* the workers read this input themselves (engine_read_start),
+                                  or -1: the InputSet reads every input */
+    uint64_t read_size;        /* its size, for the progress line */
     RuleWatch *watch;          /* --watch, or NULL */
     RunState *state;           /* --state, or NULL */
     Control *control;          /* --control, or NULL */
@@ -343,6 +347,10 @@ static void show_progress(Run *run, bool final)
     }
     uint64_t done = 0, total = 0;
     input_progress(run->inputs, &done, &total);
+    if (run->read_fd >= 0) {
+        done = engine_read_bytes(run->engine);
+        total = run->read_size;
+    }
     EngineStats st;
     engine_stats(run->engine, &st);
     double secs = (double)(now - run->started_ms) / 1000.0;
@@ -610,6 +618,21 @@ static int poll_or_wait(Run *run, const InputHandler *h)
     return input_poll_runs(run->inputs, behind ? 0 : poll_timeout(run), h, on_lines);
 }
 
+/* poll_or_wait when the workers read the input: a step of at most a poll slice. */
+static int workers_read_step(Run *run)
+{
+    uint64_t before = engine_read_bytes(run->engine);
+    int rc = engine_read_step(run->engine, RUN_POLL_SLICE_MS);
+    if (engine_read_bytes(run->engine) != before)
+        run->lines_seen++;   /* not idle */
+    if (rc < 0 && engine_read_error(run->engine))
+        fprintf(stderr, "vigil run: input %s: read error: %s\n", run->opts->inputs[0],
+                strerror(engine_read_error(run->engine)));
+    else if (rc < 0)
+        run->fatal = true;
+    return rc;
+}
+
 /* Reads until end of input or a stop signal. Returns 1 on stop, 0 at end, -1 on error. */
 static int read_loop(Run *run, const sigset_t *signals)
 {
@@ -624,7 +647,7 @@ static int read_loop(Run *run, const sigset_t *signals)
             control_poll(run->control, &ch);
         }
         uint64_t before = run->lines_seen;
-        int rc = poll_or_wait(run, &h);
+        int rc = run->read_fd >= 0 ? workers_read_step(run) : poll_or_wait(run, &h);
         if (run->fatal || rc < 0)
             return -1;
         /* timers on processing time; with workers, hands them what was routed */
@@ -692,6 +715,33 @@ static bool output_reads_back(const RunOptions *o)
     return false;
 }
 
+/* The workers read the input themselves (engine_read_start) where that is safe:
+ * --workers N > 1 on event time, one input that is a regular file (a path, or stdin
+ * redirected from one: a pipe or a socket would block a worker in read(), and only
+ * the input layer serves several inputs in turn), and no --state (its checkpoints
+ * record input positions, which the input layer keeps). Elsewhere, or if it cannot
+ * start, the input layer reads as always. True when the workers read it. */
+static bool start_workers_read(Run *run, const RunOptions *o)
+{
+    const char *spec = o->inputs[0];
+    bool is_stdin = !strcmp(spec, "-");
+    struct stat st;
+    if (o->workers < 2 || o->n_inputs != 1 || run->state || !run->event_time ||
+        (!is_stdin && !is_file_input(spec)) || !regular_file(spec, STDIN_FILENO, &st))
+        return false;
+    int fd = is_stdin ? STDIN_FILENO : open(spec, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;   /* the input layer says why */
+    if (engine_read_start(run->engine, fd, spec, o->max_line) != 0) {
+        if (!is_stdin)
+            close(fd);
+        return false;
+    }
+    run->read_fd = fd;
+    run->read_size = (uint64_t)st.st_size;
+    return true;
+}
+
 static int open_inputs(Run *run, const RunOptions *o)
 {
     run->inputs = input_set_new(o->max_line);
@@ -699,6 +749,8 @@ static int open_inputs(Run *run, const RunOptions *o)
         fprintf(stderr, "vigil run: out of memory\n");
         return -1;
     }
+    if (start_workers_read(run, o))
+        return 0;
     for (size_t i = 0; i < o->n_inputs; i++) {
         char *err = NULL;
         if (input_add(run->inputs, o->inputs[i], &err) < 0) {
@@ -810,6 +862,8 @@ static void run_free(Run *run)
     engine_free(run->engine);   /* joins the workers, which may still reference inputs */
     if (run->inputs)
         input_set_free(run->inputs);
+    if (run->read_fd > STDIN_FILENO)
+        close(run->read_fd);
     watch_free(run->watch);
     control_close(run->control);
     if (run->alerts)
@@ -820,7 +874,7 @@ static void run_free(Run *run)
 /* Takes ownership of rs. */
 static int run_rules(const RunOptions *o, CompiledRuleSet *rs)
 {
-    Run run = {.opts = o, .rs = rs, .event_time = rs->event_time};
+    Run run = {.opts = o, .rs = rs, .event_time = rs->event_time, .read_fd = -1};
     RunState state;
     /* recovery cuts the files back before anything opens them */
     if (o->state && run_state_open(&state, o->state, o->checkpoint_every_ms, o->errors,

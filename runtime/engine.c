@@ -1,13 +1,17 @@
 /* runtime/engine.c — the engine's front: decode, time, reorder and release, then
  * matching inline (one Shard) or on worker threads (runtime/workers.h), which then
- * decode the lines too (parallel decoding, below). */
+ * decode the lines too (parallel decoding, below), and on one regular file read them
+ * too (reading on the workers, FeedReader). */
 #include "runtime/engine.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "nfa/snapshot.h"
@@ -103,6 +107,7 @@ typedef struct FeedBatch {
     atomic_uint_least64_t decoded;   /* seq + 1 once its job decoded and split it (release) */
     bool delivered;            /* under FeedChain.lock: the job delivered the split itself
                                   (feed_deliver); the engine's thread only counts it */
+    bool eof;                  /* reading job: the input ended at or before this batch */
 } FeedBatch;
 
 /* What a decoding thread needs to route events as well (filters and keys, on event
@@ -128,6 +133,39 @@ typedef struct FeedChain {
     uint64_t next_id;
 } FeedChain;
 
+/* Reading on the workers (engine_read_start): with one regular file on event time a
+ * reading job takes the reader's lock, reads the next chunk into its batch after the
+ * partial line the previous chunk left, frames and numbers the lines and takes the
+ * next seq, then decodes and routes them as any job, on the same core. The engine's
+ * thread only hands out jobs and takes the batches back in seq order (input order): a
+ * batch's slot in the ring says nothing of its place, so `out` says which are out. */
+typedef struct FeedReader {
+    pthread_mutex_t lock;
+    int fd;                    /* borrowed */
+    const char *origin;        /* borrowed */
+    size_t max_line;
+    char overlong[64];         /* the reason an over-long line is rejected with */
+    /* under lock, by the jobs: */
+    uint64_t next_seq;         /* of the next chunk read */
+    uint64_t line_no;          /* lines started so far */
+    uint64_t bytes;            /* read so far */
+    Buf carry;                 /* the partial line after the last chunk read */
+    bool skipping;             /* discarding the rest of an over-long line */
+    bool eof;                  /* read() returned 0 or failed */
+    int error;                 /* errno of the failed read, or 0 */
+    bool failed;               /* out of memory: the reading stopped */
+    /* the engine's thread only: */
+    bool *out;                 /* per ring slot: its reading job is out */
+    uint64_t *order;           /* per ring slot: when it was handed out */
+    size_t n_out;
+    uint64_t handed, take;     /* jobs handed out so far; seq of the next batch to take */
+    bool ended;                /* the batch that met the end was taken */
+} FeedReader;
+
+/* A reading job's chunk: read() at most this much. 40 KiB measured best (prototype,
+ * docs/perf/workers.md): 64 KiB with 8 batches per worker clearly worse, 24 KiB the same. */
+#define FEED_READ_BYTES (40u << 10)
+
 /* A ring of batches: ring[oldest] .. the next in_flight are out for decoding, the
  * one after them is being filled (so in_flight < n_ring). The newest `fresh` of
  * those out were sent since the last tick. */
@@ -139,6 +177,11 @@ typedef struct Feed {
     bool chain_ready;          /* its lock is initialised */
     Decoder **decoders;        /* per worker; owned */
     FeedRouter *routers;       /* per worker; owned */
+    FeedReader *reader;        /* owned: the workers read the input (engine_read_start), or NULL */
+    size_t max_line;           /* lines longer are over-long dead letters: only when reading
+                                  (FeedReader.max_line), else SIZE_MAX */
+    int read_error;            /* errno of the reader's failed read, once it ended */
+    uint64_t read_bytes;       /* what it read, once it ended */
 } Feed;
 
 struct Engine {
@@ -340,6 +383,21 @@ static bool split_batch(FeedBatch *b, size_t worker)
     return true;
 }
 
+/* The batch numbered seq, which follows b in input order, if it is decoded; else NULL.
+ * Batches go out in ring order, except reading jobs, which number theirs as they read. */
+static FeedBatch *feed_decoded_after(Feed *f, FeedBatch *b, uint64_t seq)
+{
+    if (!f->reader) {
+        size_t next = (size_t)(b - f->ring) + 1;
+        b = &f->ring[next < f->n_ring ? next : 0];
+        return atomic_load_explicit(&b->decoded, memory_order_acquire) == seq + 1 ? b : NULL;
+    }
+    for (size_t i = 0; i < f->n_ring; i++)
+        if (atomic_load_explicit(&f->ring[i].decoded, memory_order_acquire) == seq + 1)
+            return &f->ring[i];
+    return NULL;
+}
+
 /* The fast path on the decoding thread, when every batch before this one went out
  * already: the same decision as the engine's thread would make (feed_take_split),
  * from the same state; then this job hands the parts to their owners itself, and this
@@ -364,12 +422,97 @@ static void feed_deliver(FeedBatch *b, size_t worker)
         c->next_id += b->n;
         c->seq++;
         b->delivered = true;
-        size_t next = (size_t)(b - f->ring) + 1;
-        b = &f->ring[next < f->n_ring ? next : 0];
-        if (atomic_load_explicit(&b->decoded, memory_order_acquire) != c->seq + 1)
+        if (!(b = feed_decoded_after(f, b, c->seq)))
             break;   /* not decoded yet (or not submitted): its own job goes on */
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+static inline bool feed_room(FeedBatch *b);
+
+static int64_t wall_clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Line [off, off + len) of b->text as the next line; a line over max_line keeps its
+ * length there, which marks it over-long (reader locked). False without memory. */
+static bool read_line(FeedBatch *b, FeedReader *r, size_t off, size_t len)
+{
+    if (b->n == b->cap && !feed_room(b))
+        return false;
+    b->lines[b->n++] = (FeedText){(uint32_t)off, (uint32_t)len};
+    r->line_no++;
+    return true;
+}
+
+/* Frames b->text into lines as the input layer does (runtime/input.c): the partial
+ * line at its end goes to the reader's carry, or is the last line at the end of the
+ * input; a line over max_line is rejected as soon as it is known to be, and the rest
+ * of it skipped. Reader locked; false without memory. */
+static bool read_frame(FeedBatch *b, FeedReader *r, bool end)
+{
+    const char *data = b->text.data;
+    size_t p = 0, len = b->text.len;
+    const char *nl;
+    while (p < len && (nl = memchr(data + p, '\n', len - p))) {
+        size_t stop = (size_t)(nl - data);
+        if (r->skipping)
+            r->skipping = false;   /* the over-long line ends here; rejected already */
+        else if (!read_line(b, r, p, stop - p))
+            return false;
+        p = stop + 1;
+    }
+    size_t rest = len - p;
+    if (r->skipping || !rest)
+        return true;
+    if (end || rest > r->max_line) {
+        r->skipping = !end;
+        return read_line(b, r, p, rest);
+    }
+    buf_append(&r->carry, data + p, rest);
+    return !r->carry.failed;
+}
+
+/* A reading job's read: the next chunk of the input into b, after the carry, in turn.
+ * Once the input ended (or failed) every later batch is empty and says so. */
+static void feed_read(FeedBatch *b, FeedReader *r, bool event_time)
+{
+    b->n = 0;
+    b->rejected = false;
+    b->kept = NULL;
+    b->origin = r->origin;
+    b->now_ms = event_time ? 0 : wall_clock_ms();   /* arrival, after a reload to it */
+    buf_clear(&b->text);
+    pthread_mutex_lock(&r->lock);
+    b->seq = r->next_seq++;
+    b->first_line = r->line_no + 1;
+    if (!r->eof && !feed_reserve(&b->text, r->carry.len + FEED_READ_BYTES)) {
+        b->text.failed = false;
+        r->failed = r->eof = true;
+    }
+    if (!r->eof) {
+        if (r->carry.len)
+            memcpy(b->text.data, r->carry.data, r->carry.len);
+        b->text.len = r->carry.len;
+        buf_clear(&r->carry);
+        ssize_t got;
+        do
+            got = read(r->fd, b->text.data + b->text.len, FEED_READ_BYTES);
+        while (got < 0 && errno == EINTR);
+        if (got < 0)
+            r->error = errno;
+        else
+            b->text.len += (size_t)got;
+        r->bytes += got > 0 ? (uint64_t)got : 0;
+        r->eof = got <= 0;
+        if (!read_frame(b, r, got == 0))   /* a failed read's partial line is lost */
+            r->failed = r->eof = true;
+    }
+    b->eof = r->eof;
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* The job, on worker `worker`. */
@@ -377,6 +520,8 @@ static void decode_batch(void *arg, size_t worker)
 {
     FeedBatch *b = arg;
     const Engine *e = b->e;
+    if (e->feed.reader)
+        feed_read(b, e->feed.reader, e->rs->event_time);
     Decoder *d = e->feed.decoders[worker];
     FeedRouter *fr = &e->feed.routers[worker];
     b->n_routes = 0;
@@ -386,6 +531,10 @@ static void decode_batch(void *arg, size_t worker)
     for (size_t i = 0; i < b->n && !b->rejected; i++) {
         Decoded *o = &b->out[i];
         o->routed = false;
+        if (b->lines[i].len > e->feed.max_line) {
+            o->ev = NULL;   /* over-long: a dead letter when taken */
+            continue;
+        }
         decode_line(d, e->rs, text + b->lines[i].off, b->lines[i].len, o);
         if (o->ev) {   /* while it is in the cache (the fast path needs them) */
             o->ev->origin = b->origin;
@@ -394,7 +543,7 @@ static void decode_batch(void *arg, size_t worker)
         if (o->ev && o->timed)
             route_line(b, fr, o);
     }
-    b->split_ok = b->split && e->rs->event_time && split_batch(b, worker);
+    b->split_ok = b->n && b->split && e->rs->event_time && split_batch(b, worker);
     atomic_store_explicit(&b->decoded, b->seq + 1, memory_order_release);
     feed_deliver(b, worker);
 }
@@ -403,6 +552,7 @@ static int feed_init(Engine *e)
 {
     Feed *f = &e->feed;
     f->n_ring = e->n_workers * FEED_BATCHES_PER_WORKER;
+    f->max_line = SIZE_MAX;
     f->ring = calloc(f->n_ring, sizeof *f->ring);
     f->decoders = decoders_new(e->rs, e->workers, e->n_workers);
     f->routers = routers_new(e->rs, e->n_workers);
@@ -447,6 +597,17 @@ static void feed_drop_decoded(FeedBatch *b)
             event_release(b->out[j].ev);
 }
 
+static void reader_free(FeedReader *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_destroy(&r->lock);
+    buf_free(&r->carry);
+    free(r->out);
+    free(r->order);
+    free(r);
+}
+
 /* Call with every job run (the workers joined, or every batch processed): the
  * batches out are decoded, the one being filled never was. */
 static void feed_free(Engine *e)
@@ -454,6 +615,10 @@ static void feed_free(Engine *e)
     Feed *f = &e->feed;
     for (size_t k = 0; f->ring && k < f->in_flight; k++)
         feed_drop_decoded(&f->ring[(f->oldest + k) % f->n_ring]);
+    for (size_t i = 0; f->reader && i < f->n_ring; i++)
+        if (f->reader->out[i])
+            feed_drop_decoded(&f->ring[i]);
+    reader_free(f->reader);
     for (size_t i = 0; f->ring && i < f->n_ring; i++) {
         FeedBatch *b = &f->ring[i];
         workers_split_free(b->split);
@@ -780,6 +945,12 @@ static void feed_take_lines(Engine *e, FeedBatch *b)
     for (size_t i = 0; i < b->n; i++) {
         Decoded *o = &b->out[i];
         const char *text = feed_text(b) + b->lines[i].off;
+        if (b->lines[i].len > e->feed.max_line) {   /* the input layer's excerpt and reason */
+            take_rejected(e, text, b->lines[i].len < INPUT_OVERLONG_EXCERPT
+                          ? b->lines[i].len : INPUT_OVERLONG_EXCERPT, b->origin,
+                          b->first_line + i, e->feed.reader->overlong);
+            continue;
+        }
         /* the events were written on another core: start fetching the next ones */
         if (i + FEED_PREFETCH < b->n && b->out[i + FEED_PREFETCH].ev)
             __builtin_prefetch(b->out[i + FEED_PREFETCH].ev, 1);
@@ -871,6 +1042,89 @@ static void feed_submit(Engine *e)
     feed_retire(e, f->n_ring - 1);
 }
 
+/* ---- reading on the workers: the engine's thread ---- */
+
+/* The batch the reader numbered `take`, once its job is done (its slot can be reused). */
+static FeedBatch *read_next(Feed *f)
+{
+    FeedReader *r = f->reader;
+    for (size_t i = 0; i < f->n_ring; i++)
+        if (r->out[i] && workers_job_done(&f->ring[i].job) &&
+            atomic_load_explicit(&f->ring[i].decoded, memory_order_acquire) == r->take + 1)
+            return &f->ring[i];
+    return NULL;
+}
+
+/* Takes the next batch read if its job is done; false if it is not. */
+static bool read_take_next(Engine *e)
+{
+    Feed *f = &e->feed;
+    FeedReader *r = f->reader;
+    FeedBatch *b = read_next(f);
+    if (!b)
+        return false;
+    r->ended |= b->eof;
+    feed_take(e, b);
+    r->out[b - f->ring] = false;
+    r->n_out--;
+    r->take++;
+    workers_publish(e->workers, e->released_ms);
+    return true;
+}
+
+/* Takes the batches read, in input order, as far as their jobs are done. */
+static void read_take_ready(Engine *e)
+{
+    while (read_take_next(e))
+        continue;
+}
+
+/* Waits for the job out longest (reads go in turn, so it is the likeliest next). */
+static void read_wait(Engine *e)
+{
+    Feed *f = &e->feed;
+    FeedReader *r = f->reader;
+    size_t first = SIZE_MAX;
+    for (size_t i = 0; i < f->n_ring; i++)
+        if (r->out[i] && !workers_job_done(&f->ring[i].job) &&
+            (first == SIZE_MAX || r->order[i] < r->order[first]))
+            first = i;
+    if (first != SIZE_MAX)
+        workers_job_wait(e->workers, &f->ring[first].job);
+}
+
+/* A reading job to every free batch, until the end was met. */
+static void read_hand_out(Engine *e)
+{
+    Feed *f = &e->feed;
+    FeedReader *r = f->reader;
+    for (size_t i = 0; i < f->n_ring && !r->ended; i++) {
+        if (r->out[i])
+            continue;
+        if (!r->n_out) {   /* the state may have changed since the last batch */
+            pthread_mutex_lock(&f->chain.lock);
+            feed_chain_set(e, r->take);
+            pthread_mutex_unlock(&f->chain.lock);
+        }
+        r->out[i] = true;
+        r->order[i] = r->handed++;
+        r->n_out++;
+        f->ring[i].delivered = false;
+        workers_submit(e->workers, &f->ring[i].job);
+    }
+}
+
+/* feed_flush when reading: every batch out is taken; no job goes out meanwhile. */
+static void read_retire(Engine *e)
+{
+    FeedReader *r = e->feed.reader;
+    while (r->n_out) {
+        read_take_ready(e);
+        if (r->n_out)
+            read_wait(e);
+    }
+}
+
 /* A turn of the read loop: the lines of earlier turns are taken (waiting for them if
  * need be: the workers are then behind), those of this turn as far as decoded. So a
  * line is matched at the latest on the turn after the one that read it, and reading
@@ -880,6 +1134,10 @@ static void feed_tick(Engine *e)
 {
     if (!e->workers)
         return;
+    if (e->feed.reader) {
+        read_take_ready(e);
+        return;
+    }
     feed_submit(e);
     Feed *f = &e->feed;
     if (f->in_flight > f->fresh && !workers_job_done(&f->ring[f->oldest].job))
@@ -894,6 +1152,10 @@ static void feed_flush(Engine *e)
 {
     if (!e->workers)
         return;
+    if (e->feed.reader) {
+        read_retire(e);
+        return;
+    }
     feed_submit(e);
     feed_retire(e, 0);
 }
@@ -1060,6 +1322,95 @@ void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
         return;
     feed_flush(e);
     take_rejected(e, text, len, origin, line_no, reason);
+}
+
+/* ---- the workers read ------------------------------------------------------- */
+
+int engine_read_start(Engine *e, int fd, const char *origin, size_t max_line)
+{
+    Feed *f = &e->feed;
+    if (!e->workers || !e->rs->event_time || f->reader || !max_line ||
+        max_line > UINT32_MAX / 2)
+        return -2;
+    FeedReader *r = calloc(1, sizeof *r);
+    if (!r)
+        return -1;
+    r->out = calloc(f->n_ring, sizeof *r->out);
+    r->order = calloc(f->n_ring, sizeof *r->order);
+    if (!r->out || !r->order || pthread_mutex_init(&r->lock, NULL)) {
+        free(r->out);
+        free(r->order);
+        free(r);
+        return -1;
+    }
+    feed_flush(e);   /* whatever was handed in before, in its order */
+    r->fd = fd;
+    r->origin = origin;
+    r->max_line = max_line;
+    input_overlong_reason(r->overlong, sizeof r->overlong, max_line);
+    r->next_seq = r->take = f->next_seq;
+    f->oldest = f->in_flight = f->fresh = 0;
+    f->max_line = max_line;
+    f->reader = r;
+    return 0;
+}
+
+/* The end was taken: the ring serves engine_line again. */
+static int read_end(Engine *e)
+{
+    Feed *f = &e->feed;
+    FeedReader *r = f->reader;
+    int rc = r->failed || r->error ? -1 : 0;
+    f->read_error = r->error;
+    f->read_bytes = r->bytes;
+    f->next_seq = r->take;
+    f->max_line = SIZE_MAX;
+    f->reader = NULL;
+    reader_free(r);
+    return rc;
+}
+
+int engine_read_step(Engine *e, int timeout_ms)
+{
+    FeedReader *r = e->feed.reader;
+    if (!r)
+        return 0;
+    int64_t until = clock_monotonic_ms() + timeout_ms;
+    for (;;) {
+        /* a slot taken back goes out again at once: the workers never run short */
+        if (!engine_backlogged(e) || engine_drain(e, 0))
+            read_hand_out(e);
+        bool took = read_take_next(e);
+        if (engine_failed(e))
+            return -1;
+        if (r->ended && !r->n_out)
+            return read_end(e);
+        int64_t left = until - clock_monotonic_ms();
+        if (left <= 0)
+            return 1;
+        if (took)
+            continue;
+        if (r->n_out)
+            read_wait(e);
+        else
+            engine_drain(e, (int)left);   /* backlogged: no job went out */
+    }
+}
+
+uint64_t engine_read_bytes(const Engine *e)
+{
+    FeedReader *r = e->feed.reader;
+    if (!r)
+        return e->feed.read_bytes;
+    pthread_mutex_lock(&r->lock);
+    uint64_t bytes = r->bytes;
+    pthread_mutex_unlock(&r->lock);
+    return bytes;
+}
+
+int engine_read_error(const Engine *e)
+{
+    return e->feed.read_error;
 }
 
 /* ---- time and the end ------------------------------------------------------- */

@@ -13,7 +13,8 @@
  * worker threads (one key's results always from the same one, in order), the other
  * sink calls from the caller's thread. With N workers the lines are also decoded on
  * the workers, in batches, and taken back in input order on the caller's thread (so
- * dead letters, late events and counters are as with one); every function below that
+ * dead letters, late events and counters are as with one); on one regular file they may
+ * read it too (engine_read_start); every function below that
  * reads or changes the state takes the lines handed in so far first, except
  * engine_tick (see there). */
 #ifndef VIGIL_RUNTIME_ENGINE_H
@@ -118,6 +119,27 @@ size_t engine_input_lines(Engine *e, const InputLines *lines, int64_t now_ms, bo
 /* A line the input layer refused (over-long, unterminated): a dead letter. */
 void engine_reject(Engine *e, const char *text, size_t len, const char *origin,
                    uint64_t line_no, const char *reason);
+
+/* The workers read the input themselves (--workers N on one regular file): fd
+ * (borrowed; a regular file, read from where it stands, to its end) is read in chunks
+ * by the workers' decoding jobs, its lines numbered from 1 with `origin` (borrowed;
+ * must outlive the engine) and framed as the input layer does (runtime/input.h: a
+ * trailing \r is kept, the last line needs no newline, a line over max_line bytes is
+ * a dead letter with an excerpt and the rest of it is skipped). Results are those of
+ * handing the same lines to engine_input_lines. Only with workers on event time: -2
+ * otherwise (read the input with an InputSet), -1 on allocation failure. Then call
+ * engine_read_step until it returns 0; the other entry points may be called between
+ * steps (each takes every batch read so far first, as with lines handed in). */
+int engine_read_start(Engine *e, int fd, const char *origin, size_t max_line);
+/* Hands reading jobs out (none while the workers are backlogged) and takes the batches
+ * read back in input order, for about timeout_ms at most (one batch's decoding may
+ * pass it). 1 while the file goes on, 0 once every line was taken (reading is over),
+ * -1 on an allocation failure or a failed read (engine_read_error). */
+int engine_read_step(Engine *e, int timeout_ms);
+/* Bytes the workers read so far (for a progress line). */
+uint64_t engine_read_bytes(const Engine *e);
+/* The errno of the read that failed, once engine_read_step returned -1; else 0. */
+int engine_read_error(const Engine *e);
 /* Backpressure (--workers N): true once the workers fall behind (a queue half full);
  * the caller should stop reading (input_pause: sockets then push back through flow
  * control, files and stdin simply wait) and call engine_drain until it returns true.

@@ -8,7 +8,7 @@
  *   brings; it grows only while a single line needs it, up to max_line + 1 bytes, so
  *   memory is bounded by (sources x max_line). An over-long line is rejected as soon as
  *   it is known to be too long and the rest of it is discarded as it arrives, never
- *   buffered. The rejected text is an excerpt (its first OVERLONG_EXCERPT bytes).
+ *   buffered. The rejected text is an excerpt (its first INPUT_OVERLONG_EXCERPT bytes).
  * - Lent buffers: the line handler may keep the lines of a read where they lie (with
  *   workers the engine decodes them there rather than copying each line). A source
  *   whose buffer is held once its lines are framed moves its partial line into another
@@ -53,7 +53,6 @@
  * (1 MiB: the reading thread about 8 % more perf samples on scenario 1). */
 #define FILE_BUFFER_INITIAL (1u << 17)
 #define SOCKET_BUFFER_INITIAL (16u << 10)
-#define OVERLONG_EXCERPT 1024
 #define MAX_CONNECTIONS 4096
 #define ACCEPTS_PER_ROUND 64
 #define LISTEN_BACKLOG 128
@@ -287,12 +286,18 @@ static void reject(const InputHandler *h, const Source *s, const char *text, siz
     h->reject(h->user, &line, reason);
 }
 
+void input_overlong_reason(char *reason, size_t size, size_t max_line)
+{
+    snprintf(reason, size, "line longer than %zu bytes", max_line);
+}
+
 static void reject_overlong(InputSet *in, const InputHandler *h, const Source *s,
                             const char *text, size_t len)
 {
     char reason[64];
-    snprintf(reason, sizeof reason, "line longer than %zu bytes", in->max_line);
-    reject(h, s, text, len < OVERLONG_EXCERPT ? len : OVERLONG_EXCERPT, s->offset, reason);
+    input_overlong_reason(reason, sizeof reason, in->max_line);
+    reject(h, s, text, len < INPUT_OVERLONG_EXCERPT ? len : INPUT_OVERLONG_EXCERPT, s->offset,
+           reason);
 }
 
 /* Puts the bytes [p, p + rest) of the source's buffer at the front of a buffer the

@@ -66,6 +66,11 @@ static inline const char *input_lines_at(const InputLines *l, size_t i, size_t *
  * pause from InputHandler.line. */
 typedef size_t (*InputLinesFn)(void *user, const InputLines *lines);
 
+/* An over-long line is rejected with its first INPUT_OVERLONG_EXCERPT bytes and this
+ * reason ("line longer than MAX bytes"), written into reason[0..size). */
+#define INPUT_OVERLONG_EXCERPT 1024
+void input_overlong_reason(char *reason, size_t size, size_t max_line);
+
 typedef struct InputSet InputSet;
 
 InputSet *input_set_new(size_t max_line);

@@ -3,6 +3,7 @@
  * the table, late and malformed lines, stop versus end of input, processing-time
  * timers, workers. */
 #include <check.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1042,13 +1043,23 @@ static void run_input(const CompiledRuleSet *rs, const char *path, size_t worker
     sort_lines(&run->trace.alerts);
 }
 
+static const char input_rules[] =
+    "time ts epoch_ms;\n"
+    "rule pair { key user; begin a where type == \"start\";\n"
+    "  followed_by b where type == \"end\"; within 2s; on match alert \"m\";\n"
+    "  on timeout alert \"t\"; }\n";
+
+/* What a run of input_rules over mixed lines with over-long ones must show. */
+static void check_input_run(const Run *one)
+{
+    ck_assert_uint_gt(one->stats.malformed, 200);
+    ck_assert_uint_gt(one->rule0.matches + one->rule0.timeouts, 100);
+    ck_assert_ptr_nonnull(strstr(one->trace.order.data, "line longer than 2000 bytes"));
+}
+
 START_TEST(workers_decode_lines_where_the_input_read_them)
 {
-    CompiledRuleSet *rs = test_rules_compile(
-        "time ts epoch_ms;\n"
-        "rule pair { key user; begin a where type == \"start\";\n"
-        "  followed_by b where type == \"end\"; within 2s; on match alert \"m\";\n"
-        "  on timeout alert \"t\"; }\n", NULL);
+    CompiledRuleSet *rs = test_rules_compile(input_rules, NULL);
     size_t n = 30000;   /* about 2 MB: many input buffers */
     char **lines = mixed_lines(n);
     char path[] = "/tmp/vigil-engine-input-XXXXXX";
@@ -1065,9 +1076,7 @@ START_TEST(workers_decode_lines_where_the_input_read_them)
     Run one;
     run_input(rs, path, 1, false, &one);
     ck_assert_uint_eq(one.stats.lines, n + 6);
-    ck_assert_uint_gt(one.stats.malformed, 200);
-    ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
-    ck_assert_ptr_nonnull(strstr(one.trace.order.data, "line longer than 2000 bytes"));
+    check_input_run(&one);
     for (size_t workers = 1; workers <= 3; workers++)
         for (int runs = workers == 1; runs <= 1; runs++) {
             Run more;
@@ -1079,6 +1088,239 @@ START_TEST(workers_decode_lines_where_the_input_read_them)
     unlink(path);
     free_lines(lines, n);
     ruleset_free(rs);
+}
+END_TEST
+
+/* ---- the workers read the file themselves (engine_read_start) ----------------
+ * Each must report exactly as the input layer's reading with one worker: dead
+ * letters (over-long lines too) in order with their line numbers, texts and reasons,
+ * the same alerts and counters. */
+
+/* Called before each step of run_read; true stops the reading there. */
+typedef bool (*StepHook)(Engine *e, size_t step, void *user);
+
+/* The file read by `workers` workers (engine_read_start, lines over 2000 bytes
+ * over-long), in steps of step_ms, hook (may be NULL) called before each step; then
+ * engine_finish, or engine_stop if the hook stopped the reading. */
+static void run_read(const CompiledRuleSet *rs, const char *path, size_t workers, int step_ms,
+                     StepHook hook, void *user, Run *run)
+{
+    memset(run, 0, sizeof *run);
+    pthread_mutex_init(&run->trace.lock, NULL);
+    Engine *e = traced_engine(rs, &run->trace, workers);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(engine_read_start(e, fd, path, 2000), 0);
+    int rc = 1;
+    bool stopped = false;
+    for (size_t step = 0; rc == 1 && !stopped && step < 10000000; step++) {
+        stopped = hook && hook(e, step, user);
+        if (!stopped)
+            rc = engine_read_step(e, step_ms);
+        ck_assert_int_eq(engine_tick(e, 0), 0);
+    }
+    ck_assert_int_eq(rc, (stopped ? 1 : 0));
+    ck_assert_int_eq(stopped ? engine_stop(e) : engine_finish(e), 0);
+    engine_stats(e, &run->stats);
+    engine_rule_stats(e, 0, &run->rule0);
+    engine_free(e);
+    close(fd);
+    sort_lines(&run->trace.alerts);
+}
+
+/* A temporary file holding text; its path in path (a mkstemp template). */
+static void write_file(char *path, const char *text, size_t len)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, len), (ssize_t)len);
+    ck_assert_int_eq(close(fd), 0);
+}
+
+/* n mixed lines, one per line, and what the input layer rejects or frames oddly:
+ * over-long lines (one of 100 KB, over several chunks; one of 2001 bytes at the end of
+ * a chunk's worth), a line of exactly 2000 bytes, CRLF, a NUL byte, empty lines; the
+ * last line without a newline. */
+static void write_odd_file(char *path, char **lines, size_t n)
+{
+    Buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 4999 == 4998)
+            buf_printf(&b, "{\"pad\":\"%03000d\"}\n", 0);
+        if (i == 7000) {
+            buf_puts(&b, "{\"pad\":\"");
+            for (size_t k = 0; k < 100000; k++)
+                buf_putc(&b, 'x');
+            buf_puts(&b, "\"}\n");
+        }
+        if (i == 9000)
+            buf_printf(&b, "{\"ts\":1,\"pad\":\"%01983d\"}\n", 0);   /* 2000 bytes */
+        if (i == 9001)
+            buf_printf(&b, "{\"ts\":1,\"pad\":\"%01984d\"}\n", 0);   /* 2001 bytes */
+        if (i % 997 == 5)
+            buf_puts(&b, "\n");
+        if (i == 12000)
+            buf_append(&b, "{\"ts\":5,\0\"x\":1}\n", 17);
+        buf_puts(&b, lines[i]);
+        if (i + 1 < n)
+            buf_puts(&b, i % 13 == 0 ? "\r\n" : "\n");
+    }
+    write_file(path, b.data, b.len);
+    buf_free(&b);
+}
+
+static bool read_stats_each_step(Engine *e, size_t step, void *user)
+{
+    (void)step;
+    EngineStats st;
+    engine_stats(e, &st);   /* takes the batches read so far, mid-file */
+    uint64_t *lines = user;
+    ck_assert_uint_ge(st.lines, *lines);
+    *lines = st.lines;
+    return false;
+}
+
+START_TEST(workers_read_the_file_as_the_input_does)
+{
+    CompiledRuleSet *rs = test_rules_compile(input_rules, NULL);
+    size_t n = 30000;
+    char **lines = mixed_lines(n);
+    char path[] = "/tmp/vigil-engine-read-XXXXXX";
+    write_odd_file(path, lines, n);
+    Run one;
+    run_input(rs, path, 1, true, &one);
+    ck_assert_uint_gt(one.stats.lines, n + 30);
+    check_input_run(&one);
+    for (size_t workers = 2; workers <= 3; workers++) {
+        Run more;
+        run_read(rs, path, workers, 100, NULL, NULL, &more);
+        assert_same_run(&one, &more);
+        run_free(&more);
+    }
+    uint64_t seen = 0;
+    Run stepped;
+    run_read(rs, path, 2, 0, read_stats_each_step, &seen, &stepped);
+    assert_same_run(&one, &stepped);
+    ck_assert_uint_eq(seen, one.stats.lines);
+    run_free(&stepped);
+    run_free(&one);
+    unlink(path);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
+START_TEST(workers_read_an_empty_file_and_one_line_without_newline)
+{
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
+    const char *texts[] = {"", "{\"ts\":1,\"type\":\"ping\",\"user\":\"a\"}", "\n"};
+    const uint64_t want[] = {0, 1, 1};
+    for (size_t k = 0; k < 3; k++) {
+        char path[] = "/tmp/vigil-engine-read-XXXXXX";
+        write_file(path, texts[k], strlen(texts[k]));
+        Run run;
+        run_read(rs, path, 2, 100, NULL, NULL, &run);
+        ck_assert_uint_eq(run.stats.lines, want[k]);
+        ck_assert_uint_eq(run.stats.events, k == 1);
+        ck_assert_uint_eq(run.stats.malformed, k == 2);
+        ck_assert_int_eq(strstr(run.trace.alerts.data ? run.trace.alerts.data : "", "1 m a 1")
+                         != NULL, k == 1);
+        run_free(&run);
+        unlink(path);
+    }
+    ruleset_free(rs);
+}
+END_TEST
+
+/* The lines of `path` (written from lines[0..n)), placed there, for run_lines. */
+static Placed *placed_in(const char *path, size_t n)
+{
+    Placed *at = calloc(n, sizeof *at);
+    for (size_t i = 0; i < n; i++)
+        at[i] = (Placed){path, i + 1, 0};
+    return at;
+}
+
+static void write_lines(char *path, char **lines, size_t n)
+{
+    Buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        buf_puts(&b, lines[i]);
+        buf_putc(&b, '\n');
+    }
+    write_file(path, b.data, b.len);
+    buf_free(&b);
+}
+
+static bool stop_at_step_2(Engine *e, size_t step, void *user)
+{
+    (void)e;
+    (void)user;
+    return step == 2;
+}
+
+/* A stop mid-file processes every line the workers read (their batches out are
+ * taken), fires no pending timeout: as one worker stopped after those lines. */
+START_TEST(workers_read_then_stop_as_one_thread_after_those_lines)
+{
+    CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
+    size_t n = 60000;   /* about 4 MB: far more than 3 steps hand out (8 chunks each) */
+    char **lines = mixed_lines(n);
+    char path[] = "/tmp/vigil-engine-read-XXXXXX";
+    write_lines(path, lines, n);
+    Run stopped;
+    run_read(rs, path, 2, 0, stop_at_step_2, NULL, &stopped);
+    size_t taken = stopped.stats.lines;
+    ck_assert_uint_gt(taken, 0);
+    ck_assert_uint_lt(taken, n / 2);
+    Placed *at = placed_in(path, taken);
+    Run one;
+    run_lines(rs, lines, taken, at, 1, 0, true, &one);
+    ck_assert_uint_gt(one.stats.pending_at_stop, 0);
+    assert_same_run(&one, &stopped);
+    run_free(&one);
+    run_free(&stopped);
+    free(at);
+    unlink(path);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
+typedef struct ReloadAt {
+    const CompiledRuleSet *next;
+    size_t step;
+    uint64_t lines;            /* taken before the reload */
+} ReloadAt;
+
+static bool reload_at_step(Engine *e, size_t step, void *user)
+{
+    ReloadAt *r = user;
+    if (step != r->step)
+        return false;
+    EngineStats st;
+    engine_stats(e, &st);
+    r->lines = st.lines;
+    EngineReloadSummary sum;
+    ck_assert_int_eq(engine_reload(e, r->next, NULL, NULL, &sum), 0);
+    ck_assert_uint_eq(sum.changed, 1);
+    return false;
+}
+
+/* Only with workers on event time: elsewhere the input layer reads. */
+START_TEST(workers_read_only_with_workers_on_event_time)
+{
+    CompiledRuleSet *et = test_rules_compile(pair_rules, NULL);
+    CompiledRuleSet *pt = test_rules_compile(
+        "rule p { key user; begin a where type == \"ping\"; on match alert \"p\"; }\n", NULL);
+    Trace t = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    Engine *one = traced_engine(et, &t, 1), *proc = traced_engine(pt, &t, 2);
+    ck_assert_int_eq(engine_read_start(one, 0, "-", 2000), -2);
+    ck_assert_int_eq(engine_read_start(proc, 0, "-", 2000), -2);
+    engine_free(one);
+    engine_free(proc);
+    ruleset_free(et);
+    ruleset_free(pt);
 }
 END_TEST
 
@@ -1130,33 +1372,45 @@ END_TEST
 
 /* Lines handed in before a reload are matched by the old rules, those after by the
  * new ones, whether decoded on the workers or not. */
-static void run_reload(size_t workers, Run *run)
+static const char reload_r1[] =
+    "time ts epoch_ms;\n"
+    "rule r { key user; begin a where n % 2 == 0; on match alert \"a\"; }\n";
+static const char reload_r2[] =
+    "time ts epoch_ms;\n"
+    "rule r { key user; begin a where n % 3 == 0 and type == \"end\";\n"
+    "  on match alert \"b\"; }\n";
+
+/* lines[0..n), line i + 1 of origin, with a reload from v1 to v2 (its rule changed)
+ * before line reload_at + 1. */
+static void run_reload_lines(const CompiledRuleSet *v1, const CompiledRuleSet *v2,
+                             char **lines, size_t n, size_t reload_at, const char *origin,
+                             size_t workers, Run *run)
 {
-    CompiledRuleSet *v1 = test_rules_compile(
-        "time ts epoch_ms;\n"
-        "rule r { key user; begin a where n % 2 == 0; on match alert \"a\"; }\n", NULL);
-    CompiledRuleSet *v2 = test_rules_compile(
-        "time ts epoch_ms;\n"
-        "rule r { key user; begin a where n % 3 == 0 and type == \"end\";\n"
-        "  on match alert \"b\"; }\n", v1);
-    size_t n = 1500;
-    char **lines = mixed_lines(n);
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
     Engine *e = traced_engine(v1, &run->trace, workers);
     for (size_t i = 0; i < n; i++) {
-        if (i == 777) {
+        if (i == reload_at) {
             EngineReloadSummary sum;
             ck_assert_int_eq(engine_reload(e, v2, NULL, NULL, &sum), 0);
             ck_assert_uint_eq(sum.changed, 1);
         }
-        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), "in", i + 1, 0), 0);
+        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), origin, i + 1, 0), 0);
     }
     ck_assert_int_eq(engine_finish(e), 0);
     engine_stats(e, &run->stats);
     engine_rule_stats(e, 0, &run->rule0);
     engine_free(e);
     sort_lines(&run->trace.alerts);
+}
+
+static void run_reload(size_t workers, Run *run)
+{
+    CompiledRuleSet *v1 = test_rules_compile(reload_r1, NULL);
+    CompiledRuleSet *v2 = test_rules_compile(reload_r2, v1);
+    size_t n = 1500;
+    char **lines = mixed_lines(n);
+    run_reload_lines(v1, v2, lines, n, 777, "in", workers, run);
     free_lines(lines, n);
     ruleset_free(v1);
     ruleset_free(v2);
@@ -1172,6 +1426,34 @@ START_TEST(workers_decode_lines_before_a_reload_for_the_old_rules)
     assert_same_run(&one, &two);
     run_free(&one);
     run_free(&two);
+}
+END_TEST
+
+/* A reload mid-file: the lines read before it are matched by the old rules, the rest
+ * by the new ones, as with one worker reloading after as many lines. */
+START_TEST(workers_read_across_a_reload_as_one_thread)
+{
+    CompiledRuleSet *v1 = test_rules_compile(reload_r1, NULL);
+    CompiledRuleSet *v2 = test_rules_compile(reload_r2, v1);
+    size_t n = 60000;
+    char **lines = mixed_lines(n);
+    char path[] = "/tmp/vigil-engine-read-XXXXXX";
+    write_lines(path, lines, n);
+    ReloadAt at = {v2, 2, 0};
+    Run two;
+    run_read(v1, path, 2, 0, reload_at_step, &at, &two);
+    ck_assert_uint_gt(at.lines, 0);
+    ck_assert_uint_lt(at.lines, n / 2);
+    Run one;
+    run_reload_lines(v1, v2, lines, n, at.lines, path, 1, &one);
+    ck_assert_ptr_nonnull(strstr(one.trace.alerts.data, "0 m "));
+    assert_same_run(&one, &two);
+    run_free(&one);
+    run_free(&two);
+    unlink(path);
+    free_lines(lines, n);
+    ruleset_free(v1);
+    ruleset_free(v2);
 }
 END_TEST
 
@@ -1203,6 +1485,11 @@ int main(void)
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     tcase_add_test(tc, memory_count_is_zero_once_every_key_is_gone);
     tcase_add_test(tc, workers_decode_lines_where_the_input_read_them);
+    tcase_add_test(tc, workers_read_the_file_as_the_input_does);
+    tcase_add_test(tc, workers_read_an_empty_file_and_one_line_without_newline);
+    tcase_add_test(tc, workers_read_then_stop_as_one_thread_after_those_lines);
+    tcase_add_test(tc, workers_read_across_a_reload_as_one_thread);
+    tcase_add_test(tc, workers_read_only_with_workers_on_event_time);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }

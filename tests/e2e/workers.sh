@@ -1,6 +1,6 @@
 #!/bin/sh
 # --workers 2 gives the same alert multiset as one worker, and each key's alerts in
-# the same order.
+# the same order; the workers reading a file themselves report as the input layer.
 . "$top_srcdir/tests/e2e/lib.sh"
 gen_events 5000 > "$TMP/ev"
 "$VIGIL" run --workers 1 "$DATA/bursts.cep" < "$TMP/ev" > "$TMP/a1" || fail "1 worker"
@@ -21,4 +21,99 @@ printf '%s\n' '{"ts":1,"type":"login","user":"a"}' '{"ts":2,"type":"tx","user":"
 wait_for 'grep -q "a logged in, then tx" "$TMP/live"' || { kill $pid; fail "alert held back by a worker"; }
 exec 3>&-
 wait $pid || fail "exit status of the streaming run"
+
+# One regular file (-i FILE, or stdin redirected from it) is read by the workers
+# themselves; a pipe goes through the input layer. Each way gives one worker's alerts,
+# dead letters with their line numbers, and counters: over-long lines, CRLF, a NUL
+# byte, bad JSON, empty lines and a last line without a newline among 20,000 events.
+awk 'NR == 3001 { printf "{\"pad\":\"%0500d\"}\n", 0 }
+     NR == 5000 { printf "{\"ts\":bad}\r\n" }
+     NR % 997 == 5 { print "" }
+     NR % 13 == 0 { sub(/}$/, "}\r") }
+     { print }' "$TMP/ev" > "$TMP/odd"
+gen_events 20000 | tail -n 15000 >> "$TMP/odd"
+printf '{"ts":1767300000,"type":"tx","user":"u1","amount":1\0}\n' >> "$TMP/odd"
+printf '{"ts":1767300001,"type":"tx","user":"u1","amount":200}' >> "$TMP/odd"
+counters() { for c in lines events malformed late; do printf '%s=%s ' $c "$(stat_of $c "$1")"; done; }
+run_odd() {   # NAME WORKERS HOW: -i, stdin or pipe
+    case $3 in
+    -i) "$VIGIL" run --stats --max-line 400 --workers $2 --errors "$TMP/e.$1" -i "$TMP/odd" \
+            "$DATA/bursts.cep" > "$TMP/a.$1" 2> "$TMP/s.$1" ;;
+    stdin) "$VIGIL" run --stats --max-line 400 --workers $2 --errors "$TMP/e.$1" \
+            "$DATA/bursts.cep" < "$TMP/odd" > "$TMP/a.$1" 2> "$TMP/s.$1" ;;
+    pipe) cat "$TMP/odd" | "$VIGIL" run --stats --max-line 400 --workers $2 \
+            --errors "$TMP/e.$1" "$DATA/bursts.cep" > "$TMP/a.$1" 2> "$TMP/s.$1" ;;
+    esac || fail "$1: exit status"
+}
+run_odd one 1 -i
+grep -q 'line longer than 400 bytes' "$TMP/e.one" || fail "no over-long line in the odd file"
+[ "$(grep -c . "$TMP/e.one")" -ge 8 ] || fail "too few dead letters in the odd file"
+grep -q 'single large tx of u1' "$TMP/a.one" || fail "the odd file's alerts"
+for w in 2 3; do
+    for how in -i stdin pipe; do
+        run_odd "w$w$how" $w $how
+        same_alerts "$TMP/a.one" "$TMP/a.w$w$how" "$w workers ($how) changed the alerts"
+        [ "$(counters "$TMP/s.one")" = "$(counters "$TMP/s.w$w$how")" ] ||
+            fail "$w workers ($how): counters $(counters "$TMP/s.w$w$how"), not $(counters "$TMP/s.one")"
+    done
+    cmp "$TMP/e.one" "$TMP/e.w$w-i" || fail "$w workers (-i): other dead letters"
+    cmp "$TMP/e.w2stdin" "$TMP/e.w${w}pipe" || fail "$w workers: stdin and pipe differ"
+done
+cmp -s "$TMP/e.one" "$TMP/e.w2stdin" && fail "stdin's dead letters should name -"
+
+# Mid-file, while the workers read: SIGHUP reloads (the state kept: the alerts are
+# those of a run without it), `vigil ctl stats` answers, SIGTERM stops with every line
+# read processed and no pending timeout fired (as one worker stopped after those lines).
+gen_events 600000 > "$TMP/big"
+size=$(wc -c < "$TMP/big")
+rchar() { awk '/^rchar/ { print $2 }' /proc/$1/io; }
+[ -r /proc/self/io ] || skip "no /proc/PID/io to see how far vigil read"
+"$VIGIL" run "$DATA/bursts.cep" < "$TMP/big" > "$TMP/a.big" || fail "reference run"
+"$VIGIL" run --workers 2 --stats -i "$TMP/big" "$DATA/bursts.cep" > "$TMP/a.hup" 2> "$TMP/s.hup" &
+pid=$!
+wait_for '[ "$(rchar $pid)" -gt 1000000 ]' || { kill $pid; fail "vigil did not read"; }
+kill -STOP $pid
+[ "$(rchar $pid)" -lt "$size" ] || { kill -9 $pid; fail "read the whole file before SIGHUP"; }
+kill -HUP $pid
+kill -CONT $pid
+wait $pid || fail "exit status after SIGHUP"
+grep -q 'reloaded 2 rules' "$TMP/s.hup" || fail "no reload: $(cat "$TMP/s.hup")"
+same_alerts "$TMP/a.big" "$TMP/a.hup" "a reload mid-file changed the alerts"
+# 40 copies of the rules (only the first can alert), so that the run lasts seconds
+mkdir "$TMP/rules"
+cp "$DATA/bursts.cep" "$TMP/rules/r1.cep"
+for i in $(seq 2 40); do
+    sed "/^time /d; s/rule burst/rule burst$i/; s/rule login_then_tx/rule lt$i/;
+         s/> 150/> 1000000/g; s/\"login\"/\"none\"/" "$DATA/bursts.cep" > "$TMP/rules/r$i.cep"
+done
+CTL="$top_builddir/tests/e2e/ctl_client"
+sock="$TMP/ctl.sock"
+"$VIGIL" run --workers 2 --stats --control "$sock" -i "$TMP/big" "$TMP/rules" \
+    > "$TMP/a.term" 2> "$TMP/s.term" &
+pid=$!
+wait_for '"$CTL" "$sock" stats > "$TMP/ctl" 2> /dev/null && [ "$(stat_of lines "$TMP/ctl")" -gt 0 ]' ||
+    { kill $pid; fail "ctl stats: $(cat "$TMP/ctl")"; }
+kill -STOP $pid
+[ "$(rchar $pid)" -lt "$size" ] || { kill -9 $pid; fail "read the whole file before SIGTERM"; }
+[ "$(stat_of lines "$TMP/ctl")" -lt 600000 ] || { kill -9 $pid; fail "ctl stats after the end"; }
+[ "$(stat_of events "$TMP/ctl")" = "$(stat_of lines "$TMP/ctl")" ] || fail "ctl stats: $(cat "$TMP/ctl")"
+kill -TERM $pid
+kill -CONT $pid
+wait $pid || fail "exit status after SIGTERM"
+grep -q 'partial matches pending' "$TMP/s.term" || fail "pending partial matches not reported"
+taken=$(stat_of lines "$TMP/s.term")
+[ "$taken" -lt 600000 ] || fail "SIGTERM did not stop mid-file"
+head -n "$taken" "$TMP/big" > "$TMP/head"
+rm -f "$TMP/fifo"
+mkfifo "$TMP/fifo"
+"$VIGIL" run -i "$TMP/fifo" "$TMP/rules" > "$TMP/a.want" 2> /dev/null &
+pid=$!
+exec 3> "$TMP/fifo"
+base=$(rchar $pid)
+cat "$TMP/head" >&3
+wait_for '[ "$(rchar $pid)" -ge $((base + $(wc -c < "$TMP/head"))) ]' || fail "reference did not read"
+kill -TERM $pid
+wait $pid || fail "reference exit status"
+exec 3>&-
+same_alerts "$TMP/a.want" "$TMP/a.term" "SIGTERM mid-file: not one worker's stop after those lines"
 exit 0
