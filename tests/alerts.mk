@@ -11,11 +11,11 @@ tests_test_alerts_SOURCES = tests/test_alerts.c $(TEST_UTIL)
 tests_test_alerts_CFLAGS = $(TEST_CFLAGS)
 tests_test_alerts_LDADD = $(TEST_LIBS)
 EXTRA_DIST += docs/alerts.md
-# Every allocation of nfa_explain and of `vigil explain` fails in turn: the wrappers
-# in the test replace malloc, calloc and realloc for libvigil.a (GNU ld's --wrap).
+# Every allocation of nfa_explain and of `vigil explain` fails in turn
+# (tests/oomwrap.h).
 check_PROGRAMS += tests/test_explain_oom
 TESTS += tests/test_explain_oom
-tests_test_explain_oom_SOURCES = tests/test_explain_oom.c cli/cmd_explain.c $(TEST_UTIL)
+tests_test_explain_oom_SOURCES = tests/test_explain_oom.c cli/cmd_explain.c $(OOM_SOURCES) $(TEST_UTIL)
 tests_test_explain_oom_CFLAGS = $(TEST_CFLAGS)
-tests_test_explain_oom_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+tests_test_explain_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_explain_oom_LDADD = $(TEST_LIBS)

@@ -25,11 +25,10 @@ tests_test_relevance_diff_CFLAGS = $(TEST_CFLAGS)
 tests_test_relevance_diff_LDADD = $(TEST_LIBS)
 EXTRA_DIST += tests/data/relevance/shapes.cep tests/data/relevance/shapes.events.jsonl
 
-# Every allocation of a compile fails in turn: the wrappers in the test replace
-# malloc, calloc and realloc for libvigil.a (GNU ld's --wrap).
+# Every allocation of a compile fails in turn (tests/oomwrap.h).
 check_PROGRAMS += tests/test_relevance_oom
 TESTS += tests/test_relevance_oom
-tests_test_relevance_oom_SOURCES = tests/test_relevance_oom.c $(TEST_UTIL)
+tests_test_relevance_oom_SOURCES = tests/test_relevance_oom.c $(OOM_SOURCES) $(TEST_UTIL)
 tests_test_relevance_oom_CFLAGS = $(TEST_CFLAGS)
-tests_test_relevance_oom_LDFLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+tests_test_relevance_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_relevance_oom_LDADD = $(TEST_LIBS)

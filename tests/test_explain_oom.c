@@ -4,8 +4,7 @@
  * harmless: the states may come in another order) or nothing, with nfa_explain
  * returning -1 and `vigil explain` saying "out of memory" on stderr with exit 3;
  * never a note or half a rule on stdout with exit 0.
- * The program is linked with -Wl,--wrap for malloc, calloc and realloc
- * (tests/alerts.mk), so that libvigil.a's allocations go through the wrappers here. */
+ * Allocations fail through tests/oomwrap.h. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,39 +19,8 @@
 #include "nfa/nfa.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/oomwrap.h"
 #include "tests/testutil.h"
-
-/* The allocator's state lives in globals because a wrapper has no other way to
- * reach it; only the wrappers and the helpers below touch it, on one thread. */
-static size_t fail_at;   /* which allocation from the start of the count fails; 0 none */
-static size_t counted;   /* allocations since the count started */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static bool this_one_fails(void)
-{
-    return ++counted == fail_at;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return this_one_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return this_one_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return this_one_fails() ? NULL : __real_realloc(p, n);
-}
 
 /* Two rules, so `vigil explain` has printed one when the other fails. */
 static const char RULES[] =
@@ -110,11 +78,9 @@ static int explain_failing(const Nfa *nfa, bool dot, size_t fail, char **text, s
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    counted = 0;
-    fail_at = fail;
+    oom_count_begin(fail);
     int rc = nfa_explain(nfa, f, dot);
-    fail_at = 0;
-    *n_allocs = counted;
+    *n_allocs = oom_count_end();
     rewind(f);
     *text = test_read_stream(f, NULL);
     ck_assert_ptr_nonnull(*text);
@@ -173,46 +139,22 @@ typedef struct Run {
     size_t n_allocs;
 } Run;
 
-/* Points descriptor `fd` at a fresh temporary file; returns the old descriptor. */
-static int redirect(int fd, FILE **tmp)
-{
-    *tmp = tmpfile();
-    ck_assert_ptr_nonnull(*tmp);
-    int saved = dup(fd);
-    ck_assert_int_ge(saved, 0);
-    ck_assert_int_ge(dup2(fileno(*tmp), fd), 0);
-    return saved;
-}
-
-static char *restore(int fd, int saved, FILE *tmp)
-{
-    ck_assert_int_ge(dup2(saved, fd), 0);
-    close(saved);
-    rewind(tmp);
-    char *text = test_read_stream(tmp, NULL);
-    ck_assert_ptr_nonnull(text);
-    fclose(tmp);
-    return text;
-}
-
 static Run run_explain(const char *path, bool dot, size_t fail)
 {
     char *argv[] = {"explain", dot ? "--dot" : "--", (char *)path, NULL};
     FILE *out, *err;
     fflush(stdout);
     fflush(stderr);
-    int saved_out = redirect(STDOUT_FILENO, &out);
-    int saved_err = redirect(STDERR_FILENO, &err);
+    int saved_out = test_fd_capture(STDOUT_FILENO, &out);
+    int saved_err = test_fd_capture(STDERR_FILENO, &err);
     Run r;
-    counted = 0;
-    fail_at = fail;
+    oom_count_begin(fail);
     r.rc = cmd_explain(3, argv);
-    fail_at = 0;
-    r.n_allocs = counted;
+    r.n_allocs = oom_count_end();
     fflush(stdout);
     fflush(stderr);
-    r.out = restore(STDOUT_FILENO, saved_out, out);
-    r.err = restore(STDERR_FILENO, saved_err, err);
+    r.out = test_fd_release(STDOUT_FILENO, saved_out, out);
+    r.err = test_fd_release(STDERR_FILENO, saved_err, err);
     return r;
 }
 
@@ -262,9 +204,9 @@ static size_t load_allocations(const char *path)
 {
     Diags d;
     diags_init(&d);
-    counted = 0;
+    oom_count_begin(0);
     CompiledRuleSet *rs = ruleset_load(&path, 1, &d);
-    size_t n = counted;
+    size_t n = oom_count_end();
     ck_assert_ptr_nonnull(rs);
     ruleset_free(rs);
     diags_free(&d);

@@ -10,8 +10,7 @@
  * Each load runs in a child that frees what it got and leaves with exit(), so that
  * under the sanitizer build LeakSanitizer checks every failing load on its own: a
  * leak makes the child's exit status nonzero.
- * The program is linked with -Wl,--wrap for malloc, calloc and realloc
- * (tests/load_oom.mk), so that libvigil.a's allocations go through the wrappers. */
+ * Allocations fail through tests/oomwrap.h. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,39 +26,8 @@
 #include "dsl/fmt.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/oomwrap.h"
 #include "tests/testutil.h"
-
-/* The allocator's state lives in globals because a wrapper has no other way to
- * reach it; only the wrappers and the helpers below touch it, on one thread. */
-static size_t fail_at;   /* which allocation from the start of the count fails; 0 none */
-static size_t counted;   /* allocations since the count started */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static bool this_one_fails(void)
-{
-    return ++counted == fail_at;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return this_one_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return this_one_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return this_one_fails() ? NULL : __real_realloc(p, n);
-}
 
 /* ---- rule files ------------------------------------------------------------ */
 
@@ -182,11 +150,9 @@ static char *load_failing(const char *const *paths, size_t n_paths, size_t fail,
 {
     Diags d;
     diags_init(&d);
-    counted = 0;
-    fail_at = fail;
+    oom_count_begin(fail);
     CompiledRuleSet *rs = ruleset_load(paths, n_paths, &d);
-    fail_at = 0;
-    *n_allocs = counted;
+    *n_allocs = oom_count_end();
     char *text = describe(rs, &d);
     ruleset_free(rs);
     diags_free(&d);
@@ -278,28 +244,6 @@ END_TEST
 
 /* ---- vigil check ----------------------------------------------------------- */
 
-/* Points descriptor `fd` at a fresh temporary file; returns the old descriptor. */
-static int redirect(int fd, FILE **tmp)
-{
-    *tmp = tmpfile();
-    int saved = dup(fd);
-    if (*tmp == NULL || saved < 0 || dup2(fileno(*tmp), fd) < 0)
-        exit(92);
-    return saved;
-}
-
-/* What went to `fd` since redirect; heap. */
-static char *restore(int fd, int saved, FILE *tmp)
-{
-    if (dup2(saved, fd) < 0)
-        exit(93);
-    close(saved);
-    rewind(tmp);
-    char *text = test_read_stream(tmp, NULL);
-    fclose(tmp);
-    return text;
-}
-
 /* `vigil check PATHS` with allocation `fail` failing, in a child (as load_in_child):
  * "exit RC\n", then what went to stdout, then "stderr:\n" and what went there. Heap. */
 static char *check_in_child(const char *const *paths, size_t n_paths, size_t fail,
@@ -317,16 +261,15 @@ static char *check_in_child(const char *const *paths, size_t n_paths, size_t fai
         for (size_t i = 0; i < n_paths && i < 2; i++)
             argv[i + 1] = (char *)paths[i];
         FILE *out, *err;
-        int saved_out = redirect(STDOUT_FILENO, &out);
-        int saved_err = redirect(STDERR_FILENO, &err);
-        counted = 0;
-        fail_at = fail;
+        int saved_out = test_fd_capture(STDOUT_FILENO, &out);
+        int saved_err = test_fd_capture(STDERR_FILENO, &err);
+        oom_count_begin(fail);
         int rc = cmd_check((int)n_paths + 1, argv);
-        fail_at = 0;
+        oom_count_end();
         fflush(stdout);
         fflush(stderr);
-        char *o = restore(STDOUT_FILENO, saved_out, out);
-        char *e = restore(STDERR_FILENO, saved_err, err);
+        char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
+        char *e = test_fd_release(STDERR_FILENO, saved_err, err);
         dprintf(fds[1], "exit %d\n%sstderr:\n%s", rc, o, e);
         free(o);
         free(e);

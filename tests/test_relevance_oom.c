@@ -3,8 +3,7 @@
  * with an error that says out of memory, or (where a failure is harmless) give the
  * very rule set it gives otherwise; never a rule set whose relevance was quietly
  * dropped.
- * The program is linked with -Wl,--wrap for malloc, calloc and realloc
- * (tests/rules.mk), so that libvigil.a's allocations go through the wrappers here. */
+ * Allocations fail through tests/oomwrap.h. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -13,39 +12,8 @@
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/oomwrap.h"
 #include "tests/testutil.h"
-
-/* The allocator's state lives in globals because a wrapper has no other way to
- * reach it; only the wrappers and the compile helper below touch it, on one thread. */
-static size_t fail_at;   /* which allocation from the start of the count fails; 0 none */
-static size_t counted;   /* allocations since the count started */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static bool this_one_fails(void)
-{
-    return ++counted == fail_at;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return this_one_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return this_one_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return this_one_fails() ? NULL : __real_realloc(p, n);
-}
 
 /* Filters; conjuncts that read the partial match; a part written alike in two
  * steps; a rule whose relevance is dropped after its first step; `until`; a
@@ -90,11 +58,9 @@ static CompiledRuleSet *compile_failing(size_t fail, size_t *n_allocs)
     RuleSet *ast = test_parse_checked(RULES);
     Diags d;
     diags_init(&d);
-    counted = 0;
-    fail_at = fail;
+    oom_count_begin(fail);
     CompiledRuleSet *rs = ruleset_compile(ast, &d);
-    fail_at = 0;
-    *n_allocs = counted;
+    *n_allocs = oom_count_end();
     if (!rs)
         assert_reports_out_of_memory(&d, fail);
     diags_free(&d);

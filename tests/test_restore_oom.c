@@ -5,8 +5,7 @@
  * the rest of the stream to the end without a crash, and once every key and buffered
  * event is gone its --max-memory estimate is back at zero (a failed restore gives back
  * what it charged), with nothing leaked (the sanitizer build checks that).
- * Linked with -Wl,--wrap for malloc, calloc and realloc (tests/restore.mk), so that
- * libvigil.a's allocations go through the wrappers here. */
+ * Allocations fail through tests/oomwrap.h. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,39 +16,8 @@
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
 #include "tests/checkmain.h"
+#include "tests/oomwrap.h"
 #include "tests/rulesutil.h"
-
-/* The allocator's state lives in globals because a wrapper has no other way to reach
- * it; only the wrappers and restore_failing touch it, on one thread (no workers). */
-static size_t fail_at;   /* which allocation from the start of the count fails; 0 none */
-static size_t counted;   /* allocations since the count started */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static bool this_one_fails(void)
-{
-    return ++counted == fail_at;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return this_one_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return this_one_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return this_one_fails() ? NULL : __real_realloc(p, n);
-}
 
 /* Partial matches in several rules (one with suppression, one with a timeout), shared
  * events, and a lateness that keeps events in the reorder buffer at the cut. */
@@ -116,11 +84,9 @@ static bool restore_failing(const CompiledRuleSet *rs, const Buf *state, size_t 
     Engine *e = new_engine(rs);
     EngineRestoreSummary sum;
     char *err = NULL;
-    counted = 0;
-    fail_at = fail;
+    oom_count_begin(fail);
     int rc = engine_restore(e, state->data, state->len, &sum, &err);
-    fail_at = 0;
-    *n_allocs = counted;
+    *n_allocs = oom_count_end();
     if (rc < 0 && err)
         ck_assert_msg(strstr(err, "out of memory") != NULL, "allocation %zu: the error says "
                       "\"%s\"", fail, err);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "dsl/check.h"
@@ -23,6 +24,26 @@ char *test_read_stream(FILE *f, size_t *len)
         *len = b.len;
     char *text = buf_steal(&b);
     ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+int test_fd_capture(int fd, FILE **tmp)
+{
+    *tmp = tmpfile();
+    ck_assert_ptr_nonnull(*tmp);
+    int saved = dup(fd);
+    ck_assert_int_ge(saved, 0);
+    ck_assert_int_ge(dup2(fileno(*tmp), fd), 0);
+    return saved;
+}
+
+char *test_fd_release(int fd, int saved, FILE *tmp)
+{
+    ck_assert_int_ge(dup2(saved, fd), 0);
+    close(saved);
+    rewind(tmp);
+    char *text = test_read_stream(tmp, NULL);
+    fclose(tmp);
     return text;
 }
 

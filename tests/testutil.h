@@ -25,6 +25,15 @@ char *test_read_file(const char *path, size_t *len);
  * frees). Returns its exit status, -1 when it did not exit (killed by a signal). */
 int test_run_command(const char *cmd, char **out);
 
+/* Points descriptor fd (STDOUT_FILENO, STDERR_FILENO...) at a fresh temporary file,
+ * *tmp, until test_fd_release; returns the descriptor it replaced. Flush the stdio
+ * stream of fd first. */
+int test_fd_capture(int fd, FILE **tmp);
+
+/* Puts fd back (saved: test_fd_capture's result), closes tmp and returns what was
+ * written to fd meanwhile, as a heap string (caller frees). */
+char *test_fd_release(int fd, int saved, FILE *tmp);
+
 /* d as diags_print writes it, as a heap string (caller frees). */
 char *test_diags_text(const Diags *d);
 
