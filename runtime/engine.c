@@ -143,14 +143,13 @@ typedef struct FeedReader {
     pthread_mutex_t lock;
     int fd;                    /* borrowed */
     const char *origin;        /* borrowed */
-    size_t max_line;
     char overlong[64];         /* the reason an over-long line is rejected with */
     /* under lock, by the jobs: */
     uint64_t next_seq;         /* of the next chunk read */
     uint64_t line_no;          /* lines started so far */
     uint64_t bytes;            /* read so far */
     Buf carry;                 /* the partial line after the last chunk read */
-    bool skipping;             /* discarding the rest of an over-long line */
+    InputFramer frame;         /* max_line, and whether an over-long line is being skipped */
     bool eof;                  /* read() returned 0 or failed */
     int error;                 /* errno of the failed read, or 0 */
     bool failed;               /* out of memory: the reading stopped */
@@ -179,7 +178,7 @@ typedef struct Feed {
     FeedRouter *routers;       /* per worker; owned */
     FeedReader *reader;        /* owned: the workers read the input (engine_read_start), or NULL */
     size_t max_line;           /* lines longer are over-long dead letters: only when reading
-                                  (FeedReader.max_line), else SIZE_MAX */
+                                  (FeedReader.frame), else SIZE_MAX */
     int read_error;            /* errno of the reader's failed read, once it ended */
     uint64_t read_bytes;       /* what it read, once it ended */
 } Feed;
@@ -448,31 +447,28 @@ static bool read_line(FeedBatch *b, FeedReader *r, size_t off, size_t len)
     return true;
 }
 
-/* Frames b->text into lines as the input layer does (runtime/input.c): the partial
- * line at its end goes to the reader's carry, or is the last line at the end of the
- * input; a line over max_line is rejected as soon as it is known to be, and the rest
- * of it skipped. Reader locked; false without memory. */
-static bool read_frame(FeedBatch *b, FeedReader *r, bool end)
+/* Frames b->text into lines with the input layer's framer (runtime/input.h), the
+ * first `scanned` bytes known to hold no newline: the partial line at its end goes to
+ * the reader's carry, or is the last line at the end of the input; an over-long line
+ * keeps its length, which marks it (read_line). Reader locked; false without memory. */
+static bool read_frame(FeedBatch *b, FeedReader *r, size_t scanned, bool end)
 {
-    const char *data = b->text.data;
-    size_t p = 0, len = b->text.len;
-    const char *nl;
-    while (p < len && (nl = memchr(data + p, '\n', len - p))) {
-        size_t stop = (size_t)(nl - data);
-        if (r->skipping)
-            r->skipping = false;   /* the over-long line ends here; rejected already */
-        else if (!read_line(b, r, p, stop - p))
+    const char *data = b->text.data, *stop = data + b->text.len;
+    const char *p = data, *scan = data + scanned;
+    size_t len;
+    InputFrameKind kind;
+    while ((kind = input_frame_next(&r->frame, p, scan, stop, &len)) != INPUT_FRAME_NONE) {
+        if (kind != INPUT_FRAME_SKIP && !read_line(b, r, (size_t)(p - data), len))
             return false;
-        p = stop + 1;
+        p = scan = p + len + 1;
     }
-    size_t rest = len - p;
-    if (r->skipping || !rest)
+    size_t rest = (size_t)(stop - p);
+    kind = input_frame_rest(&r->frame, rest);
+    if (kind == INPUT_FRAME_SKIP || !rest)
         return true;
-    if (end || rest > r->max_line) {
-        r->skipping = !end;
-        return read_line(b, r, p, rest);
-    }
-    buf_append(&r->carry, data + p, rest);
+    if (kind == INPUT_FRAME_OVERLONG || end)
+        return read_line(b, r, (size_t)(p - data), rest);
+    buf_append(&r->carry, p, rest);
     return !r->carry.failed;
 }
 
@@ -494,9 +490,10 @@ static void feed_read(FeedBatch *b, FeedReader *r, bool event_time)
         r->failed = r->eof = true;
     }
     if (!r->eof) {
-        if (r->carry.len)
-            memcpy(b->text.data, r->carry.data, r->carry.len);
-        b->text.len = r->carry.len;
+        size_t carried = r->carry.len;   /* holds no newline */
+        if (carried)
+            memcpy(b->text.data, r->carry.data, carried);
+        b->text.len = carried;
         buf_clear(&r->carry);
         ssize_t got;
         do
@@ -508,7 +505,7 @@ static void feed_read(FeedBatch *b, FeedReader *r, bool event_time)
             b->text.len += (size_t)got;
         r->bytes += got > 0 ? (uint64_t)got : 0;
         r->eof = got <= 0;
-        if (!read_frame(b, r, got == 0))   /* a failed read's partial line is lost */
+        if (!read_frame(b, r, carried, got == 0))   /* a failed read's partial line is lost */
             r->failed = r->eof = true;
     }
     b->eof = r->eof;
@@ -1346,7 +1343,7 @@ int engine_read_start(Engine *e, int fd, const char *origin, size_t max_line)
     feed_flush(e);   /* whatever was handed in before, in its order */
     r->fd = fd;
     r->origin = origin;
-    r->max_line = max_line;
+    r->frame.max_line = max_line;
     input_overlong_reason(r->overlong, sizeof r->overlong, max_line);
     r->next_seq = r->take = f->next_seq;
     f->oldest = f->in_flight = f->fresh = 0;

@@ -9,6 +9,7 @@
  *   memory is bounded by (sources x max_line). An over-long line is rejected as soon as
  *   it is known to be too long and the rest of it is discarded as it arrives, never
  *   buffered. The rejected text is an excerpt (its first INPUT_OVERLONG_EXCERPT bytes).
+ *   That rule is input.h's framer, which the workers reading a file use too.
  * - Lent buffers: the line handler may keep the lines of a read where they lie (with
  *   workers the engine decodes them there rather than copying each line). A source
  *   whose buffer is held once its lines are framed moves its partial line into another
@@ -84,7 +85,7 @@ typedef struct Source {
     char *buf;
     size_t len, cap;
     size_t scanned;         /* buf[0..scanned) is known to hold no newline */
-    bool skipping;          /* discarding the rest of an over-long line */
+    InputFramer frame;      /* the set's max_line; whether an over-long line is being skipped */
     bool held;              /* buf holds complete lines not yet delivered (paused mid-read) */
     uint64_t line_no;       /* lines started so far */
     uint64_t offset;        /* origin offset of buf[0] */
@@ -263,6 +264,7 @@ static Source *source_add(InputSet *in, SourceKind kind, int fd, const char *ori
     s->fd = fd;
     s->origin = name;
     s->port = -1;
+    s->frame.max_line = in->max_line;
     in->sources[in->n_sources++] = s;
     if (kind == SRC_CONNECTION)
         in->n_connections++;
@@ -393,39 +395,37 @@ static void frame_lines(InputSet *in, Source *s, const InputHandler *h)
             s->scanned = 0;
             return;
         }
-        char *nl = memchr(scan, '\n', (size_t)(end - scan));
-        if (nl == NULL) {
+        size_t len;
+        InputFrameKind kind = input_frame_next(&s->frame, p, scan, end, &len);
+        if (kind == INPUT_FRAME_NONE) {
             char *back = run_flush(in, s, h, &run);
             if (back == NULL)
                 break;
             p = scan = back;
             continue;
         }
-        size_t len = (size_t)(nl - p);
-        if (s->skipping) {
-            s->skipping = false;        /* the over-long line ends here; already rejected */
-        } else {
+        if (kind != INPUT_FRAME_SKIP) {
             s->line_no++;
-            char *back = len > in->max_line ? run_flush(in, s, h, &run)
-                                            : take_line(in, s, h, &run, p, nl);
+            bool overlong = kind == INPUT_FRAME_OVERLONG;
+            char *back = overlong ? run_flush(in, s, h, &run)
+                                  : take_line(in, s, h, &run, p, p + len);
             if (back != NULL) {
                 p = scan = back;
                 continue;
             }
-            if (len > in->max_line)
+            if (overlong)
                 reject_overlong(in, h, s, p, len);
         }
         s->offset += len + 1;
-        p = scan = nl + 1;
+        p = scan = p + len + 1;
     }
     size_t rest = (size_t)(end - p);
-    if (s->skipping) {
-        s->offset += rest;
-        rest = 0;
-    } else if (rest > in->max_line) {
+    InputFrameKind kind = input_frame_rest(&s->frame, rest);
+    if (kind == INPUT_FRAME_OVERLONG) {
         s->line_no++;
         reject_overlong(in, h, s, p, rest);
-        s->skipping = true;
+    }
+    if (kind != INPUT_FRAME_KEEP) {
         s->offset += rest;
         rest = 0;
     }
@@ -463,7 +463,7 @@ static bool ensure_room(InputSet *in, Source *s)
  * rejected fragment (connections). */
 static void finish_reader(Source *s, const InputHandler *h, const char *reason)
 {
-    if (s->len > 0 && !s->skipping) {
+    if (s->len > 0 && !s->frame.skipping) {
         s->line_no++;
         if (s->kind == SRC_STREAM && reason == NULL)
             deliver(h, s, s->buf, s->len);

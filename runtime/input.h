@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A source's read buffer. The line handler may keep a line's text past the callback
  * by taking a reference to the buffer it lies in (input_text_retain) and dropping it
@@ -70,6 +71,59 @@ typedef size_t (*InputLinesFn)(void *user, const InputLines *lines);
  * reason ("line longer than MAX bytes"), written into reason[0..size). */
 #define INPUT_OVERLONG_EXCERPT 1024
 void input_overlong_reason(char *reason, size_t size, size_t max_line);
+
+/* ---- framing -----------------------------------------------------------------
+ * The one line framer of the input layer and of the workers reading a file
+ * themselves (runtime/engine.c), so that both cut a stream the same way: a line ends
+ * at a newline; a line over max_line bytes is over-long: rejected once, as soon as it
+ * is known to be too long (at its newline, or when the unterminated rest of a read
+ * already passes max_line), the rest of it then skipped as it arrives, up to its
+ * newline. The caller keeps the bytes, line numbers and offsets; these only decide
+ * what each piece is. Inline: called per line on the hot path. */
+typedef struct InputFramer {
+    size_t max_line;
+    bool skipping;         /* in an over-long line rejected already: dropping its rest */
+} InputFramer;
+
+typedef enum InputFrameKind {
+    INPUT_FRAME_LINE,      /* a line of at most max_line bytes */
+    INPUT_FRAME_OVERLONG,  /* a line of more than max_line bytes: reject it */
+    INPUT_FRAME_SKIP,      /* the end of an over-long line rejected before: no line */
+    INPUT_FRAME_NONE,      /* (input_frame_next) no newline: see input_frame_rest */
+    INPUT_FRAME_KEEP,      /* (input_frame_rest) a partial line: keep it for the next read */
+} InputFrameKind;
+
+/* The piece [p, p + *len) that a newline ends (the next starts past it), searched from
+ * scan on (p <= scan <= end; [p, scan) is known to hold no newline); NONE if there is
+ * none before end (nothing changed then). */
+static inline InputFrameKind input_frame_next(InputFramer *f, const char *p, const char *scan,
+                                              const char *end, size_t *len)
+{
+    const char *nl = memchr(scan, '\n', (size_t)(end - scan));
+    if (nl == NULL)
+        return INPUT_FRAME_NONE;
+    *len = (size_t)(nl - p);
+    if (f->skipping) {
+        f->skipping = false;   /* the over-long line ends here */
+        return INPUT_FRAME_SKIP;
+    }
+    return *len > f->max_line ? INPUT_FRAME_OVERLONG : INPUT_FRAME_LINE;
+}
+
+/* What the rest of a read, len bytes without a newline, is: SKIP (more of an over-long
+ * line: drop it), OVERLONG (too long already: reject it now; its rest is skipped as it
+ * comes), or KEEP (empty or not: keep it for the next read, or at the end of the
+ * input, if not empty, it is the last line). */
+static inline InputFrameKind input_frame_rest(InputFramer *f, size_t len)
+{
+    if (f->skipping)
+        return INPUT_FRAME_SKIP;
+    if (len > f->max_line) {
+        f->skipping = true;
+        return INPUT_FRAME_OVERLONG;
+    }
+    return INPUT_FRAME_KEEP;
+}
 
 typedef struct InputSet InputSet;
 

@@ -1232,6 +1232,72 @@ START_TEST(workers_read_an_empty_file_and_one_line_without_newline)
 }
 END_TEST
 
+/* Lines from lines[*next] on, then one filler line, so that b reaches `to` bytes;
+ * the lines' times stay in order. */
+static void pad_to(Buf *b, char **lines, size_t *next, size_t to)
+{
+    while (b->len + 1500 < to)
+        buf_printf(b, "%s\n", lines[(*next)++]);
+    size_t fill = to - b->len - 1;   /* the filler's bytes, its newline apart */
+    int head = snprintf(NULL, 0, "{\"ts\":%zu,\"type\":\"ping\",\"user\":\"f\",\"pad\":\"\"}",
+                        *next * 300);
+    buf_printf(b, "{\"ts\":%zu,\"type\":\"ping\",\"user\":\"f\",\"pad\":\"%0*d\"}\n", *next * 300,
+               (int)fill - head, 0);
+}
+
+/* One event line of exactly len bytes (more than 50), at the time of lines[next]. */
+static void put_sized_line(Buf *b, size_t len, size_t next)
+{
+    int head = snprintf(NULL, 0, "{\"ts\":%zu,\"type\":\"ping\",\"user\":\"c\",\"pad\":\"\"}",
+                        next * 300);
+    buf_printf(b, "{\"ts\":%zu,\"type\":\"ping\",\"user\":\"c\",\"pad\":\"%0*d\"}", next * 300,
+               (int)len - head, 0);
+}
+
+/* Where the two framers' reads end (each frames what its read brought): the workers
+ * read 40 KiB chunks (FEED_READ_BYTES), the input layer 128 KiB first
+ * (FILE_BUFFER_INITIAL). A line of max_line bytes (2000) or one more or one less whose
+ * newline is the last byte of a read, the first of the next, or the second: kept
+ * whole across the edge, rejected at its end or already at the edge (its newline
+ * then ending the skipping): both must say the same. */
+START_TEST(workers_read_lines_at_a_reads_edge_as_the_input_does)
+{
+    CompiledRuleSet *rs = test_rules_compile(input_rules, NULL);
+    size_t n = 6000;
+    char **lines = mixed_lines(n);
+    const size_t edges[] = {40u << 10, 128u << 10};
+    for (size_t len = 1999; len <= 2001; len++)
+        for (int shift = -1; shift <= 1; shift++) {
+            Buf b = BUF_INIT;
+            size_t next = 0;
+            for (size_t k = 0; k < 2; k++) {
+                pad_to(&b, lines, &next, edges[k] + (size_t)(shift + 1) - len - 1);
+                put_sized_line(&b, len, next);
+                buf_putc(&b, '\n');
+                ck_assert_uint_eq(b.len - 1, edges[k] + (size_t)(shift + 1) - 1);
+            }
+            while (next < n - 1)
+                buf_printf(&b, "%s\n", lines[next++]);
+            buf_puts(&b, lines[next]);
+            char path[] = "/tmp/vigil-engine-edge-XXXXXX";
+            write_file(path, b.data, b.len);
+            Run one, two;
+            run_input(rs, path, 1, true, &one);
+            run_read(rs, path, 2, 100, NULL, NULL, &two);
+            ck_assert_uint_eq(one.stats.lines, n + 2 + 2);
+            ck_assert_int_eq(strstr(one.trace.order.data, "line longer than 2000 bytes") != NULL,
+                             len > 2000);
+            assert_same_run(&one, &two);
+            run_free(&one);
+            run_free(&two);
+            unlink(path);
+            buf_free(&b);
+        }
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
 /* The lines of `path` (written from lines[0..n)), placed there, for run_lines. */
 static Placed *placed_in(const char *path, size_t n)
 {
@@ -1487,6 +1553,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_lines_where_the_input_read_them);
     tcase_add_test(tc, workers_read_the_file_as_the_input_does);
     tcase_add_test(tc, workers_read_an_empty_file_and_one_line_without_newline);
+    tcase_add_test(tc, workers_read_lines_at_a_reads_edge_as_the_input_does);
     tcase_add_test(tc, workers_read_then_stop_as_one_thread_after_those_lines);
     tcase_add_test(tc, workers_read_across_a_reload_as_one_thread);
     tcase_add_test(tc, workers_read_only_with_workers_on_event_time);
