@@ -6,6 +6,7 @@ libvigil_a_SOURCES += \
 	base/freeroom.h \
 	base/grow.h \
 	base/hash.h \
+	base/hostport.c base/hostport.h \
 	base/isotime.c base/isotime.h \
 	base/slab.c base/slab.h \
 	base/utf8.h

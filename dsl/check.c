@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "base/hostport.h"
 #include "base/utf8.h"
 
 /* Where an expression sits decides what it may read. */
@@ -955,26 +956,20 @@ static void check_output_template(Checker *ck, const Template *t, const Template
 
 const char *dsl_parse_host_port(const char *text, NetAddress *out)
 {
-    const char *host = text, *colon = strrchr(text, ':');
-    size_t host_len = colon ? (size_t)(colon - text) : 0;
-    if (text[0] == '[') {
-        const char *rb = strchr(text, ']');
-        if (rb == NULL || rb[1] != ':')
-            return "an IPv6 address is written \"[ADDRESS]:PORT\"";
-        host = text + 1;
-        host_len = (size_t)(rb - host);
-        colon = rb + 1;
-    }
-    if (colon == NULL || host_len == 0)
+    HostPort hp;
+    switch (hostport_parse(text, 1, 65535, &hp)) {
+    case HOSTPORT_OK:
+        *out = (NetAddress){hp.host, hp.host_len, hp.port};
+        return NULL;
+    case HOSTPORT_BRACKETS:
+        return "an IPv6 address is written \"[ADDRESS]:PORT\"";
+    case HOSTPORT_NO_HOST:
         return "expected \"HOST:PORT\"";
-    unsigned long port = 0;
-    const char *p = colon + 1;
-    for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
-        port = port * 10 + (unsigned long)(*p - '0');
-    if (p == colon + 1 || *p != '\0' || port < 1 || port > 65535)
-        return "the port must be a number from 1 to 65535";
-    *out = (NetAddress){host, host_len, (unsigned)port};
-    return NULL;
+    case HOSTPORT_NO_PORT:
+    case HOSTPORT_BAD_PORT:
+        break;
+    }
+    return "the port must be a number from 1 to 65535";
 }
 
 size_t dsl_unix_path_max(void)

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "base/arena.h"
+#include "base/hostport.h"
 
 /* Reads for files and stdin: a few decoding batches' worth, so that the buffers the
  * engine holds (lent buffers, below) come back for reuse while still in the cache
@@ -536,47 +537,6 @@ static int add_stream(InputSet *in, const char *spec, char **err)
     return 0;
 }
 
-/* Splits "HOST:PORT" (HOST may be "[v6]"): host copied into `host`, port points into hp. */
-static bool split_host_port(const char *hp, char *host, size_t host_size,
-                            const char **port)
-{
-    const char *colon;
-    const char *h = hp;
-    size_t hlen;
-    if (*hp == '[') {
-        const char *close_br = strchr(hp, ']');
-        if (close_br == NULL || close_br[1] != ':')
-            return false;
-        h = hp + 1;
-        hlen = (size_t)(close_br - h);
-        colon = close_br + 1;
-    } else {
-        colon = strrchr(hp, ':');
-        if (colon == NULL)
-            return false;
-        hlen = (size_t)(colon - hp);
-    }
-    if (hlen == 0 || hlen >= host_size || colon[1] == '\0')
-        return false;
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    *port = colon + 1;
-    return true;
-}
-
-/* A decimal port, 0 (any free one) to 65535, nothing after it. */
-static bool port_in_range(const char *port)
-{
-    unsigned long value = 0;
-    size_t digits = 0;
-    for (; port[digits] >= '0' && port[digits] <= '9'; digits++) {
-        value = value * 10 + (unsigned long)(port[digits] - '0');
-        if (value > 65535)
-            return false;
-    }
-    return digits > 0 && port[digits] == '\0';
-}
-
 static int bound_port(int fd)
 {
     struct sockaddr_storage ss;
@@ -592,17 +552,20 @@ static int bound_port(int fd)
 
 static int add_tcp_listener(InputSet *in, const char *spec, char **err)
 {
-    char host[256];
-    const char *port;
-    if (!split_host_port(spec + strlen("tcp://"), host, sizeof host, &port)) {
+    char host[256], port[8];
+    HostPort hp;
+    HostPortError bad = hostport_parse(spec + strlen("tcp://"), 0, 65535, &hp);
+    if ((bad != HOSTPORT_OK && bad != HOSTPORT_BAD_PORT) || hp.host_len >= sizeof host) {
         *err = format_heap("%s: expected tcp://HOST:PORT", spec);
         return -1;
     }
-    /* getaddrinfo takes the port modulo 65536 (99999 listened on 34463) */
-    if (!port_in_range(port)) {
+    if (bad == HOSTPORT_BAD_PORT) {   /* 0 is allowed: any free port */
         *err = format_heap("%s: the port must be a number from 0 to 65535", spec);
         return -1;
     }
+    memcpy(host, hp.host, hp.host_len);
+    host[hp.host_len] = '\0';
+    snprintf(port, sizeof port, "%u", hp.port);
     struct addrinfo hints = { 0 }, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;

@@ -729,6 +729,46 @@ START_TEST(data_files_match_expected_output)
 }
 END_TEST
 
+/* The outputs' address form, as `vigil check` and alerts/out_net.c read it: the host
+ * (brackets off, the last ':' splits) and a port from 1 to 65535, each refusal worded
+ * for an output (runtime/input.c words its own, with port 0 allowed). */
+START_TEST(outputs_split_host_and_port)
+{
+    static const struct {
+        const char *text, *host;
+        unsigned port;
+    } good[] = {
+        {"localhost:9000", "localhost", 9000}, {"[::1]:1", "::1", 1},
+        {"a:b:65535", "a:b", 65535},           {"h:0080", "h", 80},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        NetAddress a;
+        ck_assert_msg(dsl_parse_host_port(good[i].text, &a) == NULL, "%s", good[i].text);
+        ck_assert_uint_eq(a.host_len, strlen(good[i].host));
+        ck_assert_int_eq(memcmp(a.host, good[i].host, a.host_len), 0);
+        ck_assert_uint_eq(a.port, good[i].port);
+    }
+    static const char *const expected = "expected \"HOST:PORT\"",
+                             *const v6 = "an IPv6 address is written \"[ADDRESS]:PORT\"",
+                             *const port = "the port must be a number from 1 to 65535";
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"nohost", expected}, {":80", expected},  {"[]:80", expected},  {"", expected},
+        {"[::1", v6},         {"[::1]80", v6},    {"[::1]", v6},        {"h:", port},
+        {"[::1]:", port},     {"h:0", port},      {"h:65536", port},    {"h:99999999999", port},
+        {"h:8x", port},       {"h:-1", port},     {"h: 80", port},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        NetAddress a = {NULL, 7, 7};
+        const char *why = dsl_parse_host_port(bad[i].text, &a);
+        ck_assert_msg(why && strcmp(why, bad[i].why) == 0, "\"%s\": %s", bad[i].text,
+                      why ? why : "accepted");
+        ck_assert_uint_eq(a.port, 7);   /* untouched */
+    }
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -746,6 +786,7 @@ static Suite *check_suite(void)
     tcase_add_loop_test(ok, accepts_valid_rules, 0, (int)(sizeof GOOD / sizeof GOOD[0]));
     tcase_add_test(ok, resolves_paths_functions_outputs_and_skip);
     tcase_add_test(ok, time_declaration_is_recorded);
+    tcase_add_test(ok, outputs_split_host_and_port);
     suite_add_tcase(s, ok);
     TCase *load = tcase_create("load");
     tcase_add_test(load, load_directory_in_name_order);

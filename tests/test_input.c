@@ -433,6 +433,39 @@ START_TEST(stdin_pipe)
 }
 END_TEST
 
+/* tcp:// inputs take an output's address form (base/hostport.h) with port 0 too (any
+ * free one), refused in their own words: a port beyond 65535 is not wrapped by
+ * getaddrinfo, a host too long for the listener is the form's error. */
+START_TEST(tcp_addresses_are_checked_before_listening)
+{
+    static const char *const form = "expected tcp://HOST:PORT",
+                             *const range = "the port must be a number from 0 to 65535";
+    char long_host[300 + sizeof "tcp://:99999"];
+    snprintf(long_host, sizeof long_host, "tcp://%0300d:99999", 0);
+    const struct {
+        const char *spec, *why;
+    } bad[] = {
+        {"tcp://127.0.0.1", form}, {"tcp://:80", form},       {"tcp://127.0.0.1:", form},
+        {"tcp://[::1", form},      {"tcp://[::1]80", form},   {"tcp://[]:80", form},
+        {"tcp://", form},          {long_host, form},         {"tcp://127.0.0.1:65536", range},
+        {"tcp://h:99999", range},  {"tcp://127.0.0.1:-1", range}, {"tcp://127.0.0.1:8x", range},
+    };
+    InputSet *in = input_set_new(100);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *err = NULL, want[512];
+        ck_assert_int_eq(input_add(in, bad[i].spec, &err), -1);
+        snprintf(want, sizeof want, "%s: %s", bad[i].spec, bad[i].why);
+        ck_assert_str_eq(err, want);
+        free(err);
+    }
+    ck_assert_int_eq(input_bound_port(in), -1);
+    char *err = NULL;
+    ck_assert_int_eq(input_add(in, "tcp://127.0.0.1:0000", &err), 0);
+    ck_assert_int_gt(input_bound_port(in), 0);
+    input_set_free(in);
+}
+END_TEST
+
 START_TEST(add_errors)
 {
     make_tmpdir();
@@ -705,6 +738,7 @@ static Suite *input_suite(void)
     tcase_add_test(tc, runs_of_lines_come_as_line_by_line);
     tcase_add_test(tc, stdin_pipe);
     tcase_add_test(tc, add_errors);
+    tcase_add_test(tc, tcp_addresses_are_checked_before_listening);
     tcase_add_test(tc, unix_many_clients);
     tcase_add_test(tc, unix_client_closes_mid_line);
     tcase_add_test(tc, unix_overlong_line_from_client);
