@@ -254,6 +254,10 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
         return -1;
     Buf name_json = BUF_INIT;
     put_name(&name_json, rule->name);
+    if (name_json.failed) {   /* its data may be NULL: not a piece to copy */
+        buf_free(&name_json);
+        return -1;
+    }
     buf_append(&names->text, name_json.data, name_json.len);
     names->name_len = names->text.len;
     for (size_t i = 0; i < rule->n_keys; i++) {

@@ -108,9 +108,10 @@ int cmd_explain(int argc, char **argv)
     bool lost = rs && diags.oom;
     if (!lost && (!rs || diags.errors))   /* warnings are `vigil check`'s business */
         diags_print(&diags, stderr);
+    bool oom = diags.oom;
     diags_free(&diags);
     if (!rs)
-        return EXIT_RULES;
+        return oom ? explain_out_of_memory() : EXIT_RULES;
     if (lost) {
         ruleset_free(rs);
         return explain_out_of_memory();

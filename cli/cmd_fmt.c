@@ -2,7 +2,9 @@
  * they are, or rewrite them in place.
  *
  * Owns nothing beyond the call. -w writes a temporary file beside the original
- * and renames it over, so a crash never leaves a half-written rule file. */
+ * and renames it over, so a crash never leaves a half-written rule file. Running out
+ * of memory stops at the file it happened in (a file cut short is neither printed nor
+ * written) with `vigil fmt: out of memory` and exit 3, not 1 as for a rule error. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,14 +35,18 @@ static void fmt_usage(FILE *out)
                  "           exit 1 if there are any\n");
 }
 
+/* How a file's rewrite ended; a failed write has been reported, running out of memory
+ * has not. */
+typedef enum { WRITE_OK, WRITE_FAILED, WRITE_NO_MEMORY } WriteResult;
+
 /* Replaces `path` with `text` atomically, keeping the file's permissions. */
-static int rewrite_target(const char *path, const char *text)
+static WriteResult rewrite_target(const char *path, const char *text)
 {
     Buf tmp = BUF_INIT;
     buf_printf(&tmp, "%s.fmt-XXXXXX", path);
     if (tmp.failed) {
-        fprintf(stderr, "vigil fmt: out of memory\n");
-        return -1;
+        buf_free(&tmp);
+        return WRITE_NO_MEMORY;
     }
     struct stat st;
     int have_mode = stat(path, &st) == 0;
@@ -48,7 +54,7 @@ static int rewrite_target(const char *path, const char *text)
     if (fd < 0) {
         fprintf(stderr, "vigil fmt: %s: cannot create temporary file: %s\n", path, strerror(errno));
         buf_free(&tmp);
-        return -1;
+        return WRITE_FAILED;
     }
     int rc = fd_write_all(fd, text, strlen(text));
     if (rc == 0 && have_mode)
@@ -64,58 +70,88 @@ static int rewrite_target(const char *path, const char *text)
         unlink(tmp.data);
     }
     buf_free(&tmp);
-    return rc;
+    return rc == 0 ? WRITE_OK : WRITE_FAILED;
 }
 
 /* Replaces `path` with `text` atomically, keeping the file's permissions. A symbolic
  * link is followed: its target is rewritten and the link stays a link (renaming over
  * the link itself replaced it with a copy and left the target unformatted). */
-static int rewrite_file(const char *link_path, const char *text)
+static WriteResult rewrite_file(const char *link_path, const char *text)
 {
     char *resolved = realpath(link_path, NULL);
-    int rc = rewrite_target(resolved ? resolved : link_path, text);
+    if (resolved == NULL && errno == ENOMEM)
+        return WRITE_NO_MEMORY;   /* the link's own path would replace the link */
+    WriteResult r = rewrite_target(resolved ? resolved : link_path, text);
     free(resolved);
-    return rc;
+    return r;
 }
 
-/* Formats one file; returns an exit code. */
+/* fmt_one's result when memory ran out: not an exit code, since the run stops there. */
+enum { FMT_NO_MEMORY = -1 };
+
+/* Prints, checks or rewrites one file given its canonical text; an exit code or
+ * FMT_NO_MEMORY. */
+static int fmt_output(const char *path, const char *text, const char *original,
+                      const FmtOptions *opt)
+{
+    bool same = strcmp(text, original) == 0;
+    if (opt->check) {
+        if (same)
+            return EXIT_OK;
+        printf("%s\n", path);
+        return EXIT_RULES;
+    }
+    if (opt->write) {
+        WriteResult w = same ? WRITE_OK : rewrite_file(path, text);
+        return w == WRITE_NO_MEMORY ? FMT_NO_MEMORY : w == WRITE_FAILED ? EXIT_IO : EXIT_OK;
+    }
+    fputs(text, stdout);
+    return EXIT_OK;
+}
+
+/* Formats one file; returns an exit code, or FMT_NO_MEMORY (nothing said about it). A
+ * parse that ran out of memory has lost part of the file: its diagnostics are printed,
+ * but the file is neither printed nor written. */
 static int fmt_one(const char *path, const FmtOptions *opt)
 {
     RuleSet *rs = ast_ruleset_new();
-    if (rs == NULL) {
-        fprintf(stderr, "vigil fmt: out of memory\n");
-        return EXIT_IO;
-    }
+    if (rs == NULL)
+        return FMT_NO_MEMORY;
     Diags diags;
     diags_init(&diags);
-    int rc = EXIT_OK;
+    int rc;
     dsl_parse_file(rs, path, &diags);
-    if (diags.errors > 0 || rs->n_files == 0) {
+    if (diags.oom || diags.errors > 0 || rs->n_files == 0) {
         diags_print(&diags, stderr);
-        rc = EXIT_RULES;
-        goto done;
-    }
-    char *text = dsl_fmt_file(rs, 0);
-    if (text == NULL) {
-        fprintf(stderr, "vigil fmt: out of memory\n");
-        rc = EXIT_IO;
-        goto done;
-    }
-    bool same = strcmp(text, rs->files[0].src->text) == 0;
-    if (opt->check) {
-        if (!same) {
-            printf("%s\n", path);
-            rc = EXIT_RULES;
-        }
-    } else if (opt->write) {
-        if (!same && rewrite_file(path, text) != 0)
-            rc = EXIT_IO;
+        rc = diags.oom ? FMT_NO_MEMORY : EXIT_RULES;
     } else {
-        fputs(text, stdout);
+        char *text = dsl_fmt_file(rs, 0);
+        rc = text ? fmt_output(path, text, rs->files[0].src->text, opt) : FMT_NO_MEMORY;
+        free(text);
     }
-    free(text);
-done:
     ast_ruleset_free(rs);
+    diags_free(&diags);
+    return rc;
+}
+
+/* Reports running out of memory, after what was printed before. */
+static int fmt_out_of_memory(void)
+{
+    fflush(stdout);
+    fprintf(stderr, "vigil fmt: out of memory\n");
+    return EXIT_IO;
+}
+
+/* The files the arguments stand for, in *files; an exit code (EXIT_RULES: some were
+ * left out, reported), or FMT_NO_MEMORY. */
+static int expand_arguments(const char *const *args, size_t n_args, char ***files,
+                            size_t *n_files)
+{
+    Diags diags;
+    diags_init(&diags);
+    int expanded = dsl_expand_paths(args, n_args, files, n_files, &diags);
+    diags_print(&diags, stderr);
+    int rc = expanded < 0 || diags.oom ? FMT_NO_MEMORY : diags.errors > 0 ? EXIT_RULES : EXIT_OK;
     diags_free(&diags);
     return rc;
 }
@@ -151,26 +187,21 @@ int cmd_fmt(int argc, char **argv)
         fprintf(stderr, "vigil fmt: -w and --check exclude each other\n");
         return EXIT_USAGE;
     }
-    Diags diags;
-    diags_init(&diags);
     char **files = NULL;
     size_t n_files = 0;
-    int rc = EXIT_OK;
-    if (dsl_expand_paths((const char *const *)argv + i, (size_t)(argc - i), &files, &n_files,
-                         &diags) < 0) {
-        fprintf(stderr, "vigil fmt: out of memory\n");
-        rc = EXIT_IO;
-    } else if (diags.errors > 0) {
-        diags_print(&diags, stderr);
-        rc = EXIT_RULES;
-    }
-    diags_free(&diags);
-    for (size_t f = 0; f < n_files; f++) {
+    int rc = expand_arguments((const char *const *)argv + i, (size_t)(argc - i), &files,
+                              &n_files);
+    for (size_t f = 0; f < n_files && rc != FMT_NO_MEMORY; f++) {
         int one = fmt_one(files[f], &opt);
-        if (one > rc)
+        if (one > rc || one == FMT_NO_MEMORY)
             rc = one;
     }
     dsl_free_paths(files, n_files);
-    fflush(stdout);
+    if (rc == FMT_NO_MEMORY)
+        return fmt_out_of_memory();
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "vigil fmt: cannot write the output: %s\n", strerror(errno));
+        rc = EXIT_IO;
+    }
     return rc;
 }

@@ -5,7 +5,11 @@
  * compares them with NAME.expect.jsonl as a multiset with subset semantics. The
  * pairing of expected and actual alerts is a bipartite matching, because one loose
  * expectation may fit several actual alerts and a greedy pairing could fail a
- * passing case. */
+ * passing case.
+ *
+ * Running out of memory stops the run: a case cut short would pass or fail for the
+ * wrong reason, so no verdict is given for it; `vigil test: out of memory` and exit 3
+ * (RUNTIME.md 1) replace the closing count. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +24,10 @@
 #include "dsl/diag.h"
 #include "rules/ruleset.h"
 #include "runtime/engine.h"
+
+/* How a step of a case ended: only a failure has been reported (it fails the case);
+ * running out of memory stops the run. */
+typedef enum { STEP_OK, STEP_FAILED, STEP_NO_MEMORY } CaseStep;
 
 /* ---- lines of text ---------------------------------------------------------- */
 
@@ -64,12 +72,13 @@ static void lines_free(Lines *l)
     free(l->line_no);
 }
 
-/* Reads the non-blank lines of a file (newline and a trailing \r stripped). */
-static int read_lines(const char *path, Lines *out)
+/* Reads the non-blank lines of a file (newline and a trailing \r stripped); a file
+ * that cannot be read is STEP_FAILED with errno set. */
+static CaseStep read_lines(const char *path, Lines *out)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return STEP_FAILED;
     char *line = NULL;
     size_t cap = 0, no = 0;
     ssize_t len;
@@ -83,10 +92,12 @@ static int read_lines(const char *path, Lines *out)
         if (i < (size_t)len)
             lines_push(out, line, (size_t)len, no);
     }
+    int read_errno = errno;
     free(line);
-    bool bad = ferror(f);
+    CaseStep step = ferror(f) ? STEP_FAILED : out->oom || !feof(f) ? STEP_NO_MEMORY : STEP_OK;
     fclose(f);
-    return bad || out->oom ? -1 : 0;
+    errno = read_errno;   /* for the message of a failed read */
+    return step;
 }
 
 /* ---- running one case ------------------------------------------------------- */
@@ -147,23 +158,35 @@ static void report_late(void *user, const Event *ev, int64_t watermark)
             ev->origin, (unsigned long long)ev->origin_line, t, wm);
 }
 
+/* Whether the matcher dropped a partial match because an allocation failed: it goes
+ * on without it (counted in partials_dropped), which would change the case's alerts.
+ * A drop by a cap counts in cap_hits too. */
+static bool dropped_for_want_of_memory(const Engine *e, const CompiledRuleSet *rs)
+{
+    for (size_t i = 0; i < rs->n_rules; i++) {
+        EngineRuleStats st;
+        engine_rule_stats(e, i, &st);
+        if (st.partials_dropped > 0 && st.cap_hits == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Runs the events file; the rendered alerts land in cr->actual. */
-static int run_events(CaseRun *cr, const char *events_path)
+static CaseStep run_events(CaseRun *cr, const char *events_path)
 {
     EngineSink sink = {collect_alert, report_dead_letter, report_late, cr};
     EngineOptions opts = {0};
     char *err = NULL;
     Engine *e = engine_new(cr->rs, &opts, &sink, &err);
-    if (!e) {
-        fprintf(stderr, "vigil test: %s\n", err ? err : "out of memory");
-        free(err);
-        return -1;
-    }
+    free(err);
+    if (!e)
+        return STEP_NO_MEMORY;   /* one worker, no thread to start: memory is all it needs */
     FILE *f = fopen(events_path, "r");
     if (!f) {
         fprintf(stderr, "vigil test: %s: %s\n", events_path, strerror(errno));
         engine_free(e);
-        return -1;
+        return STEP_FAILED;
     }
     char *line = NULL;
     size_t cap = 0;
@@ -179,19 +202,22 @@ static int run_events(CaseRun *cr, const char *events_path)
         rc = engine_line(e, line, (size_t)len, events_path, no, 0);
     }
     free(line);
+    CaseStep step = STEP_OK;
     if (ferror(f)) {
         fprintf(stderr, "vigil test: %s: read error\n", events_path);
-        rc = -1;
+        step = STEP_FAILED;
+    } else if (rc == 0 && !feof(f)) {
+        rc = -1;   /* getline could not grow its buffer: the rest of the events is unread */
     }
     fclose(f);
-    if (rc == 0)
+    if (rc == 0 && step == STEP_OK)
         rc = engine_finish(e);
+    if (rc == 0 && step == STEP_OK && dropped_for_want_of_memory(e, cr->rs))
+        rc = -1;
     engine_free(e);
-    if (rc < 0 || cr->render_failed || cr->actual.oom) {
-        fprintf(stderr, "vigil test: %s: out of memory\n", events_path);
-        return -1;
-    }
-    return 0;
+    if (rc < 0 || cr->render_failed || cr->actual.oom)
+        return STEP_NO_MEMORY;   /* the engine fails only for want of memory */
+    return step;
 }
 
 /* ---- comparing -------------------------------------------------------------- */
@@ -209,23 +235,25 @@ static void parsed_free(Parsed *p)
 }
 
 /* Parses every line; a line that is not JSON is reported against `path`. */
-static int parse_all(const Lines *l, const char *path, Parsed *out)
+static CaseStep parse_all(const Lines *l, const char *path, Parsed *out)
 {
     out->trees = calloc(l->n ? l->n : 1, sizeof *out->trees);
     out->n = 0;
     if (!out->trees)
-        return -1;
+        return STEP_NO_MEMORY;
     for (size_t i = 0; i < l->n; i++) {
         const char *why;
         size_t at;
         if (!json_tree_parse(&out->trees[i], l->text[i], strlen(l->text[i]), &why, &at)) {
             json_tree_free(&out->trees[i]);
+            if (why == JSON_TREE_NO_MEMORY)
+                return STEP_NO_MEMORY;
             fprintf(stderr, "%s:%zu:%zu: error: %s\n", path, l->line_no[i], at + 1, why);
-            return -1;
+            return STEP_FAILED;
         }
         out->n = i + 1;
     }
-    return 0;
+    return STEP_OK;
 }
 
 /* An expected alert fits an actual one: subset equality, and `events` names exactly
@@ -298,15 +326,14 @@ static void matching_free(Matching *m)
     free(m->seen);
 }
 
-/* Prints the diff of a failing case; returns true when the case passed. */
-static bool compare_case(const char *name, const char *expect_path, const Lines *want_l,
-                         const Lines *got_l, const Parsed *want, const Parsed *got)
+/* Prints the diff of a failing case; STEP_OK when the case passed. */
+static CaseStep compare_case(const char *name, const char *expect_path, const Lines *want_l,
+                             const Lines *got_l, const Parsed *want, const Parsed *got)
 {
     Matching m = {0};
     if (match_alerts(want, got, &m) < 0) {
         matching_free(&m);
-        printf("FAIL %s: out of memory while comparing\n", name);
-        return false;
+        return STEP_NO_MEMORY;
     }
     size_t missing = 0, unexpected = 0;
     for (size_t w = 0; w < m.n_want; w++)
@@ -328,14 +355,25 @@ static bool compare_case(const char *name, const char *expect_path, const Lines 
                 printf("  + unexpected %s\n", got_l->text[g]);
     }
     matching_free(&m);
-    return pass;
+    return pass ? STEP_OK : STEP_FAILED;
 }
 
 /* ---- folders and cases ------------------------------------------------------ */
 
 typedef struct Tally {
     size_t passed, failed;
+    bool out_of_memory;       /* the run stopped there */
 } Tally;
+
+static void tally_step(Tally *tally, CaseStep step)
+{
+    if (step == STEP_OK)
+        tally->passed++;
+    else if (step == STEP_FAILED)
+        tally->failed++;
+    else
+        tally->out_of_memory = true;
+}
 
 static char *path_join(const char *dir, const char *name, const char *suffix)
 {
@@ -357,25 +395,20 @@ static void run_case(const CompiledRuleSet *rs, const char *cases_dir, const cha
     CaseRun cr = {.rs = rs};
     Lines want = {0};
     Parsed pw = {0}, pg = {0};
-    bool pass = false;
-    if (!events || !expect || !label) {
-        fprintf(stderr, "vigil test: out of memory\n");
-    } else if (read_lines(expect, &want) < 0) {
-        printf("FAIL %s: cannot read %s: %s\n", label, expect,
-               want.oom ? "out of memory" : strerror(errno));
-    } else if (run_events(&cr, events) < 0) {
+    CaseStep step = !events || !expect || !label ? STEP_NO_MEMORY : read_lines(expect, &want);
+    if (step == STEP_FAILED) {
+        printf("FAIL %s: cannot read %s: %s\n", label, expect, strerror(errno));
+    } else if (step == STEP_OK && (step = run_events(&cr, events)) == STEP_FAILED) {
         printf("FAIL %s: the events could not be run\n", label);
-    } else if (parse_all(&want, expect, &pw) < 0) {
+    } else if (step == STEP_OK && (step = parse_all(&want, expect, &pw)) == STEP_FAILED) {
         printf("FAIL %s: %s is not JSON lines\n", label, expect);
-    } else if (parse_all(&cr.actual, "(actual alert)", &pg) < 0) {
+    } else if (step == STEP_OK &&
+               (step = parse_all(&cr.actual, "(actual alert)", &pg)) == STEP_FAILED) {
         printf("FAIL %s: an actual alert is not valid JSON\n", label);
-    } else {
-        pass = compare_case(label, expect, &want, &cr.actual, &pw, &pg);
+    } else if (step == STEP_OK) {
+        step = compare_case(label, expect, &want, &cr.actual, &pw, &pg);
     }
-    if (pass)
-        tally->passed++;
-    else
-        tally->failed++;
+    tally_step(tally, step);
     parsed_free(&pw);
     parsed_free(&pg);
     lines_free(&want);
@@ -391,12 +424,13 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Case names (NAME of NAME.events.jsonl) in cases_dir, sorted. */
-static int list_cases(const char *cases_dir, Lines *names)
+/* Case names (NAME of NAME.events.jsonl) in cases_dir, sorted; STEP_FAILED when
+ * the folder cannot be read. */
+static CaseStep list_cases(const char *cases_dir, Lines *names)
 {
     DIR *d = opendir(cases_dir);
     if (!d)
-        return -1;
+        return STEP_FAILED;
     static const char suffix[] = ".events.jsonl";
     size_t sl = sizeof suffix - 1;
     struct dirent *de;
@@ -407,9 +441,9 @@ static int list_cases(const char *cases_dir, Lines *names)
     }
     closedir(d);
     if (names->oom)
-        return -1;
+        return STEP_NO_MEMORY;
     qsort(names->text, names->n, sizeof *names->text, cmp_names);
-    return 0;
+    return STEP_OK;
 }
 
 static char *folder_of(const char *arg)
@@ -443,23 +477,24 @@ static void test_folder(const char *arg, Tally *tally)
     diags_print(&diags, stderr);
     bool oom = diags.oom;
     diags_free(&diags);
-    if (!rs) {
-        printf("FAIL %s: %s\n", arg,
-               oom ? "out of memory loading the rules" : "the rules do not compile");
-        tally->failed++;
+    if (!rs || oom) {
+        if (!oom)
+            printf("FAIL %s: the rules do not compile\n", arg);
+        tally_step(tally, oom ? STEP_NO_MEMORY : STEP_FAILED);
+        ruleset_free(rs);
         return;
     }
     char *folder = folder_of(arg);
     char *cases_dir = folder ? path_join(folder, "cases", "") : NULL;
     Lines names = {0};
-    if (!cases_dir) {
-        fprintf(stderr, "vigil test: out of memory\n");
-        tally->failed++;
-    } else if (list_cases(cases_dir, &names) < 0 || names.n == 0) {
+    CaseStep listed = cases_dir ? list_cases(cases_dir, &names) : STEP_NO_MEMORY;
+    if (listed == STEP_NO_MEMORY) {
+        tally_step(tally, listed);
+    } else if (listed == STEP_FAILED || names.n == 0) {
         printf("FAIL %s: no test cases (%s/NAME.events.jsonl)\n", arg, cases_dir);
-        tally->failed++;
+        tally_step(tally, STEP_FAILED);
     } else {
-        for (size_t i = 0; i < names.n; i++)
+        for (size_t i = 0; i < names.n && !tally->out_of_memory; i++)
             run_case(rs, cases_dir, names.text[i], tally);
     }
     lines_free(&names);
@@ -487,7 +522,7 @@ static void usage(FILE *out)
           "actual alerts) and a closing line `N passed, N failed`.\n"
           "\n"
           "Exit status: 0 all cases passed, 1 a case failed or the rules have errors,\n"
-          "2 usage error.\n", out);
+          "2 usage error, 3 out of memory (the run stops: no closing line).\n", out);
 }
 
 int cmd_test(int argc, char **argv)
@@ -508,9 +543,14 @@ int cmd_test(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    Tally tally = {0, 0};
-    for (int i = first; i < argc; i++)
+    Tally tally = {0, 0, false};
+    for (int i = first; i < argc && !tally.out_of_memory; i++)
         test_folder(argv[i], &tally);
+    if (tally.out_of_memory) {
+        fflush(stdout);   /* the verdicts given so far go out ahead of the message */
+        fprintf(stderr, "vigil test: out of memory\n");
+        return EXIT_IO;
+    }
     printf("%zu passed, %zu failed\n", tally.passed, tally.failed);
     fflush(stdout);
     return tally.failed ? EXIT_RULES : EXIT_OK;

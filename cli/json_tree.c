@@ -11,6 +11,8 @@
 
 #define JSON_TREE_MAX_DEPTH 128
 
+const char JSON_TREE_NO_MEMORY[] = "out of memory";
+
 typedef struct Parser {
     Arena *arena;
     const char *p, *end, *start;
@@ -68,7 +70,7 @@ static bool parse_string(Parser *ps, const char **out, size_t *out_len)
     /* decoded text is never longer than its source */
     char *buf = arena_alloc(ps->arena, (size_t)(ps->end - ps->p) + 1);
     if (!buf)
-        return fail(ps, "out of memory");
+        return fail(ps, JSON_TREE_NO_MEMORY);
     size_t n = 0;
     while (ps->p < ps->end && *ps->p != '"') {
         unsigned char c = (unsigned char)*ps->p++;
@@ -157,7 +159,7 @@ static bool parse_array(Parser *ps, JsonNode *node, int depth)
             node->items = arena_grow(ps->arena, node->items, cap * sizeof *node->items,
                                      ncap * sizeof *node->items);
             if (!node->items)
-                return fail(ps, "out of memory");
+                return fail(ps, JSON_TREE_NO_MEMORY);
             cap = ncap;
         }
         node->items[node->n++] = item;
@@ -217,7 +219,7 @@ static bool parse_object(Parser *ps, JsonNode *node, int depth)
                 node->members = arena_grow(ps->arena, node->members, cap * sizeof *node->members,
                                            ncap * sizeof *node->members);
                 if (!node->members)
-                    return fail(ps, "out of memory");
+                    return fail(ps, JSON_TREE_NO_MEMORY);
                 cap = ncap;
             }
             node->members[node->n++] = (JsonMember){name, len, value};
@@ -248,7 +250,7 @@ static JsonNode *parse_value(Parser *ps, int depth)
     }
     JsonNode *node = arena_zalloc(ps->arena, sizeof *node);
     if (!node) {
-        fail(ps, "out of memory");
+        fail(ps, JSON_TREE_NO_MEMORY);
         return NULL;
     }
     bool ok;

@@ -35,6 +35,10 @@ typedef struct JsonTree {
     JsonNode *root;
 } JsonTree;
 
+/* The reason json_tree_parse gives when an allocation failed (compare the pointer):
+ * the text may be good JSON. */
+extern const char JSON_TREE_NO_MEMORY[];
+
 /* Parses one JSON document. False with a static reason and the byte offset in *err_at. */
 bool json_tree_parse(JsonTree *t, const char *text, size_t len, const char **err,
                      size_t *err_at);

@@ -199,9 +199,11 @@ CompiledRuleSet *ruleset_compile_after(RuleSet *ast, const CompiledRuleSet *prev
     return ruleset_compile_with(ast, prev, NULL, diags);
 }
 
+/* diags->oom tells the commands that memory ran out, not the rules (exit 3, not 1). */
 static void report_out_of_memory(Diags *diags)
 {
     diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while compiling rules");
+    diags->oom = true;
 }
 
 CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
@@ -260,8 +262,9 @@ CompiledRuleSet *ruleset_load_with(const char *const *paths, size_t n_paths,
                                    Diags *diags)
 {
     RuleSet *ast = dsl_load(paths, n_paths, diags);
-    if (!ast) {
+    if (!ast) {   /* only for want of memory (dsl/load.h) */
         diag_report_file(diags, DIAG_ERROR, "vigil", "out of memory while loading rules");
+        diags->oom = true;
         return NULL;
     }
     /* oom: part of the rules or of their diagnostics was lost (a file left out of

@@ -37,3 +37,4 @@ include tests/speed.mk
 include tests/prefetch.mk
 include tests/restore.mk
 include tests/load_oom.mk
+include tests/cli_oom.mk

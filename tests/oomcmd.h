@@ -1,0 +1,34 @@
+/* tests/oomcmd.h — a `vigil` subcommand run with one allocation failing, in a child
+ * process, for the out-of-memory tests of the commands. The child captures what the
+ * command writes to stdout and stderr, frees what it holds and leaves with exit(), so
+ * that under the sanitizer build LeakSanitizer checks that run on its own (a leak or a
+ * crash shows in the child's status). Needs OOM_SOURCES, OOM_WRAP_FLAGS and TEST_UTIL
+ * (tests/local.mk). */
+#ifndef VIGIL_TESTS_OOMCMD_H
+#define VIGIL_TESTS_OOMCMD_H
+
+#include <stddef.h>
+
+typedef int (*OomCommand)(int argc, char **argv);
+
+typedef struct OomCmdRun {
+    int rc;              /* the command's exit code */
+    int status;          /* the child's wait status: exited 0 unless it leaked or crashed */
+    size_t n_allocs;     /* allocations the command made */
+    char *out, *err;     /* what it wrote to stdout and stderr; heap */
+} OomCmdRun;
+
+/* cmd with argv (NULL-terminated; argv[0] the subcommand's name) and allocation `fail`
+ * of the command failing (from 1; 0: none). Fails the running test if the child's
+ * report cannot be read. */
+OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail);
+void oomcmd_free(OomCmdRun *r);
+
+/* How many allocations loading the rules at `path` makes (ruleset_load), in this
+ * process: a command that loads them makes the same ones first. */
+size_t oomcmd_load_allocations(const char *path);
+
+/* Whether `prefix` is where `text` starts. */
+int oomcmd_starts_with(const char *text, const char *prefix);
+
+#endif

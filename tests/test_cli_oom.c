@@ -1,0 +1,329 @@
+/* tests/test_cli_oom.c — `vigil fmt` and `vigil test` when an allocation fails. Each
+ * allocation of the command is made to fail in turn (tests/oomwrap.h), each run in a
+ * child that LeakSanitizer checks (tests/oomcmd.h). A run must then either give the
+ * result it gives without failure (the same exit code, stdout and stderr: the failure
+ * was harmless), or exit 3 with "vigil CMD: out of memory" as the last line of stderr,
+ * having printed on stdout only a beginning of the normal output and never "out of
+ * memory" there: not exit 1 as if the rules or a case were wrong. `vigil fmt -w` leaves
+ * every file either as it was or in canonical form, and no temporary file behind. */
+#include <check.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "tests/checkmain.h"
+#include "tests/oomcmd.h"
+#include "tests/testutil.h"
+
+/* Not canonical: spacing, a comment, parentheses fmt drops. */
+static const char MESSY[] =
+    "# bursts of large transactions\n"
+    "time ts lateness 5s;\n"
+    "rule big  { filter (type == \"tx\") ; key user;\n"
+    "  begin a where amount > 100; followed_by b where amount > a.amount times 2;\n"
+    "  within 10m; on match alert high \"{user}: {count(b)} more\" fields { n: count(b) }; }\n";
+
+static const char CANONICAL[] =
+    "rule quiet {\n"
+    "  key user;\n"
+    "  begin a where type == \"login\";\n"
+    "  not_followed_by b where type == \"logout\";\n"
+    "  within 1h;\n"
+    "}\n";
+
+/* A passing case, a failing one (a missing and an unexpected alert) and a dead letter,
+ * so that every part of `vigil test` runs. */
+static const char TEST_RULES[] =
+    "time ts;\n"
+    "rule two { key k; begin a where v == 1; followed_by b where v == 2;\n"
+    "  on match alert \"m {k}\" fields { first: a.ts }; }\n"
+    "rule gone { key k; begin a where v == 1; not_followed_by c where v == 3; within 5s;\n"
+    "  on match alert low \"no c for {k}\"; }\n";
+static const char EVENTS[] =
+    "{\"ts\":1,\"k\":\"x\",\"v\":1}\n"
+    "{\"ts\":2,\"k\":\"y\",\"v\":1}\n"
+    "not json\n"
+    "{\"ts\":3,\"k\":\"y\",\"v\":2}\n"
+    "{\"ts\":4,\"k\":\"x\",\"v\":3}\n";
+static const char PASS_EXPECT[] =
+    "{\"rule\":\"two\",\"key\":{\"k\":\"y\"},\"events\":{\"a\":[{\"ts\":2}],\"b\":[{\"ts\":3}]}}\n"
+    "{\"message\":\"no c for y\"}\n";
+static const char FAIL_EXPECT[] =
+    "{\"message\":\"m y\"}\n"
+    "{\"message\":\"no c for z\"}\n";
+
+typedef struct Tree {
+    char dir[40];
+    char cases[64];
+} Tree;
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static char *read_in(const char *dir, const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *text = test_read_file(path, NULL);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+static void make_tree(Tree *t)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-cli-oom-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->cases, sizeof t->cases, "%s/cases", t->dir);
+}
+
+static void remove_tree(Tree *t)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The last line of text, with its newline, is `line`. */
+static bool ends_with_line(const char *text, const char *line)
+{
+    size_t n = strlen(text), m = strlen(line);
+    return n >= m && strcmp(text + n - m, line) == 0 && (n == m || text[n - m - 1] == '\n');
+}
+
+/* got is want, or says out of memory as the comment at the top says. Returns whether it
+ * ran out of memory. */
+static bool same_or_out_of_memory(const OomCmdRun *got, const OomCmdRun *want, size_t fail,
+                                  const char *message)
+{
+    ck_assert_msg(WIFEXITED(got->status) && WEXITSTATUS(got->status) == 0,
+                  "allocation %zu of %zu: the child's status is %d (a leak or a crash)\n"
+                  "stderr:\n%.1500s", fail, want->n_allocs, got->status, got->err);
+    if (got->rc == want->rc && !strcmp(got->out, want->out) && !strcmp(got->err, want->err))
+        return false;
+    ck_assert_msg(got->rc == EXIT_IO && ends_with_line(got->err, message),
+                  "allocation %zu of %zu: exit %d, stdout\n%.1200s\nstderr\n%.1200s\n"
+                  "instead of exit %d, stdout\n%.1200s\nstderr\n%.1200s", fail, want->n_allocs,
+                  got->rc, got->out, got->err, want->rc, want->out, want->err);
+    ck_assert_msg(oomcmd_starts_with(want->out, got->out) && !strstr(got->out, "out of memory"),
+                  "allocation %zu: stdout is not a beginning of the normal output:\n%.1800s",
+                  fail, got->out);
+    return true;
+}
+
+/* ---- vigil fmt ------------------------------------------------------------- */
+
+static void write_rules(const Tree *t)
+{
+    write_file(t->dir, "a.cep", MESSY);
+    write_file(t->dir, "b.cep", CANONICAL);
+}
+
+/* Fails each allocation of `vigil fmt OPTION DIR` in turn (files written afresh
+ * before each run); returns the run without failure. */
+static OomCmdRun each_allocation_of_fmt(const Tree *t, const char *option, size_t *failures)
+{
+    char *argv[] = {"fmt", (char *)option, (char *)t->dir, NULL};
+    write_rules(t);
+    OomCmdRun want = oomcmd_run(cmd_fmt, argv, 0);
+    ck_assert_uint_gt(want.n_allocs, 0);
+    *failures = 0;
+    for (size_t fail = 1; fail <= want.n_allocs; fail++) {
+        write_rules(t);
+        OomCmdRun got = oomcmd_run(cmd_fmt, argv, fail);
+        *failures += same_or_out_of_memory(&got, &want, fail, "vigil fmt: out of memory\n");
+        oomcmd_free(&got);
+    }
+    return want;
+}
+
+START_TEST(fmt_prints_whole_files_or_exits_3)
+{
+    Tree t;
+    make_tree(&t);
+    size_t failures;
+    OomCmdRun want = each_allocation_of_fmt(&t, "--", &failures);
+    ck_assert_int_eq(want.rc, EXIT_OK);
+    ck_assert_ptr_nonnull(strstr(want.out, CANONICAL));
+    ck_assert_uint_gt(failures, 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
+START_TEST(fmt_check_lists_or_exits_3)
+{
+    Tree t;
+    make_tree(&t);
+    size_t failures;
+    OomCmdRun want = each_allocation_of_fmt(&t, "--check", &failures);
+    ck_assert_int_eq(want.rc, EXIT_RULES);
+    char listed[64];
+    snprintf(listed, sizeof listed, "%s/a.cep\n", t.dir);
+    ck_assert_str_eq(want.out, listed);
+    ck_assert_uint_gt(failures, 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
+/* Each file is as it was or canonical, and nothing else is left in the folder. */
+static void assert_whole_files(const Tree *t, const char *canonical_a, size_t fail)
+{
+    char *a = read_in(t->dir, "a.cep"), *b = read_in(t->dir, "b.cep");
+    ck_assert_msg(!strcmp(a, MESSY) || !strcmp(a, canonical_a),
+                  "allocation %zu: a.cep is\n%s", fail, a);
+    ck_assert_msg(!strcmp(b, CANONICAL), "allocation %zu: b.cep is\n%s", fail, b);
+    free(a);
+    free(b);
+    DIR *d = opendir(t->dir);
+    ck_assert_ptr_nonnull(d);
+    size_t entries = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        entries += de->d_name[0] != '.';
+    closedir(d);
+    ck_assert_msg(entries == 2, "allocation %zu: %zu files left in the folder", fail, entries);
+}
+
+START_TEST(fmt_w_rewrites_whole_files_or_exits_3)
+{
+    Tree t;
+    make_tree(&t);
+    char *argv[] = {"fmt", "-w", t.dir, NULL};
+    write_rules(&t);
+    OomCmdRun want = oomcmd_run(cmd_fmt, argv, 0);
+    ck_assert_int_eq(want.rc, EXIT_OK);
+    char *canonical_a = read_in(t.dir, "a.cep");
+    ck_assert_str_ne(canonical_a, MESSY);
+    size_t failures = 0;
+    for (size_t fail = 1; fail <= want.n_allocs; fail++) {
+        write_rules(&t);
+        OomCmdRun got = oomcmd_run(cmd_fmt, argv, fail);
+        failures += same_or_out_of_memory(&got, &want, fail, "vigil fmt: out of memory\n");
+        assert_whole_files(&t, canonical_a, fail);
+        if (got.rc == EXIT_OK) {
+            char *a = read_in(t.dir, "a.cep");
+            ck_assert_msg(!strcmp(a, canonical_a), "allocation %zu: exit 0, a.cep\n%s", fail, a);
+            free(a);
+        }
+        oomcmd_free(&got);
+    }
+    ck_assert_uint_gt(failures, 0);
+    free(canonical_a);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
+/* ---- vigil test ------------------------------------------------------------ */
+
+/* The compiler (nfa/, through rules/) reports an allocation that failed while it
+ * compiled an expression or a pattern as an error at the rule, which a command cannot
+ * tell from a rule error: such a run fails the rules (exit 1), saying out of memory. */
+static bool compiler_said_out_of_memory(const OomCmdRun *got)
+{
+    return got->rc == EXIT_RULES && strstr(got->out, ": the rules do not compile\n") &&
+           strstr(got->err, ": error: out of memory");
+}
+
+/* text without the reasons given for rejected event lines (cut after "rejected: "),
+ * which may be shorter when memory runs out. Heap. */
+static char *without_rejection_reasons(const char *text)
+{
+    static const char marker[] = "event line rejected: ";
+    char *copy = strdup(text);
+    ck_assert_ptr_nonnull(copy);
+    char *to = copy;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *cut = strstr(line, marker);
+        size_t keep = cut && cut < line + len ? (size_t)(cut - line) + sizeof marker - 1 : len;
+        memmove(to, line, keep);
+        to += keep;
+        line += len;
+    }
+    *to = '\0';
+    return copy;
+}
+
+/* got is want but for the reasons given for rejected lines (the engine names a line
+ * "invalid JSON" when the longer reason cannot be formatted: still a dead letter). */
+static bool same_but_rejection_reasons(const OomCmdRun *got, const OomCmdRun *want)
+{
+    if (got->rc != want->rc || strcmp(got->out, want->out) != 0)
+        return false;
+    char *g = without_rejection_reasons(got->err), *w = without_rejection_reasons(want->err);
+    bool same = !strcmp(g, w);
+    free(g);
+    free(w);
+    return same;
+}
+
+START_TEST(test_gives_every_verdict_or_exits_3)
+{
+    Tree t;
+    make_tree(&t);
+    write_file(t.dir, "r.cep", TEST_RULES);
+    ck_assert_int_eq(mkdir(t.cases, 0755), 0);
+    write_file(t.cases, "fail.events.jsonl", EVENTS);
+    write_file(t.cases, "fail.expect.jsonl", FAIL_EXPECT);
+    write_file(t.cases, "pass.events.jsonl", EVENTS);
+    write_file(t.cases, "pass.expect.jsonl", PASS_EXPECT);
+    char *argv[] = {"test", t.dir, NULL};
+    OomCmdRun want = oomcmd_run(cmd_test, argv, 0);
+    ck_assert_msg(want.rc == EXIT_RULES && ends_with_line(want.out, "1 passed, 1 failed\n"),
+                  "exit %d:\n%s%s", want.rc, want.out, want.err);
+    ck_assert_ptr_nonnull(strstr(want.out, "+ unexpected"));
+    ck_assert_ptr_nonnull(strstr(want.err, "event line rejected"));
+    size_t loading = oomcmd_load_allocations(t.dir);
+    ck_assert_uint_lt(loading, want.n_allocs);
+    size_t failures = 0;
+    for (size_t fail = 1; fail <= want.n_allocs; fail++) {
+        OomCmdRun got = oomcmd_run(cmd_test, argv, fail);
+        if (fail <= loading && compiler_said_out_of_memory(&got)) {
+            failures++;
+        } else if (!same_but_rejection_reasons(&got, &want) &&
+                   same_or_out_of_memory(&got, &want, fail, "vigil test: out of memory\n")) {
+            failures++;
+            ck_assert_msg(!strstr(got.out, " passed, "),
+                          "allocation %zu: a closing count after running out of memory:\n%s",
+                          fail, got.out);
+        }
+        oomcmd_free(&got);
+    }
+    ck_assert_uint_gt(failures, 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
+static Suite *cli_oom_suite(void)
+{
+    Suite *s = suite_create("cli_oom");
+    TCase *tc = tcase_create("oom");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, fmt_prints_whole_files_or_exits_3);
+    tcase_add_test(tc, fmt_check_lists_or_exits_3);
+    tcase_add_test(tc, fmt_w_rewrites_whole_files_or_exits_3);
+    tcase_add_test(tc, test_gives_every_verdict_or_exits_3);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run_suite(cli_oom_suite());
+}
