@@ -740,8 +740,33 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
     settle_heap(key, ctx->work);
 }
 
+/* nfa_key_advance_in for the usual key: one partial match, inline, nothing held back,
+ * and not at the end of input. Its deadline is computed once, and when it has passed
+ * the timeout is the only result: nothing completes (a pending state, which completes
+ * on timeout, goes the general way), so nothing is released and the key is idle.
+ * False when the key is not of this kind. */
+static bool advance_single(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *ctx)
+{
+    if (k->cap_live != 1 || k->n_live != 1 || time_ms == INT64_MAX)
+        return false;
+    const Run *r = &k->live.one;
+    int64_t expiry;
+    if (!timed_out(nfa, r, time_ms, &expiry))
+        return true;
+    if (nfa->states[r->state].kind == NFA_ST_PENDING)
+        return false;
+    MatchNode *last = r->last;
+    ctx->counters->partials_live--;
+    emit(ctx, NFA_TIMEOUT, expiry, last);
+    match_node_release(last);
+    k->n_live = 0;
+    return true;
+}
+
 void nfa_key_advance_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *ctx)
 {
+    if (advance_single(nfa, k, time_ms, ctx))
+        return;
     bool flush = time_ms == INT64_MAX;
     if (!flush && time_ms < key_deadline(nfa, k))
         return;
@@ -873,10 +898,13 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
 
 void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
 {
-    nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
+    bool idle = nfa_key_idle(k);   /* an idle key has nothing to time out */
+    if (!idle) {
+        nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
+        idle = nfa_key_idle(k);
+    }
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(ctx->work);   /* the start's conditions are then tested once */
-    bool idle = nfa_key_idle(k);
     if (idle && !start_reacts(nfa, &d))
         return;
     key_step(nfa, k, &d, ev, ctx, idle);
