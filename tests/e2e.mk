@@ -21,12 +21,13 @@ TESTS += tests/e2e/test_cmd.sh tests/e2e/usage.sh tests/e2e/inputs.sh \
 	tests/e2e/malformed.sh tests/e2e/late.sh tests/e2e/sigterm.sh \
 	tests/e2e/proctime.sh tests/e2e/workers.sh tests/e2e/reload.sh \
 	tests/e2e/watch.sh tests/e2e/control.sh tests/e2e/conformance.sh \
-	tests/e2e/examples.sh tests/e2e/explain_dot.sh
+	tests/e2e/examples.sh tests/e2e/explain_dot.sh tests/e2e/docs.sh
 EXTRA_DIST += tests/e2e/lib.sh tests/e2e/test_cmd.sh tests/e2e/usage.sh \
 	tests/e2e/inputs.sh tests/e2e/malformed.sh tests/e2e/late.sh \
 	tests/e2e/sigterm.sh tests/e2e/proctime.sh tests/e2e/workers.sh \
 	tests/e2e/reload.sh tests/e2e/watch.sh tests/e2e/control.sh \
 	tests/e2e/conformance.sh tests/e2e/examples.sh tests/e2e/explain_dot.sh \
+	tests/e2e/docs.sh \
 	tests/e2e/data/bursts.cep tests/e2e/data/slow.cep tests/e2e/data/proctime.cep
 # The engine's operator documentation travels with the sources.
 EXTRA_DIST += docs/run.md
