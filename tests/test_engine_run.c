@@ -3,11 +3,14 @@
  * the table, late and malformed lines, stop versus end of input, processing-time
  * timers, workers. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -1447,10 +1450,10 @@ static const char reload_r2[] =
     "  on match alert \"b\"; }\n";
 
 /* lines[0..n), line i + 1 of origin, with a reload from v1 to v2 (its rule changed)
- * before line reload_at + 1. */
+ * before line reload_at + 1; the lines from there on arrive at now_after. */
 static void run_reload_lines(const CompiledRuleSet *v1, const CompiledRuleSet *v2,
                              char **lines, size_t n, size_t reload_at, const char *origin,
-                             size_t workers, Run *run)
+                             size_t workers, int64_t now_after, Run *run)
 {
     memset(run, 0, sizeof *run);
     pthread_mutex_init(&run->trace.lock, NULL);
@@ -1461,7 +1464,8 @@ static void run_reload_lines(const CompiledRuleSet *v1, const CompiledRuleSet *v
             ck_assert_int_eq(engine_reload(e, v2, NULL, NULL, &sum), 0);
             ck_assert_uint_eq(sum.changed, 1);
         }
-        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), origin, i + 1, 0), 0);
+        ck_assert_int_eq(engine_line(e, lines[i], strlen(lines[i]), origin, i + 1,
+                                     i < reload_at ? 0 : now_after), 0);
     }
     ck_assert_int_eq(engine_finish(e), 0);
     engine_stats(e, &run->stats);
@@ -1476,7 +1480,7 @@ static void run_reload(size_t workers, Run *run)
     CompiledRuleSet *v2 = test_rules_compile(reload_r2, v1);
     size_t n = 1500;
     char **lines = mixed_lines(n);
-    run_reload_lines(v1, v2, lines, n, 777, "in", workers, run);
+    run_reload_lines(v1, v2, lines, n, 777, "in", workers, 0, run);
     free_lines(lines, n);
     ruleset_free(v1);
     ruleset_free(v2);
@@ -1495,31 +1499,173 @@ START_TEST(workers_decode_lines_before_a_reload_for_the_old_rules)
 }
 END_TEST
 
-/* A reload mid-file: the lines read before it are matched by the old rules, the rest
- * by the new ones, as with one worker reloading after as many lines. */
-START_TEST(workers_read_across_a_reload_as_one_thread)
+static int64_t wall_now_ms(void)
 {
-    CompiledRuleSet *v1 = test_rules_compile(reload_r1, NULL);
-    CompiledRuleSet *v2 = test_rules_compile(reload_r2, v1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A reload mid-file, run both ways. */
+typedef struct ReloadRead {
+    Run one, two;              /* one worker given the lines; two workers reading them */
+    size_t n, reload_at;       /* the lines, and those taken before the reload */
+    int64_t start, end;        /* the wall clock around the reading run */
+} ReloadRead;
+
+/* A file of mixed lines read by 2 workers with a reload from the rules v1_text to
+ * v2_text at the third step, and the same lines given to one worker reloading after
+ * as many, those after arriving at the start of the reading run. */
+static void read_across_reload(const char *v1_text, const char *v2_text, ReloadRead *rr)
+{
+    CompiledRuleSet *v1 = test_rules_compile(v1_text, NULL);
+    CompiledRuleSet *v2 = test_rules_compile(v2_text, v1);
     size_t n = 60000;
     char **lines = mixed_lines(n);
     char path[] = "/tmp/vigil-engine-read-XXXXXX";
     write_lines(path, lines, n);
     ReloadAt at = {v2, 2, 0};
-    Run two;
-    run_read(v1, path, 2, 0, reload_at_step, &at, &two);
+    rr->start = wall_now_ms();
+    run_read(v1, path, 2, 0, reload_at_step, &at, &rr->two);
+    rr->end = wall_now_ms();
     ck_assert_uint_gt(at.lines, 0);
     ck_assert_uint_lt(at.lines, n / 2);
-    Run one;
-    run_reload_lines(v1, v2, lines, n, at.lines, path, 1, &one);
-    ck_assert_ptr_nonnull(strstr(one.trace.alerts.data, "0 m "));
-    assert_same_run(&one, &two);
-    run_free(&one);
-    run_free(&two);
+    rr->n = n;
+    rr->reload_at = at.lines;
+    run_reload_lines(v1, v2, lines, n, at.lines, path, 1, rr->start, &rr->one);
+    ck_assert_ptr_nonnull(strstr(rr->one.trace.alerts.data, "0 m "));
     unlink(path);
     free_lines(lines, n);
     ruleset_free(v1);
     ruleset_free(v2);
+}
+
+/* A reload mid-file: the lines read before it are matched by the old rules, the rest
+ * by the new ones, as with one worker reloading after as many lines. */
+START_TEST(workers_read_across_a_reload_as_one_thread)
+{
+    ReloadRead rr;
+    read_across_reload(reload_r1, reload_r2, &rr);
+    assert_same_run(&rr.one, &rr.two);
+    run_free(&rr.one);
+    run_free(&rr.two);
+}
+END_TEST
+
+/* A read() that fails mid-file ends the reading with its errno: the lines read before
+ * it are processed (the partial line after them is lost), as one worker given those
+ * lines, and engine_finish then ends the run as `vigil run` does. The failing file:
+ * /proc/self/mem read over a file mapped one page longer than it is, so that the read
+ * after its last byte meets the page past its end (EIO). */
+START_TEST(workers_read_error_ends_the_reading_after_the_lines_before)
+{
+    int mem = open("/proc/self/mem", O_RDONLY);
+    if (mem < 0) {
+        fprintf(stderr, "skipped: cannot open /proc/self/mem: %s\n", strerror(errno));
+        return;
+    }
+    CompiledRuleSet *rs = test_rules_compile(input_rules, NULL);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), size = 64 * page;   /* several chunks */
+    size_t n = 6000, whole = 0;
+    char **lines = mixed_lines(n);
+    Buf b = BUF_INIT;
+    while (b.len + strlen(lines[whole]) + 1 + 100 < size)
+        buf_printf(&b, "%s\n", lines[whole++]);
+    buf_puts(&b, "{\"ts\":1,\"pad\":\"");
+    while (b.len < size)
+        buf_putc(&b, 'x');   /* a partial line up to the failing read */
+    char path[] = "/tmp/vigil-engine-eio-XXXXXX";
+    write_file(path, b.data, b.len);
+    int fd = open(path, O_RDONLY);
+    ck_assert_int_ge(fd, 0);
+    char *map = mmap(NULL, size + page, PROT_READ, MAP_PRIVATE, fd, 0);
+    ck_assert_ptr_ne(map, MAP_FAILED);
+    close(fd);
+    off_t at = (off_t)(uintptr_t)map;
+    ck_assert_int_eq(lseek(mem, at, SEEK_SET), at);
+
+    Run two;
+    memset(&two, 0, sizeof two);
+    pthread_mutex_init(&two.trace.lock, NULL);
+    Engine *e = traced_engine(rs, &two.trace, 2);
+    ck_assert_int_eq(engine_read_start(e, mem, path, 2000), 0);
+    int rc = 1;
+    for (size_t step = 0; rc == 1 && step < 1000000; step++) {
+        rc = engine_read_step(e, 100);
+        ck_assert_int_eq(engine_tick(e, 0), 0);
+    }
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(engine_read_error(e), EIO);
+    ck_assert_uint_eq(engine_read_bytes(e), size);
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_stats(e, &two.stats);
+    engine_rule_stats(e, 0, &two.rule0);
+    engine_free(e);
+    sort_lines(&two.trace.alerts);
+
+    Placed *placed = placed_in(path, whole);
+    Run one;
+    run_lines(rs, lines, whole, placed, 1, 0, false, &one);
+    ck_assert_uint_gt(one.rule0.matches + one.rule0.timeouts, 100);
+    ck_assert_uint_eq(two.stats.lines, whole);
+    assert_same_run(&one, &two);
+    run_free(&one);
+    run_free(&two);
+    free(placed);
+    munmap(map, size + page);
+    close(mem);
+    unlink(path);
+    buf_free(&b);
+    free_lines(lines, n);
+    ruleset_free(rs);
+}
+END_TEST
+
+/* The alerts, each time in [from, to] (a wall-clock stamp) written "W", sorted again;
+ * how many were. */
+static size_t wall_times_as_w(Buf *alerts, int64_t from, int64_t to)
+{
+    Buf out = BUF_INIT;
+    size_t stamped = 0;
+    for (const char *line = alerts->data; line && *line;) {
+        const char *nl = strchr(line, '\n'), *time = line;
+        for (int field = 0; field < 3; field++)   /* rule kind key time ... */
+            time = strchr(time, ' ') + 1;
+        char *after;
+        long long t = strtoll(time, &after, 10);
+        bool wall = t >= from && t <= to;
+        buf_append(&out, line, (size_t)((wall ? time : nl + 1) - line));
+        if (wall)
+            buf_printf(&out, "W%.*s", (int)(nl + 1 - after), after);
+        stamped += wall;
+        line = nl + 1;
+    }
+    buf_free(alerts);
+    *alerts = out;
+    sort_lines(alerts);
+    return stamped;
+}
+
+/* A reload mid-file to rules on processing time (no `time`): the reading jobs go on,
+ * stamping each chunk's lines with the wall clock as they read it; the lines before
+ * are matched by the old rules on event time, the rest by the new ones at their
+ * arrival: as one worker reloading after as many lines, the lines after arriving at
+ * the start of the run (the alerts' wall-clock times compared as "W"). */
+static const char reload_to_processing_time[] =
+    "rule r { key user; begin a where n % 3 == 0 and type == \"end\";\n"
+    "  on match alert \"b\"; }\n";
+
+START_TEST(workers_read_on_after_a_reload_to_processing_time)
+{
+    ReloadRead rr;
+    read_across_reload(reload_r1, reload_to_processing_time, &rr);
+    size_t stamped = wall_times_as_w(&rr.two.trace.alerts, rr.start, rr.end);
+    /* the new rule's alerts (about a line in 7 after the reload) and only those */
+    ck_assert_uint_gt(stamped, (rr.n - rr.reload_at) / 8);
+    ck_assert_uint_eq(wall_times_as_w(&rr.one.trace.alerts, rr.start, rr.end), stamped);
+    assert_same_run(&rr.one, &rr.two);
+    run_free(&rr.one);
+    run_free(&rr.two);
 }
 END_TEST
 
@@ -1556,6 +1702,8 @@ int main(void)
     tcase_add_test(tc, workers_read_lines_at_a_reads_edge_as_the_input_does);
     tcase_add_test(tc, workers_read_then_stop_as_one_thread_after_those_lines);
     tcase_add_test(tc, workers_read_across_a_reload_as_one_thread);
+    tcase_add_test(tc, workers_read_error_ends_the_reading_after_the_lines_before);
+    tcase_add_test(tc, workers_read_on_after_a_reload_to_processing_time);
     tcase_add_test(tc, workers_read_only_with_workers_on_event_time);
     suite_add_tcase(s, tc);
     return check_run_suite(s);

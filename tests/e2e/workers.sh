@@ -61,6 +61,15 @@ for w in 2 3; do
 done
 cmp -s "$TMP/e.one" "$TMP/e.w2stdin" && fail "stdin's dead letters should name -"
 
+# A read() that fails while the workers read (stdin a regular file open for writing
+# only, so that every read fails) stops the run, naming the input and the error: exit 3.
+: > "$TMP/wronly"
+"$VIGIL" run --workers 2 "$DATA/bursts.cep" > "$TMP/a.eio" 2> "$TMP/s.eio" 0> "$TMP/wronly"
+rc=$?
+[ $rc = 3 ] || fail "a failed read: exit $rc, not 3: $(cat "$TMP/s.eio")"
+grep -q '^vigil run: input -: read error: ' "$TMP/s.eio" || fail "a failed read: $(cat "$TMP/s.eio")"
+grep -q 'stopped on an input error' "$TMP/s.eio" || fail "a failed read: $(cat "$TMP/s.eio")"
+
 # Mid-file, while the workers read: SIGHUP reloads (the state kept: the alerts are
 # those of a run without it), `vigil ctl stats` answers, SIGTERM stops with every line
 # read processed and no pending timeout fired (as one worker stopped after those lines).
@@ -79,6 +88,32 @@ kill -CONT $pid
 wait $pid || fail "exit status after SIGHUP"
 grep -q 'reloaded 2 rules' "$TMP/s.hup" || fail "no reload: $(cat "$TMP/s.hup")"
 same_alerts "$TMP/a.big" "$TMP/a.hup" "a reload mid-file changed the alerts"
+# A reload mid-file to the rules without `time` (processing time): the workers read on
+# to the end, stamping the lines after it with the wall clock; login_then_tx, which
+# needs no clock, alerts as in the run without a reload (the alerts' times apart), and
+# the alerts after the reload carry the wall clock's date, not the events'.
+cp "$DATA/bursts.cep" "$TMP/pt.cep"
+today=$(date -u +%Y-%m-%d)
+"$VIGIL" run --workers 2 --stats -i "$TMP/big" "$TMP/pt.cep" > "$TMP/a.pt" 2> "$TMP/s.pt" &
+pid=$!
+wait_for '[ "$(rchar $pid)" -gt 1000000 ]' || { kill $pid; fail "vigil did not read"; }
+kill -STOP $pid
+[ "$(rchar $pid)" -lt "$size" ] || { kill -9 $pid; fail "read the whole file before SIGHUP"; }
+sed '/^time /d' "$DATA/bursts.cep" > "$TMP/pt.cep"
+kill -HUP $pid
+kill -CONT $pid
+wait $pid || fail "exit status after a reload to processing time"
+grep -q 'reloaded 2 rules' "$TMP/s.pt" || fail "no reload to processing time: $(cat "$TMP/s.pt")"
+[ "$(stat_of lines "$TMP/s.pt")" = 600000 ] || fail "not read to the end: $(cat "$TMP/s.pt")"
+[ "$(stat_of events "$TMP/s.pt")" = 600000 ] || fail "events after the reload: $(cat "$TMP/s.pt")"
+untimed() { grep '"rule":"login_then_tx"' "$1" | sed 's/"time":"[^"]*",//'; }
+untimed "$TMP/a.big" > "$TMP/lt.want"
+untimed "$TMP/a.pt" > "$TMP/lt.pt"
+same_alerts "$TMP/lt.want" "$TMP/lt.pt" "a reload to processing time changed login_then_tx's alerts"
+grep -q "\"time\":\"$today\|\"time\":\"$(date -u +%Y-%m-%d)" "$TMP/a.pt" ||
+    fail "no alert stamped with the wall clock after the reload"
+grep -q '"time":"2026-01-01' "$TMP/a.pt" || fail "no alert on event time before the reload"
+
 # 40 copies of the rules (only the first can alert), so that the run lasts seconds
 mkdir "$TMP/rules"
 cp "$DATA/bursts.cep" "$TMP/rules/r1.cep"
