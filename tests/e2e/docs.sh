@@ -14,6 +14,9 @@
 # - The replies and log lines docs/run.md and the README quote from a running
 #   `vigil run --control` (reload, unknown command) and the keys of its --stats object
 #   are those vigil gives.
+# - docs/json-conformance.md's table of the implementation-defined JSONTestSuite cases
+#   is what tests/test_decode logs, and its file counts are the suite's (when
+#   VIGIL_SHARED has the suite).
 . "$top_srcdir/tests/e2e/lib.sh"
 CTL="$top_builddir/tests/e2e/ctl_client"
 [ -x "$CTL" ] || fail "no $CTL"
@@ -198,6 +201,28 @@ sed -i "/^checkpoints\$/r $TMP/keys.state" "$TMP/keys.doc"
     grep '^{"engine"' | sed 's/},"[a-z_]*":{"matches".*"keys_refused":[0-9]*}}/}}/' |
     keys_of > "$TMP/keys.vigil"   # the first rule's counters only
 keys_in_order "--stats" "$TMP/keys.doc" "$TMP/keys.vigil"
+
+# ---- docs/json-conformance.md: the decoder's table and counts -------------------
+
+suite="${VIGIL_SHARED:-}/jsontestsuite/test_parsing"
+if [ -d "$suite" ] && [ -x "$top_builddir/tests/test_decode" ]; then
+    conf="$top_srcdir/docs/json-conformance.md"
+    # "| `NAME` | accepted | — |" and "| `NAME` | rejected | `REASON` |" as test_decode logs them
+    sed -n 's/^| `\(i_[^`]*\)` | accepted | .*/i-case \1: accepted/p
+            s/^| `\(i_[^`]*\)` | rejected | `\([^`]*\)` |.*/i-case \1: rejected: \2/p' "$conf" |
+        LC_ALL=C sort > "$TMP/icases.doc"
+    (cd "$top_builddir" && ./tests/test_decode) 2>&1 | grep '^i-case ' | LC_ALL=C sort > "$TMP/icases.vigil"
+    diff "$TMP/icases.doc" "$TMP/icases.vigil" > "$TMP/icases.diff" ||
+        not_ok docs/json-conformance.md "the i_ table (< doc, > decoder):
+$(cat "$TMP/icases.diff")"
+    for kind in y n i; do
+        n=$(ls "$suite" | grep -c "^${kind}_")
+        grep -q "every \`${kind}_\` file ($n[),]" "$conf" ||
+            not_ok docs/json-conformance.md "the suite has $n ${kind}_ files, not as the doc says"
+    done
+else
+    echo "docs: json-conformance.md not checked (no $suite or tests/test_decode)"
+fi
 
 [ $failures -eq 0 ] || fail "$failures places in the docs differ from what vigil does"
 echo "docs: $sessions sessions and the quoted replies match"
