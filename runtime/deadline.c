@@ -38,6 +38,9 @@ _Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
  * out holes, take a deadline out of order): kept out of deadline_change, whose every
  * call would otherwise save and restore the registers they use. */
 #define RARE __attribute__((noinline, cold))
+/* For the parts of deadline_change that deadline_add and deadline_drop share with it:
+ * each caller gets its own copy, as when there was one caller. */
+#define INLINE inline __attribute__((always_inline))
 
 /* Equal deadlines are ordered by the key bytes, shorter keys first: both entries are
  * at hand already (the deadline is read from them), where a hash would have to be
@@ -195,7 +198,7 @@ RARE static void ring_rebase(DeadlineRing *r, size_t ri)
     r->tail -= shift;
 }
 
-static void ring_fit(DeadlineRing *r, size_t ri)
+static INLINE void ring_fit(DeadlineRing *r, size_t ri)
 {
     size_t span = r->tail - r->head;
     if (span >= COMPACT_SPAN && r->live * 4 <= span) {
@@ -208,7 +211,7 @@ static void ring_fit(DeadlineRing *r, size_t ri)
 
 /* Appends a slot that sorts after the ring's last one. -1 if there is no room (the
  * caller puts it in the heap instead). */
-static int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
+static INLINE int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
 {
     if (r->tail - r->head == r->cap) {
         if (r->cap && r->live * 2 <= r->cap)
@@ -227,7 +230,7 @@ static int ring_append(DeadlineRing *r, size_t ri, DeadlineSlot s)
 }
 
 /* The ends' deadlines are read from their entries only when an end moves. */
-static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
+static INLINE void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
 {
     *ring_at(r, seq) = NULL;
     if (!--r->live) {
@@ -247,11 +250,35 @@ static void ring_remove(DeadlineRing *r, size_t ri, size_t seq)
     ring_fit(r, ri);
 }
 
+/* Does ring a's last slot come after ring b's? (Both not empty.) */
+static bool ends_later(const DeadlineRing *a, const DeadlineRing *b)
+{
+    if (a->last != b->last)
+        return a->last > b->last;
+    return slot_before(*ring_at(b, b->tail - 1), *ring_at(a, a->tail - 1));
+}
+
+/* The ring whose last slot is latest (DeadlineCore.latest), DEADLINE_RINGS if all are
+ * empty. */
+static size_t latest_ring(const DeadlineCore *c)
+{
+    size_t best = DEADLINE_RINGS;
+    for (unsigned m = c->ring_mask; m; m &= m - 1) {
+        size_t ri = (size_t)__builtin_ctz(m);
+        if (best == DEADLINE_RINGS || ends_later(&c->ring[ri], &c->ring[best]))
+            best = ri;
+    }
+    return best;
+}
+
 /* The ring to append s to: of those whose last slot precedes it, the one whose last
  * slot is latest; else an empty one; else none (DEADLINE_RINGS). Slots are read only
- * on equal deadlines. */
-static size_t ring_for(const DeadlineCore *c, const PartEntry *s)
+ * on equal deadlines. Most deadlines come after every ring's end: they extend the
+ * latest ring, found without visiting the others. */
+static INLINE size_t ring_for(const DeadlineCore *c, const PartEntry *s)
 {
+    if ((c->ring_mask >> c->latest & 1) && c->ring[c->latest].last < s->deadline)
+        return c->latest;
     size_t best = DEADLINE_RINGS;
     for (unsigned m = c->ring_mask; m; m &= m - 1) {
         size_t ri = (size_t)__builtin_ctz(m);
@@ -259,9 +286,7 @@ static size_t ring_for(const DeadlineCore *c, const PartEntry *s)
         if (r->last > s->deadline ||
             (r->last == s->deadline && !slot_before(*ring_at(r, r->tail - 1), s)))
             continue;
-        const DeadlineRing *b = &c->ring[best < DEADLINE_RINGS ? best : ri];
-        if (best == DEADLINE_RINGS || r->last > b->last ||
-            (r->last == b->last && slot_before(*ring_at(b, b->tail - 1), *ring_at(r, r->tail - 1))))
+        if (best == DEADLINE_RINGS || ends_later(r, &c->ring[best]))
             best = ri;
     }
     if (best == DEADLINE_RINGS && c->ring_mask != (1u << DEADLINE_RINGS) - 1)
@@ -271,7 +296,7 @@ static size_t ring_for(const DeadlineCore *c, const PartEntry *s)
 
 /* ---- both ------------------------------------------------------------------------- */
 
-static void find_top(DeadlineHeap *d)
+static INLINE void find_top(DeadlineHeap *d)
 {
     const DeadlineCore *c = d->core;
     PartEntry *best = d->n && c->hn ? c->h[0] : NULL;
@@ -287,7 +312,7 @@ static void find_top(DeadlineHeap *d)
     d->top_deadline = at;
 }
 
-static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+static INLINE int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
     if (!d->core && !(d->core = calloc(1, sizeof *d->core)))
         return -1;
@@ -295,6 +320,10 @@ static int insert(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     e->deadline = deadline;   /* the order reads it there */
     size_t ri = ring_for(c, e);
     if (ri < DEADLINE_RINGS && ring_append(&c->ring[ri], ri, e) == 0) {
+        /* the latest ring stays so (ring_for chose it, or e precedes its end) unless
+         * e went into the first ring */
+        if (!c->ring_mask)
+            c->latest = (unsigned)ri;
         c->ring_mask |= 1u << ri;
     } else if (heap_push(c, e) < 0) {
         e->deadline = INT64_MAX;
@@ -311,17 +340,21 @@ static void forget(PartEntry *e)
     e->deadline = INT64_MAX;
 }
 
-static void erase(DeadlineHeap *d, PartEntry *e)
+static INLINE void erase(DeadlineHeap *d, PartEntry *e)
 {
     DeadlineCore *c = d->core;
     uint32_t pos = e->heap_pos;
     if (pos & IN_HEAP) {
         heap_delete(c, pos & ~IN_HEAP);
     } else {
-        size_t ri = pos >> RING_SHIFT;
-        ring_remove(&c->ring[ri], ri, pos & (SEQ_LIMIT - 1));
-        if (!c->ring[ri].live)
+        size_t ri = pos >> RING_SHIFT, seq = pos & (SEQ_LIMIT - 1);
+        DeadlineRing *r = &c->ring[ri];
+        bool was_end = seq == r->tail - 1;
+        ring_remove(r, ri, seq);
+        if (!r->live)
             c->ring_mask &= ~(1u << ri);
+        if (was_end && ri == c->latest)   /* its end moved back, or it emptied */
+            c->latest = (unsigned)latest_ring(c);
     }
     forget(e);
     d->n--;
@@ -372,6 +405,27 @@ int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline)
         }
     }
     return rc;
+}
+
+int deadline_add(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+{
+    if (insert(d, e, deadline) < 0)
+        return -1;
+    /* as in deadline_change: the top entry is read only on a tie */
+    if (!d->top || deadline < d->top_deadline ||
+        (deadline == d->top_deadline && slot_before(e, d->top))) {
+        d->top = e;
+        d->top_deadline = deadline;
+    }
+    return 0;
+}
+
+void deadline_drop(DeadlineHeap *d, PartEntry *e)
+{
+    bool was_top = e == d->top;
+    erase(d, e);
+    if (was_top)
+        find_top(d);
 }
 
 void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n)
@@ -479,6 +533,8 @@ const char *deadline_verify(const DeadlineHeap *d)
             if (!why && !(c->ring_mask >> ri & 1) != !c->ring[ri].live)
                 why = "ring mask disagrees with the rings";
         }
+        if (!why && c->ring_mask && c->latest != latest_ring(c))
+            why = "the latest ring is not the one whose end is latest";
     }
     if (why)
         return why;
