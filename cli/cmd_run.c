@@ -841,6 +841,10 @@ static int serve(Run *run, const sigset_t *signals)
                 run->fatal ? "an allocation failure" : end < 0 && run->state
                 ? "a failed checkpoint" : end < 0 ? "an allocation failure" : "an input error");
         code = EXIT_IO;
+    } else if (run->inputs && input_lost_lines(run->inputs)) {
+        fprintf(stderr, "vigil run: an input closed on an error; its lines after it were "
+                        "not read\n");
+        code = EXIT_IO;
     }
     show_progress(run, true);
     if (alerts_flush(run->alerts) < 0) {

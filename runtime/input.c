@@ -104,6 +104,7 @@ struct InputSet {
     Source **polled;        /* source of each pfds entry; heap, reused */
     size_t cap_pfds;
     uint64_t done_bytes, total_bytes;   /* regular files, for progress */
+    bool lost_lines;        /* input_lost_lines */
     int last_port;
     Arena strings;          /* origin strings */
     InputPosition *ended;   /* stream inputs that reached their end (checkpoints); heap */
@@ -477,11 +478,19 @@ static void finish_reader(Source *s, const InputHandler *h, const char *reason)
     s->finished = true;
 }
 
+/* A reader closed before its end. */
+static void abandon_reader(InputSet *in, Source *s, const InputHandler *h, const char *reason)
+{
+    if (s->kind != SRC_CONNECTION)
+        in->lost_lines = true;
+    finish_reader(s, h, reason);
+}
+
 static void read_source(InputSet *in, Source *s, const InputHandler *h)
 {
     if (!ensure_room(in, s)) {
         log_error("input %s: out of memory; closing it", s->origin);
-        finish_reader(s, h, "out of memory");
+        abandon_reader(in, s, h, "out of memory");
         return;
     }
     ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
@@ -489,8 +498,8 @@ static void read_source(InputSet *in, Source *s, const InputHandler *h)
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
             return;
         log_error("input %s: read error: %s; closing it", s->origin, strerror(errno));
-        finish_reader(s, h, s->kind == SRC_CONNECTION ? "connection closed mid-line"
-                                                      : "read error mid-line");
+        abandon_reader(in, s, h, s->kind == SRC_CONNECTION ? "connection closed mid-line"
+                                                           : "read error mid-line");
         return;
     }
     if (n == 0) {
@@ -888,6 +897,11 @@ void input_close_listeners(InputSet *in)
         if (in->sources[i]->kind == SRC_LISTENER)
             in->sources[i]->finished = true;
     remove_finished(in);
+}
+
+bool input_lost_lines(const InputSet *in)
+{
+    return in->lost_lines;
 }
 
 void input_progress(const InputSet *in, uint64_t *done, uint64_t *total)

@@ -147,6 +147,10 @@ int input_poll_runs(InputSet *in, int timeout_ms, const InputHandler *h, InputLi
 void input_pause(InputSet *in, bool paused);
 /* Stops accepting; open connections are read to their end. */
 void input_close_listeners(InputSet *in);
+/* True once stdin, a file or a FIFO was closed before its end (a read error, or no
+ * memory for its buffer): the lines after that point were never read. A client's
+ * connection that breaks is not counted: clients come and go. */
+bool input_lost_lines(const InputSet *in);
 /* Total bytes and size of the regular-file inputs, for a progress line. */
 void input_progress(const InputSet *in, uint64_t *done, uint64_t *total);
 /* Where an input is: the next byte and line to read. Inputs that reached their end

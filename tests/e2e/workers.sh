@@ -69,6 +69,13 @@ rc=$?
 [ $rc = 3 ] || fail "a failed read: exit $rc, not 3: $(cat "$TMP/s.eio")"
 grep -q '^vigil run: input -: read error: ' "$TMP/s.eio" || fail "a failed read: $(cat "$TMP/s.eio")"
 grep -q 'stopped on an input error' "$TMP/s.eio" || fail "a failed read: $(cat "$TMP/s.eio")"
+# The same with one worker, where the input layer reads: it closes the input, the
+# run ends and says that lines were not read: exit 3 too, not a clean end.
+"$VIGIL" run "$DATA/bursts.cep" > "$TMP/a.eio1" 2> "$TMP/s.eio1" 0> "$TMP/wronly"
+rc=$?
+[ $rc = 3 ] || fail "a failed read, one worker: exit $rc, not 3: $(cat "$TMP/s.eio1")"
+grep -q '^vigil: input -: read error: ' "$TMP/s.eio1" || fail "one worker: $(cat "$TMP/s.eio1")"
+grep -q 'an input closed on an error' "$TMP/s.eio1" || fail "one worker: $(cat "$TMP/s.eio1")"
 
 # Mid-file, while the workers read: SIGHUP reloads (the state kept: the alerts are
 # those of a run without it), `vigil ctl stats` answers, SIGTERM stops with every line
