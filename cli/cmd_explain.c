@@ -3,6 +3,7 @@
  * its relevance (rules/relevance.h), what decides which events it costs anything.
  *
  * Owns nothing beyond the call: the compiled rule set is freed before return. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,8 +134,10 @@ int cmd_explain(int argc, char **argv)
                 rc = explain_out_of_memory();
         }
     }
-    if (fflush(stdout) != 0)
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "vigil explain: cannot write the output: %s\n", strerror(errno));
         rc = EXIT_IO;
+    }
     ruleset_free(rs);
     return rc;
 }

@@ -54,17 +54,21 @@ OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
     char *report = test_read_stream(f, NULL);
     fclose(f);
     OomCmdRun r = {0};
-    ck_assert_int_eq(waitpid(pid, &r.status, 0), pid);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     size_t out_len;
     int header = 0;
     ck_assert_msg(sscanf(report, "%d %zu %zu\n%n", &r.rc, &r.n_allocs, &out_len, &header) == 3 &&
                       header > 0 && strlen(report + header) >= out_len,
                   "allocation %zu: the child reported\n%.1800s (status %d)", fail, report,
-                  r.status);
+                  status);
     r.out = strndup(report + header, out_len);
     r.err = strdup(report + header + out_len);
     ck_assert(r.out && r.err);
     free(report);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "allocation %zu: the child's status is %d (a leak or a crash)\n"
+                  "stderr:\n%.1500s", fail, status, r.err);
     return r;
 }
 

@@ -13,14 +13,13 @@ typedef int (*OomCommand)(int argc, char **argv);
 
 typedef struct OomCmdRun {
     int rc;              /* the command's exit code */
-    int status;          /* the child's wait status: exited 0 unless it leaked or crashed */
     size_t n_allocs;     /* allocations the command made */
     char *out, *err;     /* what it wrote to stdout and stderr; heap */
 } OomCmdRun;
 
 /* cmd with argv (NULL-terminated; argv[0] the subcommand's name) and allocation `fail`
- * of the command failing (from 1; 0: none). Fails the running test if the child's
- * report cannot be read. */
+ * of the command failing (from 1; 0: none). Fails the running test if the child
+ * leaked, crashed or did not report. */
 OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail);
 void oomcmd_free(OomCmdRun *r);
 
