@@ -626,9 +626,14 @@ int alert_render_named(const CompiledRule *rule, const RecordNames *names,
     EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
                    .time_ms = r->time_ms};
     const RecordHead *head = head_of(names, rule, action);
+    /* A template that ran out of memory evaluated to null, which is not its text: a
+     * failed allocation of the record, not a record saying "null". */
+    uint64_t oom_before = expr_scratch_out_of_memory(scratch);
     put_head_and_time(out, rule, names, head, action, r, key, n_key, &tmp);
     put_message(out, names, head, action, &ctx, scratch, &chain, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
+    if (expr_scratch_out_of_memory(scratch) != oom_before)
+        out->failed = true;
     put_events(out, rule, names, &chain);
     if (chain.n > CHAIN_ON_STACK)
         free((void *)chain.nodes);

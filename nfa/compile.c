@@ -671,27 +671,17 @@ static bool compile_steps(Nfa *nfa, const Rule *rule, const ExprEnv *env, char *
     return true;
 }
 
-static char *dup_err(const char *msg)
-{
-    char *m = strdup(msg);
-    return m;
-}
-
 Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err)
 {
-    *err = NULL;
+    *err = NULL;   /* stays NULL when memory runs out (nfa.h) */
     Nfa *nfa = calloc(1, sizeof *nfa);
-    if (!nfa) {
-        *err = dup_err("out of memory");
+    if (!nfa)
         return NULL;
-    }
     nfa->within_ms = rule->within_ms > 0 ? rule->within_ms : DURATION_NONE;
     nfa->skip = rule->skip.kind;
     nfa->skip_step = rule->skip.step_index;
     nfa->rule_name = strdup(rule->name ? rule->name : "?");
     if (!nfa->rule_name || !compile_steps(nfa, rule, env, err)) {
-        if (!*err)
-            *err = dup_err("out of memory");
         nfa_free(nfa);
         return NULL;
     }
@@ -713,8 +703,10 @@ Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err)
     if (!b.oom && !b.err && freeze(&b, nfa, start))
         finish_analysis(&b, nfa);
     if (b.oom || b.err) {
-        *err = b.err ? b.err : dup_err("out of memory");
-        b.err = NULL;
+        if (!b.oom) {   /* an error of the rule; out of memory says nothing */
+            *err = b.err;
+            b.err = NULL;
+        }
         builder_free(&b);
         nfa_free(nfa);
         return NULL;

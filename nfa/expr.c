@@ -116,6 +116,7 @@ struct EvalScratch {
     uint32_t md_pairs;
     pcre2_match_context *mctx;
     uint64_t regex_limit_hits;
+    uint64_t out_of_memory;  /* allocations that failed; their values became null */
 };
 
 /* ---- scratch -------------------------------------------------------------- */
@@ -164,6 +165,11 @@ uint64_t expr_scratch_regex_limit_hits(const EvalScratch *s)
     return s->regex_limit_hits;
 }
 
+uint64_t expr_scratch_out_of_memory(const EvalScratch *s)
+{
+    return s->out_of_memory;
+}
+
 /* ---- value helpers -------------------------------------------------------- */
 
 static uint64_t value_hash(const Value *v)
@@ -205,9 +211,19 @@ static const MatchNode *last_of_step(const MatchNode *m, int32_t step)
     return NULL;
 }
 
+/* Every allocation of an evaluation comes from here, so that none that fails goes
+ * uncounted: its caller then gives null, which the count tells from a real null. */
+static void *scratch_alloc(EvalScratch *s, size_t n, bool zeroed)
+{
+    void *p = zeroed ? arena_zalloc(&s->arena, n ? n : 1) : arena_alloc(&s->arena, n ? n : 1);
+    if (!p)
+        s->out_of_memory++;
+    return p;
+}
+
 static char *scratch_bytes(EvalScratch *s, size_t n)
 {
-    return arena_alloc(&s->arena, n ? n : 1);
+    return scratch_alloc(s, n, false);
 }
 
 /* ---- regexes -------------------------------------------------------------- */
@@ -220,8 +236,10 @@ static bool ensure_pairs(EvalScratch *s, uint32_t pairs)
         return true;
     /* Rare and bounded by the largest pattern: grows once, then reused. */
     pcre2_match_data *md = pcre2_match_data_create(pairs, NULL);
-    if (!md)
+    if (!md) {
+        s->out_of_memory++;
         return false;
+    }
     pcre2_match_data_free(s->md);
     s->md = md;
     s->md_pairs = pairs;
@@ -246,6 +264,8 @@ static RegexResult regex_run(const Regex *re, const Value *subject, uint32_t pai
         return RX_MATCH;
     if (is_limit_error(rc))
         s->regex_limit_hits++;
+    else if (rc == PCRE2_ERROR_NOMEMORY)
+        s->out_of_memory++;
     return rc == PCRE2_ERROR_NOMATCH ? RX_NO_MATCH : RX_FAILED;
 }
 
@@ -691,7 +711,7 @@ static Value count_distinct(const Node *n, const EvalCtx *ctx, EvalScratch *s)
     size_t cap = 4;
     while (cap < candidates * 2)
         cap *= 2;
-    const Value **table = arena_zalloc(&s->arena, cap * sizeof *table);
+    const Value **table = scratch_alloc(s, cap * sizeof *table, true);
     if (!table)
         return value_null();
     size_t distinct = 0;
@@ -774,7 +794,7 @@ static bool agg_rescan(const MatchNode *newest, int32_t step, int32_t slot, AggA
         n += m->step == step;
     if (n == 0)
         return true;
-    const MatchNode **nodes = arena_alloc(&s->arena, n * sizeof *nodes);
+    const MatchNode **nodes = scratch_alloc(s, n * sizeof *nodes, false);
     if (!nodes)
         return false;
     size_t i = 0;
@@ -1069,6 +1089,7 @@ typedef struct Compiler {
     char **err;
     EvalScratch *fold;       /* for constant folding; created on first use */
     int depth;
+    bool oom;                /* memory ran out: *err stays NULL (expr.h) */
 } Compiler;
 
 static bool fail(Compiler *c, Span span, const char *fmt, ...)
@@ -1087,15 +1108,18 @@ static bool fail(Compiler *c, Span span, const char *fmt, ...)
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    *c->err = b.failed ? NULL : buf_steal(&b);
+    if (b.failed)
+        c->oom = true;
+    else
+        *c->err = buf_steal(&b);
     buf_free(&b);
     return false;
 }
 
 static bool out_of_memory(Compiler *c)
 {
-    Span none = {0};
-    return fail(c, none, "out of memory compiling an expression");
+    c->oom = true;
+    return false;
 }
 
 static bool grow(Compiler *c, void **items, size_t *cap, size_t n, size_t size)
@@ -1214,6 +1238,8 @@ static bool emit_folded(Compiler *c, Node node, size_t mark, size_t argv_mark, u
         return out_of_memory(c);
     EvalCtx empty = {0};
     Value v = eval_node(ce, *out, &empty, c->fold);
+    if (c->fold->out_of_memory)   /* v is a null that is not the expression's value */
+        return out_of_memory(c);
     ce->n_nodes = mark;
     ce->n_argv = argv_mark;
     bool ok = emit_const(c, v, out);
@@ -1291,6 +1317,8 @@ static bool add_regex(Compiler *c, const Expr *pattern, int32_t *index)
     PCRE2_SIZE offset;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern->u.string.bytes, pattern->u.string.len,
                                    options, &code, &offset, NULL);
+    if (!re && code == PCRE2_ERROR_HEAP_FAILED)
+        return out_of_memory(c);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(code, msg, sizeof msg);
@@ -1606,20 +1634,21 @@ CExpr *expr_compile(const Expr *e, const ExprEnv *env, char **err)
     if (err)
         *err = NULL;
     CExpr *ce = calloc(1, sizeof *ce);
-    if (!ce) {
-        if (err)
-            *err = strdup("out of memory compiling an expression");
+    if (!ce)
         return NULL;
-    }
     arena_init(&ce->consts, 1024);
     char *local_err = NULL;
     static const ExprEnv no_env = {NULL, NULL};
-    Compiler c = {ce, env ? env : &no_env, err ? err : &local_err, NULL, 0};
+    Compiler c = {ce, env ? env : &no_env, err ? err : &local_err, NULL, 0, false};
     bool ok = compile_expr(&c, e, &ce->root);
     if (ok)
         note_shape(ce);
     expr_scratch_free(c.fold);
     free(local_err);
+    if (c.oom && err) {   /* a message written before memory ran out does not stand */
+        free(*err);
+        *err = NULL;
+    }
     if (!ok) {
         expr_free(ce);
         return NULL;

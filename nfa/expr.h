@@ -34,6 +34,12 @@ struct Buf;
 struct Buf *expr_scratch_text(EvalScratch *s);
 /* Regex matches that hit PCRE2's match or depth limit (counted, then treated as no match). */
 uint64_t expr_scratch_regex_limit_hits(const EvalScratch *s);
+/* Allocations of evaluations with this scratch that failed (a built string, regex
+ * match data, an aggregate's table...), since it was made; expr_scratch_reset keeps
+ * the count. Such an evaluation gave null, or a condition false, in place of its
+ * value: a caller that sees the count grow over an evaluation must not use what it
+ * gave (out of memory, not an answer). */
+uint64_t expr_scratch_out_of_memory(const EvalScratch *s);
 
 typedef struct EvalCtx {
     const Event *event;        /* the current event; NULL in actions, where bare fields read
@@ -49,7 +55,10 @@ typedef struct ExprEnv {
     const Rule *rule;          /* for step and key names; NULL for rule-less expressions */
 } ExprEnv;
 
-/* Compiles `e`. On failure returns NULL and sets *err to a heap message (caller frees). */
+/* Compiles `e`. On failure returns NULL and sets *err to a heap message (caller frees)
+ * saying what is wrong with the expression, or to NULL when memory ran out (an
+ * allocation failed, there or in what it calls): so a caller tells that apart from an
+ * error of the rule. */
 CExpr *expr_compile(const Expr *e, const ExprEnv *env, char **err);
 void expr_free(CExpr *ce);
 

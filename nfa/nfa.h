@@ -32,7 +32,8 @@ typedef struct Nfa Nfa;          /* immutable after compile; shared by all keys 
 typedef struct NfaKey NfaKey;    /* one key's partial matches; owned by the caller's partition */
 
 /* Compiles the pattern of `rule` (filter and keys are not part of it). Conditions are
- * compiled with expr_compile against env->fields. NULL with *err (heap) on failure. */
+ * compiled with expr_compile against env->fields. NULL with *err (heap) on failure;
+ * *err NULL when it failed because memory ran out (as expr_compile's). */
 Nfa *nfa_compile(const Rule *rule, const ExprEnv *env, char **err);
 void nfa_free(Nfa *nfa);
 /* Human-readable states and edges, or Graphviz when dot is true. 0, or -1 when out

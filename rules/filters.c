@@ -72,8 +72,9 @@ static int64_t atom_of(PlanBuilder *sp, const Expr *e)
     }
     char *err = NULL;
     CExpr *ce = expr_compile(e, &sp->env, &err);
-    if (!ce) {
-        diag_report(sp->diags, DIAG_ERROR, e->span, "%s", err ? err : "out of memory");
+    if (!ce) {   /* no message: out of memory, which the caller reports */
+        if (err)
+            diag_report(sp->diags, DIAG_ERROR, e->span, "%s", err);
         free(err);
         free(text);
         return -1;

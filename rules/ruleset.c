@@ -11,14 +11,15 @@
 #include "dsl/load.h"
 #include "rules/filters.h"
 
+/* A compile that fails without a message ran out of memory (nfa/expr.h): nothing is
+ * reported here, and ruleset_compile_with, seeing no new error, reports out of memory. */
 static CExpr *compile_expr(const Expr *e, const ExprEnv *env, Diags *diags)
 {
     char *err = NULL;
     CExpr *ce = expr_compile(e, env, &err);
-    if (!ce) {
-        diag_report(diags, DIAG_ERROR, e->span, "%s", err ? err : "out of memory");
-        free(err);
-    }
+    if (!ce && err)
+        diag_report(diags, DIAG_ERROR, e->span, "%s", err);
+    free(err);
     return ce;
 }
 
@@ -150,7 +151,8 @@ static int rule_compile(CompiledRule *cr, const Rule *r, FieldTable *fields, Dia
     char *err = NULL;
     cr->nfa = nfa_compile(r, &env, &err);
     if (!cr->nfa) {
-        diag_report(diags, DIAG_ERROR, r->name_span, "%s", err ? err : "out of memory");
+        if (err)
+            diag_report(diags, DIAG_ERROR, r->name_span, "%s", err);
         free(err);
         return -1;
     }
@@ -224,22 +226,21 @@ CompiledRuleSet *ruleset_compile_with(RuleSet *ast, const CompiledRuleSet *prev,
     rs->rules = calloc(ast->n_rules ? ast->n_rules : 1, sizeof *rs->rules);
     if (!rs->rules || fields_inherit(&rs->fields, prev) < 0 || time_compile(rs) < 0)
         goto oom;
+    /* A step that fails with no new error reported failed for want of memory. */
+    size_t errors = diags->errors;
     for (size_t i = 0; i < ast->n_rules; i++) {
         rs->n_rules = i + 1;
-        if (rule_compile(&rs->rules[i], &ast->rules[i], &rs->fields, diags) < 0) {
-            if (diags->errors == 0)
-                goto oom;
-            ruleset_free(rs);
-            return NULL;
-        }
+        if (rule_compile(&rs->rules[i], &ast->rules[i], &rs->fields, diags) < 0)
+            goto failed;
     }
-    if (filters_plan(rs, diags) < 0) {
-        if (diags->errors == 0)
-            goto oom;
-        ruleset_free(rs);
-        return NULL;
-    }
+    if (filters_plan(rs, diags) < 0)
+        goto failed;
     return rs;
+failed:
+    if (diags->errors == errors)
+        goto oom;
+    ruleset_free(rs);
+    return NULL;
 oom:
     report_out_of_memory(diags);
     ruleset_free(rs);

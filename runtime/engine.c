@@ -311,12 +311,18 @@ static inline bool feed_reserve(Buf *b, size_t extra)
 }
 
 /* Filters and keys of every rule for a decoded, timed line; without memory for its
- * routes the line stays unrouted (the engine's thread routes it). */
+ * routes, or for evaluating a filter or key (whose result is then not the
+ * expression's), the line stays unrouted (the engine's thread routes it). */
 static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
 {
     Event *ev = o->ev;
     ev->time_ms = o->time_ms;   /* time() in filters and keys */
+    uint64_t oom_before = expr_scratch_out_of_memory(fr->scratch);
     size_t n = router_route_all(fr->router, ev, fr->scratch, fr->order, fr->res, fr->key);
+    if (expr_scratch_out_of_memory(fr->scratch) != oom_before) {
+        expr_scratch_reset(fr->scratch);
+        return;
+    }
     size_t key_bytes = 0;
     for (size_t i = 0; i < n; i++)
         if (fr->res[fr->order[i]] == ROUTE_KEYED)

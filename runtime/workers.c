@@ -704,9 +704,14 @@ int workers_dispatch(Workers *ws, Event *ev, size_t home)
     dispatch_begin(ws);
     ws->home = home < ws->n ? home : SIZE_MAX;
     router_begin(ws->router);
+    /* A filter or key that ran out of memory gave null, not its value; atoms' truths
+     * are shared across rules, so the count is taken once for the event. */
+    uint64_t oom_before = expr_scratch_out_of_memory(ws->scratch);
     for (size_t ri = 0; ri < ws->rs->n_rules && !ws->failed; ri++) {
         RouteKey key;
         RouteResult res = router_route(ws->router, ri, ev, ws->scratch, &key);
+        if (expr_scratch_out_of_memory(ws->scratch) != oom_before)
+            res = ROUTE_FAILED;
         dispatch_one(ws, ri, res, &key, ev, &original_used);
     }
     expr_scratch_reset(ws->scratch);

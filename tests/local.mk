@@ -38,3 +38,4 @@ include tests/prefetch.mk
 include tests/restore.mk
 include tests/load_oom.mk
 include tests/cli_oom.mk
+include tests/expr_oom.mk

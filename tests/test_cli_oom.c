@@ -4,7 +4,8 @@
  * result it gives without failure (the same exit code, stdout and stderr: the failure
  * was harmless), or exit 3 with "vigil CMD: out of memory" as the last line of stderr,
  * having printed on stdout only a beginning of the normal output and never "out of
- * memory" there: not exit 1 as if the rules or a case were wrong. `vigil fmt -w` leaves
+ * memory" there: not exit 1 as if the rules or a case were wrong (nor a failed case for
+ * a template that ran out of memory, nor for a compile that did). `vigil fmt -w` leaves
  * every file either as it was or in canonical form, and no temporary file behind. */
 #include <check.h>
 #include <dirent.h>
@@ -226,15 +227,6 @@ END_TEST
 
 /* ---- vigil test ------------------------------------------------------------ */
 
-/* The compiler (nfa/, through rules/) reports an allocation that failed while it
- * compiled an expression or a pattern as an error at the rule, which a command cannot
- * tell from a rule error: such a run fails the rules (exit 1), saying out of memory. */
-static bool compiler_said_out_of_memory(const OomCmdRun *got)
-{
-    return got->rc == EXIT_RULES && strstr(got->out, ": the rules do not compile\n") &&
-           strstr(got->err, ": error: out of memory");
-}
-
 /* text without the reasons given for rejected event lines (cut after "rejected: "),
  * which may be shorter when memory runs out. Heap. */
 static char *without_rejection_reasons(const char *text)
@@ -269,31 +261,34 @@ static bool same_but_rejection_reasons(const OomCmdRun *got, const OomCmdRun *wa
     return same;
 }
 
-START_TEST(test_gives_every_verdict_or_exits_3)
+/* A tree for `vigil test`: the rules in r.cep and an empty cases folder. */
+static void make_test_tree(Tree *t, const char *rules)
 {
-    Tree t;
-    make_tree(&t);
-    write_file(t.dir, "r.cep", TEST_RULES);
-    ck_assert_int_eq(mkdir(t.cases, 0755), 0);
-    write_file(t.cases, "fail.events.jsonl", EVENTS);
-    write_file(t.cases, "fail.expect.jsonl", FAIL_EXPECT);
-    write_file(t.cases, "pass.events.jsonl", EVENTS);
-    write_file(t.cases, "pass.expect.jsonl", PASS_EXPECT);
-    char *argv[] = {"test", t.dir, NULL};
+    make_tree(t);
+    write_file(t->dir, "r.cep", rules);
+    ck_assert_int_eq(mkdir(t->cases, 0755), 0);
+}
+
+/* `vigil test` over the tree without failure: exit `rc`, stdout ending with `closing`. */
+static OomCmdRun test_without_failure(const Tree *t, int rc, const char *closing)
+{
+    char *argv[] = {"test", (char *)t->dir, NULL};
     OomCmdRun want = oomcmd_run(cmd_test, argv, 0);
-    ck_assert_msg(want.rc == EXIT_RULES && ends_with_line(want.out, "1 passed, 1 failed\n"),
+    ck_assert_msg(want.rc == rc && ends_with_line(want.out, closing),
                   "exit %d:\n%s%s", want.rc, want.out, want.err);
-    ck_assert_ptr_nonnull(strstr(want.out, "+ unexpected"));
-    ck_assert_ptr_nonnull(strstr(want.err, "event line rejected"));
-    size_t loading = oomcmd_load_allocations(t.dir);
-    ck_assert_uint_lt(loading, want.n_allocs);
+    return want;
+}
+
+/* Fails each allocation of `vigil test` over the tree in turn; returns how many runs
+ * ran out of memory. */
+static size_t each_allocation_of_test(const Tree *t, const OomCmdRun *want)
+{
+    char *argv[] = {"test", (char *)t->dir, NULL};
     size_t failures = 0;
-    for (size_t fail = 1; fail <= want.n_allocs; fail++) {
+    for (size_t fail = 1; fail <= want->n_allocs; fail++) {
         OomCmdRun got = oomcmd_run(cmd_test, argv, fail);
-        if (fail <= loading && compiler_said_out_of_memory(&got)) {
-            failures++;
-        } else if (!same_but_rejection_reasons(&got, &want) &&
-                   same_or_out_of_memory(&got, &want, fail, "vigil test: out of memory\n")) {
+        if (!same_but_rejection_reasons(&got, want) &&
+                   same_or_out_of_memory(&got, want, fail, "vigil test: out of memory\n")) {
             failures++;
             ck_assert_msg(!strstr(got.out, " passed, "),
                           "allocation %zu: a closing count after running out of memory:\n%s",
@@ -301,7 +296,66 @@ START_TEST(test_gives_every_verdict_or_exits_3)
         }
         oomcmd_free(&got);
     }
-    ck_assert_uint_gt(failures, 0);
+    return failures;
+}
+
+START_TEST(test_gives_every_verdict_or_exits_3)
+{
+    Tree t;
+    make_test_tree(&t, TEST_RULES);
+    write_file(t.cases, "fail.events.jsonl", EVENTS);
+    write_file(t.cases, "fail.expect.jsonl", FAIL_EXPECT);
+    write_file(t.cases, "pass.events.jsonl", EVENTS);
+    write_file(t.cases, "pass.expect.jsonl", PASS_EXPECT);
+    OomCmdRun want = test_without_failure(&t, EXIT_RULES, "1 passed, 1 failed\n");
+    ck_assert_ptr_nonnull(strstr(want.out, "+ unexpected"));
+    ck_assert_ptr_nonnull(strstr(want.err, "event line rejected"));
+    ck_assert_uint_gt(each_allocation_of_test(&t, &want), 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
+/* A template whose evaluation builds strings (a concatenation longer than the scratch's
+ * blocks, so each alert allocates it afresh; upper() and str() copies): an allocation
+ * failing there would give "null" in the message or a field, a failed case as if the
+ * rules were wrong. */
+static const char BUILD_RULES[] =
+    "time ts;\n"
+    "rule long { key k; begin a where v == 1; followed_by b where v == 2;\n"
+    "  on match alert \"{a.pad + b.pad}\" fields { up: upper(a.pad), n: str(a.x * 1.5) }; }\n";
+
+#define PAD_LEN 3000
+
+/* `{"PREFIX":"` then PAD_LEN times c then `SUFFIX`, into out (room for it all). */
+static void put_padded(char *out, size_t room, const char *prefix, char c, size_t times,
+                       const char *suffix)
+{
+    size_t at = (size_t)snprintf(out, room, "%s", prefix);
+    ck_assert_uint_lt(at + times + strlen(suffix), room);
+    memset(out + at, c, times);
+    snprintf(out + at + times, room - at - times, "%s", suffix);
+}
+
+START_TEST(test_template_out_of_memory_exits_3)
+{
+    Tree t;
+    make_test_tree(&t, BUILD_RULES);
+    static char events[2 * PAD_LEN + 256], expect[4 * PAD_LEN + 256], half[PAD_LEN + 64];
+    put_padded(events, sizeof events, "{\"ts\":1,\"k\":\"x\",\"v\":1,\"x\":1,\"pad\":\"", 'p',
+               PAD_LEN, "\"}\n");
+    put_padded(half, sizeof half, "{\"ts\":2,\"k\":\"x\",\"v\":2,\"pad\":\"", 'q', PAD_LEN,
+               "\"}\n");
+    strcat(events, half);
+    put_padded(expect, sizeof expect, "{\"message\":\"", 'p', PAD_LEN, "");
+    put_padded(expect + strlen(expect), sizeof expect - strlen(expect), "", 'q', PAD_LEN,
+               "\",\"fields\":{\"up\":\"");
+    put_padded(expect + strlen(expect), sizeof expect - strlen(expect), "", 'P', PAD_LEN,
+               "\",\"n\":\"1.5\"}}\n");
+    write_file(t.cases, "long.events.jsonl", events);
+    write_file(t.cases, "long.expect.jsonl", expect);
+    OomCmdRun want = test_without_failure(&t, EXIT_OK, "1 passed, 0 failed\n");
+    ck_assert_uint_gt(each_allocation_of_test(&t, &want), 0);
     oomcmd_free(&want);
     remove_tree(&t);
 }
@@ -316,6 +370,7 @@ static Suite *cli_oom_suite(void)
     tcase_add_test(tc, fmt_check_lists_or_exits_3);
     tcase_add_test(tc, fmt_w_rewrites_whole_files_or_exits_3);
     tcase_add_test(tc, test_gives_every_verdict_or_exits_3);
+    tcase_add_test(tc, test_template_out_of_memory_exits_3);
     suite_add_tcase(s, tc);
     return s;
 }
