@@ -596,34 +596,45 @@ static bool freeze(Builder *b, Nfa *nfa, uint32_t start)
     return true;
 }
 
+/* Whether state t is in order[0, tail): seen[t], or without seen (no memory for it)
+ * a search of the queue, slower but giving the same order (labels and explain's
+ * listing must not change because memory ran out). */
+static bool queued(const bool *seen, const uint32_t *order, size_t tail, uint32_t t)
+{
+    if (seen)
+        return seen[t];
+    for (size_t i = 0; i < tail; i++)
+        if (order[i] == t)
+            return true;
+    return false;
+}
+
+static void enqueue(bool *seen, uint32_t *order, size_t *tail, uint32_t t)
+{
+    if (seen)
+        seen[t] = true;
+    order[(*tail)++] = t;
+}
+
 void nfa_state_order(const Nfa *nfa, uint32_t *order)
 {
     size_t n = nfa->n_states, head = 0, tail = 0;
-    bool *seen = calloc(n, sizeof *seen);
-    if (!seen) {
-        for (size_t i = 0; i < n; i++)
-            order[i] = (uint32_t)(n - 1 - i);   /* creation order reversed: close enough */
-        return;
-    }
-    order[tail++] = nfa->start;
-    seen[nfa->start] = true;
+    bool *seen = calloc(n ? n : 1, sizeof *seen);
+    enqueue(seen, order, &tail, nfa->start);
     for (;;) {
         while (head < tail) {
             const NfaState *s = &nfa->states[order[head++]];
             for (uint32_t i = 0; i < s->n_edges; i++) {
                 uint32_t t = nfa->edges[s->first_edge + i].target;
-                if (!seen[t]) {
-                    seen[t] = true;
-                    order[tail++] = t;
-                }
+                if (!queued(seen, order, tail, t))
+                    enqueue(seen, order, &tail, t);
             }
         }
         if (tail == n)
             break;
         for (size_t i = n; i-- > 0;)   /* unreachable states (unused copies) last */
-            if (!seen[i]) {
-                seen[i] = true;
-                order[tail++] = (uint32_t)i;
+            if (!queued(seen, order, tail, (uint32_t)i)) {
+                enqueue(seen, order, &tail, (uint32_t)i);
                 break;
             }
     }
@@ -631,12 +642,6 @@ void nfa_state_order(const Nfa *nfa, uint32_t *order)
 }
 
 /* ---- steps: names and compiled conditions ------------------------------------ */
-
-static char *expr_text(const Expr *e)
-{
-    char *t = dsl_fmt_expr(e);
-    return t ? t : ast_expr_dump(e);
-}
 
 static bool compile_steps(Nfa *nfa, const Rule *rule, const ExprEnv *env, char **err)
 {
@@ -655,14 +660,18 @@ static bool compile_steps(Nfa *nfa, const Rule *rule, const ExprEnv *env, char *
             if (!ns->where)
                 return false;
             ns->where_iter = expr_is_iterative(ns->where);
-            ns->where_text = expr_text(s->where);
+            /* NULL only when memory ran out: explain would print "?" and the matcher
+             * would share the condition with no other rule */
+            if (!(ns->where_text = dsl_fmt_expr(s->where)))
+                return false;
         }
         if (s->quant.until) {
             ns->until = expr_compile(s->quant.until, env, err);
             if (!ns->until)
                 return false;
             ns->until_iter = expr_is_iterative(ns->until);
-            ns->until_text = expr_text(s->quant.until);
+            if (!(ns->until_text = dsl_fmt_expr(s->quant.until)))
+                return false;
         }
         if ((ns->where && !expr_bind_aggregates(ns->where, &nfa->aggs, &nfa->n_aggs)) ||
             (ns->until && !expr_bind_aggregates(ns->until, &nfa->aggs, &nfa->n_aggs)))
