@@ -57,10 +57,12 @@ static bool list_reserve(RunList *l, size_t extra)
     return true;
 }
 
-/* Appends r, taking over its reference; on allocation failure the run is dropped. */
-static void list_push(RunList *l, Run r, NfaCounters *c)
+/* Appends r, taking over its reference; on allocation failure the run is dropped.
+ * The work's lists keep their room, so growing is rare: only then is list_reserve
+ * called. */
+static inline void list_push(RunList *l, Run r, NfaCounters *c)
 {
-    if (!list_reserve(l, 1)) {
+    if (l->n == l->cap && !list_reserve(l, 1)) {
         match_node_release(r.last);
         c->partials_dropped++;
         return;
@@ -875,6 +877,17 @@ static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx 
         follow_edges(d, w, NULL, ev, ctx->counters);
     else
         advance_run(d, w, NULL, ev, ctx->counters);
+    /* The usual start of an idle key: one partial match, nothing completed, room under
+     * the rule's cap (the key's cap keeps at least one). It goes inline, where the
+     * general way below (caps, install_live, release, settle) would put it too. */
+    if (started && w->next.n == 1 && !w->fresh.n &&
+        ctx->counters->partials_live < rule_cap(ctx)) {
+        k->live.one = w->next.v[0];
+        k->n_live = 1;
+        w->next.n = 0;
+        ctx->counters->partials_live++;
+        return;
+    }
     bool hit = enforce_rule_cap(&w->next, mark, ctx->counters->partials_live - before + mark,
                                 ctx);
     hit |= enforce_key_cap(&w->next, ctx);
@@ -1036,11 +1049,6 @@ void nfa_key_move_in(NfaKey *into, NfaKey *from)
         return;
     *into = *from;   /* the inline run moves with it; arrays change owner */
     free(from);
-}
-
-size_t nfa_key_partials(const NfaKey *key)
-{
-    return key ? key->n_live : 0;
 }
 
 void nfa_key_prefetch(const NfaKey *key, bool deep)

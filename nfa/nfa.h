@@ -255,8 +255,12 @@ static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
 int64_t nfa_key_deadline(const Nfa *nfa, const NfaKey *key);
 /* Frees a key's state without emitting anything (shutdown, removed rules). */
 void nfa_key_free(NfaKey *key, NfaCounters *counters);
-/* Number of live partial matches of one key. */
-size_t nfa_key_partials(const NfaKey *key);
+/* Number of live partial matches of one key (NULL: none). Inline: the runtime asks
+ * on every run of a key, for its --max-memory charge. */
+static inline size_t nfa_key_partials(const NfaKey *key)
+{
+    return key ? key->n_live : 0;
+}
 /* Starts loading what the matcher touches first of a key (NULL: nothing): the newest
  * node of its oldest partial match and that match's first event (this reads the key),
  * and with `deep` the node's event and previous node too (this reads the node, so

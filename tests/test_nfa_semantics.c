@@ -747,6 +747,30 @@ START_TEST(test_rule_cap_refuses_new_starts)
 }
 END_TEST
 
+/* An idle key starting its first partial match goes a short way (key_step): at the
+ * rule's cap it is refused there too. */
+START_TEST(test_rule_cap_refuses_an_idle_key)
+{
+    NfaHarness *h = harness("begin a " A "; followed_by b " B "; skip no_skip;", 0, 0);
+    nh_limits(h)->max_partials_per_rule = 2;
+    feed(h, "a1:a@1 a2:a@2");                 /* key 0 fills the cap */
+    nh_use_key(h, 1);
+    feed(h, "a3:a@3");                        /* key 1, idle: refused */
+    const NfaCounters *c = nh_counters(h);
+    ck_assert_uint_eq(nh_live(h), 2);
+    ck_assert_uint_eq(c->partials_refused, 1);
+    ck_assert_uint_eq(c->cap_hits, 1);
+    nh_use_key(h, 0);
+    feed(h, "b1:b@4");                        /* key 0 completes both: room again */
+    nh_use_key(h, 1);
+    feed(h, "a4:a@5 b2:b@6");
+    char *diff = nh_diff(h, "match a:[a1] b:[b1]; match a:[a2] b:[b1]; match a:[a4] b:[b2]");
+    ck_assert_msg(diff == NULL, "%s", diff);
+    ck_assert_uint_eq(c->partials_refused, 1);
+    nh_free(h);
+}
+END_TEST
+
 /* Unset, the per-rule cap is the documented default, far above this test's load. */
 START_TEST(test_rule_cap_default)
 {
@@ -1091,6 +1115,7 @@ int main(void)
     tcase_add_test(tr, test_cap_counts_drops);
     tcase_add_test(tr, test_key_cap_counts_hits);
     tcase_add_test(tr, test_rule_cap_refuses_new_starts);
+    tcase_add_test(tr, test_rule_cap_refuses_an_idle_key);
     tcase_add_test(tr, test_rule_cap_default);
     tcase_add_test(tr, test_shared_conditions);
     tcase_add_test(tr, test_shared_prefix_fields);
