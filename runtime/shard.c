@@ -281,6 +281,11 @@ static int64_t add_saturating(int64_t a, int64_t b)
 static void on_result(void *user, const NfaResult *r)
 {
     Shard *s = user;
+    if (expr_scratch_out_of_memory(s->scratch)) {
+        s->failed = true;   /* a condition that ran out of memory read as null: this
+                               result may be wrong, and the run ends with an error */
+        return;
+    }
     const CompiledRule *rule = &s->rs->rules[s->cur_rule];
     RuleState *st = &s->rules[s->cur_rule];
     PartEntry *pe = s->cur_entry;
@@ -823,7 +828,8 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
 
 bool shard_failed(const Shard *s)
 {
-    return s->failed;
+    /* an evaluation that ran out of memory may have turned a match into none */
+    return s->failed || expr_scratch_out_of_memory(s->scratch) > 0;
 }
 
 uint64_t shard_regex_limit_hits(const Shard *s)

@@ -316,13 +316,14 @@ START_TEST(test_gives_every_verdict_or_exits_3)
 }
 END_TEST
 
-/* A template whose evaluation builds strings (a concatenation longer than the scratch's
- * blocks, so each alert allocates it afresh; upper() and str() copies): an allocation
- * failing there would give "null" in the message or a field, a failed case as if the
- * rules were wrong. */
+/* A condition and a template whose evaluation builds strings (a concatenation longer
+ * than the scratch's blocks, so each evaluation allocates it afresh; upper() and str()
+ * copies): an allocation failing there would give null, a `where` that does not hold or
+ * "null" in the message or a field, a failed case as if the rules were wrong. */
 static const char BUILD_RULES[] =
     "time ts;\n"
-    "rule long { key k; begin a where v == 1; followed_by b where v == 2;\n"
+    "rule long { key k; begin a where v == 1 and len(pad + pad) == 6000;\n"
+    "  followed_by b where v == 2;\n"
     "  on match alert \"{a.pad + b.pad}\" fields { up: upper(a.pad), n: str(a.x * 1.5) }; }\n";
 
 #define PAD_LEN 3000
