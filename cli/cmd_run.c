@@ -451,7 +451,13 @@ static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
     diags_print(&diags, stderr);
     if (diag_text)
         append_diags(&diags, diag_text);
+    bool oom = diags.oom;
     diags_free(&diags);
+    if (oom) {
+        /* even a rule set that came back may lack rules that did not fit */
+        ruleset_free(next);
+        return reload_failed(run, "out of memory", outcome);
+    }
     if (!next)
         return reload_failed(run, "rule errors", outcome);
     AlertOptions aopts = {.stdout_path = o->output};
@@ -922,10 +928,16 @@ int cmd_run(int argc, char **argv)
     diags_init(&diags);
     CompiledRuleSet *rs = ruleset_load(o.rule_paths, o.n_rule_paths, &diags);
     diags_print(&diags, stderr);
+    bool oom = diags.oom;
     diags_free(&diags);
-    if (!rs) {
+    if (!rs || oom) {
+        /* a load that ran out of memory may still return the rules that fitted:
+         * running those would miss the others' alerts without a word */
+        ruleset_free(rs);
         free(o.inputs);
-        return EXIT_RULES;
+        if (oom)
+            fprintf(stderr, "vigil run: out of memory\n");
+        return oom ? EXIT_IO : EXIT_RULES;
     }
     code = run_rules(&o, rs);
     free(o.inputs);

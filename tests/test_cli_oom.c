@@ -1,4 +1,5 @@
-/* tests/test_cli_oom.c — `vigil fmt` and `vigil test` when an allocation fails. Each
+/* tests/test_cli_oom.c — `vigil fmt`, `vigil test` and the loading of `vigil run` when
+ * an allocation fails. Each
  * allocation of the command is made to fail in turn (tests/oomwrap.h), each run in a
  * child that LeakSanitizer checks (tests/oomcmd.h). A run must then either give the
  * result it gives without failure (the same exit code, stdout and stderr: the failure
@@ -362,6 +363,38 @@ START_TEST(test_template_out_of_memory_exits_3)
 }
 END_TEST
 
+/* ---- vigil run ------------------------------------------------------------- */
+
+/* Loading the rules of `vigil run`: each allocation of the load fails in turn. A load
+ * that ran out of memory may still return the rules that fitted; running those would
+ * miss the others' alerts without a word, so the run must exit 3 instead. */
+START_TEST(run_loads_every_rule_or_exits_3)
+{
+    Tree t;
+    make_test_tree(&t, TEST_RULES);
+    write_file(t.dir, "events.jsonl", EVENTS);
+    char rules[128], events[128];
+    snprintf(rules, sizeof rules, "%s/r.cep", t.dir);
+    snprintf(events, sizeof events, "%s/events.jsonl", t.dir);
+    char *argv[] = {"run", "-i", events, rules, NULL};
+    OomCmdRun want = oomcmd_run(cmd_run, argv, 0);
+    ck_assert_msg(want.rc == EXIT_OK && strstr(want.out, "\"rule\":\"two\"") &&
+                  strstr(want.out, "\"rule\":\"gone\""), "exit %d:\n%s%s", want.rc,
+                  want.out, want.err);
+    size_t load = oomcmd_load_allocations(rules), failures = 0;
+    ck_assert_uint_gt(load, 0);
+    for (size_t fail = 1; fail <= load; fail++) {
+        OomCmdRun got = oomcmd_run(cmd_run, argv, fail);
+        if (!same_but_rejection_reasons(&got, &want))
+            failures += same_or_out_of_memory(&got, &want, fail, "vigil run: out of memory\n");
+        oomcmd_free(&got);
+    }
+    ck_assert_uint_gt(failures, 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
 static Suite *cli_oom_suite(void)
 {
     Suite *s = suite_create("cli_oom");
@@ -372,6 +405,7 @@ static Suite *cli_oom_suite(void)
     tcase_add_test(tc, fmt_w_rewrites_whole_files_or_exits_3);
     tcase_add_test(tc, test_gives_every_verdict_or_exits_3);
     tcase_add_test(tc, test_template_out_of_memory_exits_3);
+    tcase_add_test(tc, run_loads_every_rule_or_exits_3);
     suite_add_tcase(s, tc);
     return s;
 }
