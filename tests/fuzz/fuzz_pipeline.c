@@ -23,6 +23,7 @@
 #include "rules/ruleset.h"
 #include "runtime/decode.h"
 #include "runtime/engine.h"
+#include "tests/fuzz/fuzz_alerts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,8 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_MAX_LINE 4096
 #define PT_START_MS 1767225600000LL
 #define PT_STEP_MS 150
-/* A record nests echoed events (up to DECODE_MAX_DEPTH deep) a few levels down. */
-#define RECORD_MAX_DEPTH (DECODE_MAX_DEPTH + 8)
 
 static const char EVENT_TIME_RULES[] =
     "time ts lateness 2s;\n"
@@ -104,37 +103,22 @@ static void die(const Collector *c, const char *what)
     abort();
 }
 
-static void render_checked(Collector *c, const CompiledRule *rule, const CompiledAction *action,
-                           const Value *key, size_t n_key, const NfaResult *r,
-                           EvalScratch *scratch)
+static void count_record(void *user, const Buf *record)
 {
-    buf_clear(&c->record);
-    if (alert_render(rule, action, key, n_key, r, scratch, &c->record) < 0 || c->record.failed)
-        return;   /* out of memory: nothing to check */
-    DecodeError err;
-    if (!json_validate(c->record.data, c->record.len, RECORD_MAX_DEPTH, &err)) {
-        fprintf(stderr, "record: %s\nerror at %zu: %s\n", c->record.data, err.offset, err.reason);
-        die(c, "an alert record is not valid JSON");
-    }
+    Collector *c = user;
     c->records++;
-    c->digest += hash_bytes(c->record.data, c->record.len);
+    c->digest += hash_bytes(record->data, record->len);
 }
 
 static void on_alert(void *user, size_t rule_index, const Value *key, size_t n_key,
                      const NfaResult *r, EvalScratch *scratch)
 {
     Collector *c = user;
-    const CompiledRule *rule = &c->rs->rules[rule_index];
-    const CompiledAction *actions = r->kind == NFA_MATCH ? rule->on_match : rule->on_timeout;
-    size_t n = r->kind == NFA_MATCH ? rule->n_on_match : rule->n_on_timeout;
-    /* As alerts_deliver: the default action only for matches of rules without `on`. */
-    bool use_default = r->kind == NFA_MATCH && n == 0 && rule->ast->n_on == 0;
     pthread_mutex_lock(&c->lock);
     c->alerts[rule_index]++;
-    if (use_default)
-        render_checked(c, rule, NULL, key, n_key, r, scratch);
-    for (size_t i = 0; i < n; i++)
-        render_checked(c, rule, &actions[i], key, n_key, r, scratch);
+    if (!fuzz_render_alerts(&c->rs->rules[rule_index], key, n_key, r, scratch, &c->record,
+                            count_record, c))
+        die(c, "an alert record is not valid JSON");
     pthread_mutex_unlock(&c->lock);
 }
 

@@ -14,7 +14,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd) || exit 2
 # fuzz_rules keeps its dictionary beside its corpus; the others need none.
 ran=0
 failed=0
-for name in decode pipeline rules; do
+for name in decode pipeline rules restore; do
     target="$build/tests/fuzz/fuzz_$name"
     [ -x "$target" ] || continue
     seeds="$src/tests/fuzz/corpus/$name"
