@@ -1990,6 +1990,8 @@ typedef struct Restore {
     size_t n_rules;
     const char *why;           /* static text, for *err */
     uint32_t version;          /* the checkpoint's format (runtime/checkpoint.h) */
+    Value *key_vals;           /* scratch of canonical_key: the widest key; heap */
+    Buf key_text, key_bytes;   /* its strings and its bytes encoded again */
 } Restore;
 
 /* Events are decoded per thread (slot): a worker never shares an event object. */
@@ -2159,9 +2161,27 @@ static const char *read_rules(Restore *c, SnapReader *r)
     return r->bad ? "malformed rule state" : NULL;
 }
 
+/* Key bytes are what the partition table is keyed on and what alerts and the next
+ * checkpoint decode the key values from: only the n values that part_key_bytes
+ * writes, in its canonical form (another spelling of the same values would be a key
+ * that no event finds). NULL if they are. */
+static const char *canonical_key(Restore *c, const char *kb, size_t klen, size_t n_keys)
+{
+    buf_clear(&c->key_bytes);
+    if (!part_key_values(kb, klen, c->key_vals, n_keys, &c->key_text))
+        return c->key_text.failed ? "out of memory" : "malformed key bytes";
+    bool encoded = part_key_bytes(c->key_vals, n_keys, &c->key_bytes);
+    if (c->key_bytes.failed)
+        return "out of memory";
+    if (!encoded || c->key_bytes.len != klen || memcmp(c->key_bytes.data, kb, klen) != 0)
+        return "malformed key bytes";
+    return NULL;
+}
+
 static const char *restore_keys(Restore *c, const SavedRule *sr, EngineRestoreSummary *sum)
 {
     Engine *e = c->e;
+    size_t n_keys = e->rs->rules[sr->to].n_keys;
     SnapReader r;
     snap_reader_init(&r, sr->keys, sr->keys_len);
     shard_restore_stats(shard_at(e, 0), sr->to, &sr->stats);
@@ -2170,6 +2190,9 @@ static const char *restore_keys(Restore *c, const SavedRule *sr, EngineRestoreSu
         const char *kb = snap_get_bytes(&r, &klen);
         if (r.bad)
             break;
+        const char *bad_key = canonical_key(c, kb, klen, n_keys);
+        if (bad_key)
+            return bad_key;
         size_t w = e->workers ? workers_pick(e->workers, sr->to, part_hash(kb, klen)) : 0;
         c->slot = w;
         const char *why = NULL;
@@ -2188,6 +2211,9 @@ static void restore_free(Restore *c)
     free(c->decoded);
     free(c->events);
     free(c->rules);
+    free(c->key_vals);
+    buf_free(&c->key_text);
+    buf_free(&c->key_bytes);
 }
 
 int engine_restore(Engine *e, const char *data, size_t len, EngineRestoreSummary *sum,
@@ -2224,6 +2250,8 @@ int engine_restore_version(Engine *e, const char *data, size_t len, uint32_t ver
         why = "trailing bytes after the engine state";
     if (!why)
         why = map_saved_rules(&c, sum);
+    if (!why && !(c.key_vals = calloc(rules_widest_key(e->rs), sizeof *c.key_vals)))
+        why = "out of memory";
     for (size_t i = 0; !why && i < c.n_rules; i++)
         if (c.rules[i].to != SIZE_MAX)
             why = restore_keys(&c, &c.rules[i], sum);
