@@ -2028,6 +2028,31 @@ static char *dup_bytes(const char *s, size_t n)
     return d;
 }
 
+static int compare_ids(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Ids break ties of time and are how the next checkpoint stores an event once: each
+ * restored event needs its own, one the engine handed out (1..next_id, 0 being none).
+ * NULL if they are. */
+static const char *check_event_ids(const Restore *c, uint64_t next_id)
+{
+    uint64_t *ids = malloc((c->n_events ? c->n_events : 1) * sizeof *ids);
+    if (!ids)
+        return "out of memory";
+    for (size_t i = 0; i < c->n_events; i++)
+        ids[i] = c->events[i].id;
+    qsort(ids, c->n_events, sizeof *ids, compare_ids);
+    const char *why = NULL;
+    for (size_t i = 0; i < c->n_events && !why; i++)
+        if (ids[i] == 0 || ids[i] > next_id || (i > 0 && ids[i] == ids[i - 1]))
+            why = "an event id is repeated or out of range";
+    free(ids);
+    return why;
+}
+
 static const char *read_events(Restore *c, SnapReader *r)
 {
     Engine *e = c->e;
@@ -2043,7 +2068,8 @@ static const char *read_events(Restore *c, SnapReader *r)
     e->stats.malformed = snap_get_u64(r);
     e->stats.late = snap_get_u64(r);
     size_t n = snap_get_count(r, 1);
-    if (r->bad)
+    /* ids are handed out from next_id on: one near the end of their range would wrap */
+    if (r->bad || e->next_id >= (uint64_t)INT64_MAX)
         return "malformed engine header";
     if (!(e->origins = calloc(n ? n : 1, sizeof *e->origins)))
         return "out of memory";
@@ -2071,7 +2097,7 @@ static const char *read_events(Restore *c, SnapReader *r)
         if (sv->origin >= e->n_origins)
             return "an event names an unknown origin";
     }
-    return r->bad ? "malformed event table" : NULL;
+    return r->bad ? "malformed event table" : check_event_ids(c, e->next_id);
 }
 
 static const char *read_reorder(Restore *c, SnapReader *r)
