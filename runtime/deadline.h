@@ -110,7 +110,9 @@ static inline int64_t deadline_next(const DeadlineHeap *d) { return d->top_deadl
  * it names, cheaply, keys likely to come due soon, for prefetching. */
 PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead);
 /* deadline_peek for several distances at once (out[i] for ahead[i]): the top and its
- * ring are found once. */
+ * ring are found once. (Inline in this header, with the ring's tail, mask and slots in
+ * locals, it was measured: scenario 4's 1M lines took 8,753.2M instructions against
+ * 8,772.1M, -0.2%, too little to expose the layout of heap_pos here; not kept.) */
 void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n);
 /* For tests: true if e is held where its heap_pos says, under its current deadline. */
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);

@@ -278,6 +278,11 @@ static int64_t add_saturating(int64_t a, int64_t b)
     return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
+/* Every result of the matcher, through NfaSink. (Timeouts of rules without `on
+ * timeout`, which this only counts, were once counted by the matcher itself, through
+ * a counter in NfaSink, without this call: scenario 4's 1M lines took 8,562.9M
+ * instructions against 8,610.9M, -0.56%, but CPU time did not move in 42 runs each in
+ * turns (median 1.29 s both); not kept.) */
 static void on_result(void *user, const NfaResult *r)
 {
     Shard *s = user;
@@ -413,7 +418,9 @@ static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos, const R
  * (k NULL): drop the entry if the key went idle and holds no suppression, else re-arm
  * its timer (the NFA deadline, or the end of suppression so that the idle entry is
  * collected then). The caller tells the rules' clock (clock_rule): the timers tell it
- * once per run of firings of one rule. */
+ * once per run of firings of one rule. (Its two ways as two functions out of line, so
+ * that neither saves the other's registers, were measured: scenario 4's 1M lines took
+ * 8,596.7M instructions against 8,610.9M, -0.16%; not kept.) */
 static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g,
                    const RouteKey *k)
 {
