@@ -396,6 +396,9 @@ int nfa_key_restore(const Nfa *nfa, SnapReader *r, NfaKey **key, NfaCounters *co
         why = get_runs(nfa, r, nodes, n_nodes, &live, true);
     if (!why)
         why = get_runs(nfa, r, nodes, n_nodes, &done, false);
+    /* a completed match is held back only while a partial match started before it */
+    if (!why && done.n && !live.n)
+        why = "held-back matches with no partial match to wait for";
     if (!why && !make_key(nfa, &live, &done, key))
         why = "out of memory";
     if (*key)
