@@ -246,10 +246,10 @@ MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint
 
 static void pool_put(MatchNode *n);
 
-void match_node_release(MatchNode *n)
+void match_node_free(MatchNode *n)
 {
     /* A loop, not recursion: one release can free a chain of any length. */
-    while (n && --n->refs == 0) {
+    do {
         MatchNode *prev = n->prev;
         event_release(n->event);
         if (n->pooled)
@@ -257,7 +257,7 @@ void match_node_release(MatchNode *n)
         else
             free(n);
         n = prev;
-    }
+    } while (n && --n->refs == 0);
 }
 
 /* ---- node pools ------------------------------------------------------------- */

@@ -144,8 +144,17 @@ MatchNode *match_node_new(MatchNode *prev, Event *event, uint16_t step);
  * else zeroed; the caller folds in the new event (expr_agg_fold). */
 MatchNode *match_node_new_acc(MatchNode *prev, Event *event, uint16_t step, uint16_t n_acc);
 static inline void match_node_retain(MatchNode *n) { n->refs++; }
-/* Drops one reference; frees the node (and releases its event and prev) at zero. */
-void match_node_release(MatchNode *n);
+/* match_node_release's rare half: frees n, whose last reference went, and releases
+ * its event and prev. */
+void match_node_free(MatchNode *n);
+/* Drops one reference; frees the node (and releases its event and prev) at zero.
+ * Inline: a node shared by branches or rules (a first node often is) only counts
+ * down, without a call. */
+static inline void match_node_release(MatchNode *n)
+{
+    if (n && --n->refs == 0)
+        match_node_free(n);
+}
 
 /* ---- node pools ------------------------------------------------------------- */
 

@@ -104,12 +104,6 @@ static void set_live_count(NfaKey *k, size_t n)
     k->n_live = (uint32_t)n;
 }
 
-void nfa_key_init(NfaKey *key)
-{
-    key->n_live = 0;
-    key->cap_live = 1;
-}
-
 static NfaKey *key_new(NfaWork *w)
 {
     NfaKey *k = w && w->n_spare ? w->spare[--w->n_spare] : malloc(sizeof *k);
@@ -502,7 +496,8 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
     c->takes++;
     Run r = {.last = node, .start = from ? from->start : ev};
     bool final = nfa->states[e->target].kind == NFA_ST_FINAL;
-    if (final || final_after_proceed(d, e->target)) {
+    if (final || (nfa->states[e->target].proceeds_to_final &&   /* most states: no call */
+                  final_after_proceed(d, e->target))) {
         Run m = r;
         m.time = ev->time_ms;
         if (!final)

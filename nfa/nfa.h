@@ -181,8 +181,13 @@ typedef struct NfaRunCtx {
 /* ---- a key in the caller's storage. Such a key never moves by itself; the caller
  * may move it (a plain struct copy) between calls. */
 
-/* Makes *key an idle key (no partial match, no pending result). */
-void nfa_key_init(NfaKey *key);
+/* Makes *key an idle key (no partial match, no pending result). Inline: the runtime
+ * makes one for every new key. */
+static inline void nfa_key_init(NfaKey *key)
+{
+    key->n_live = 0;
+    key->cap_live = 1;
+}
 /* Nothing live and nothing held back: the caller may drop the storage without
  * nfa_key_clear (an idle key owns no memory). */
 static inline bool nfa_key_idle(const NfaKey *key)
