@@ -127,7 +127,10 @@ const char *deadline_verify(const DeadlineHeap *d);
  * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays.
  * (A 4-ary heap whose slots hold each rule's deadline beside its number was measured:
  * scenario 4's first 100k lines took 1,040.2M instructions against 1,029.5M, 240
- * instead of 150 per rule_clock_move; this one stayed.) */
+ * instead of 150 per rule_clock_move; this one stayed. A bottom-up sift for a later
+ * deadline, down to a leaf at one comparison a level and back up, was measured too:
+ * 8,675.5M against 8,628.8M on scenario 4's 1M lines, since a rule's next deadline
+ * after firing mostly settles midway; not kept.) */
 typedef struct RuleClock {
     int64_t *at;       /* per rule: its next deadline as last told */
     uint32_t *heap;    /* rule numbers */
