@@ -69,6 +69,9 @@ static void *entry_alloc(PartPool *pool, size_t bytes)
     return e;
 }
 
+/* (This and place_from forced inline into their callers were measured on scenario 4's
+ * 1M lines: 25M instructions fewer, -0.3%, but CPU time rose with them, 1.40 -> 1.47 s
+ * median in 15 runs each in turns, with nfa_key_prefetch inline too; not kept.) */
 static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
 {
     size_t bytes = part_entry_bytes(entry->klen, pre);
