@@ -50,22 +50,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* After the restore: events for the keys of the seeds, later than theirs. */
 static const char *const MORE_EVENTS[] = {
-    "{\"ts\":\"2026-05-01T10:01:00Z\",\"type\":\"tx\",\"user\":\"u1\",\"card\":\"c1\","
+    "{\"ts\":\"2026-05-01T10:01:30Z\",\"type\":\"tx\",\"user\":\"u1\",\"card\":\"c1\","
     "\"country\":\"NL\",\"amount\":1900}",
-    "{\"ts\":\"2026-05-01T10:01:01Z\",\"type\":\"log\",\"service\":\"api\",\"host\":\"h1\"}",
-    "{\"ts\":\"2026-05-01T10:01:02Z\",\"type\":\"approval\",\"trade\":\"t2\",\"manager\":\"bob\"}",
-    "{\"ts\":\"2026-05-01T10:01:03Z\",\"type\":\"order_shipped\",\"order\":\"o2\"}",
-    "{\"ts\":\"2026-05-01T10:01:04Z\",\"type\":\"payment_confirmed\",\"payment\":\"p2\"}",
-    "{\"ts\":\"2026-05-01T10:01:05Z\",\"type\":\"login\",\"user\":\"u2\",\"ip\":\"10.0.0.7\","
+    "{\"ts\":\"2026-05-01T10:01:31Z\",\"type\":\"log\",\"service\":\"api\",\"host\":\"h1\"}",
+    "{\"ts\":\"2026-05-01T10:01:32Z\",\"type\":\"approval\",\"trade\":\"t2\",\"manager\":\"bob\"}",
+    "{\"ts\":\"2026-05-01T10:01:33Z\",\"type\":\"order_shipped\",\"order\":\"o2\"}",
+    "{\"ts\":\"2026-05-01T10:01:34Z\",\"type\":\"payment_confirmed\",\"payment\":\"p2\"}",
+    "{\"ts\":\"2026-05-01T10:01:35Z\",\"type\":\"login\",\"user\":\"u2\",\"ip\":\"10.0.0.7\","
     "\"ok\":true}",
-    "{\"ts\":\"2026-05-01T10:01:06Z\",\"type\":\"sshd\",\"msg\":\"Failed password for x from "
+    "{\"ts\":\"2026-05-01T10:01:36Z\",\"type\":\"sshd\",\"msg\":\"Failed password for x from "
     "192.0.2.7 port 22\"}",
-    "{\"ts\":\"2026-05-01T10:01:07Z\",\"type\":\"logout\",\"user\":\"u4\"}",
-    "{\"ts\":\"2026-05-01T10:01:08Z\",\"type\":\"login\",\"user\":\"u4\",\"ip\":\"10.0.0.9\","
+    "{\"ts\":\"2026-05-01T10:01:37Z\",\"type\":\"logout\",\"user\":\"u4\"}",
+    "{\"ts\":\"2026-05-01T10:01:38Z\",\"type\":\"login\",\"user\":\"u4\",\"ip\":\"10.0.0.9\","
     "\"ok\":true}",
-    "{\"ts\":\"2026-05-01T10:01:09Z\",\"type\":\"tx\",\"user\":\"u4\",\"amount\":990}",
+    "{\"ts\":\"2026-05-01T10:01:39Z\",\"type\":\"tx\",\"user\":\"u4\",\"amount\":990}",
     "{\"ts\":\"2026-05-01T10:00:50Z\",\"type\":\"tx\",\"user\":\"u3\",\"amount\":5000}",
-    "{\"ts\":\"2026-05-01T10:01:10Z\",\"type\":\"logout\",\"user\":\"u1\"}",
+    "{\"ts\":\"2026-05-01T10:01:40Z\",\"type\":\"logout\",\"user\":\"u1\"}",
 };
 #define N_MORE_EVENTS (sizeof MORE_EVENTS / sizeof MORE_EVENTS[0])
 

@@ -45,7 +45,7 @@ seed() {
     cp "$newest" "$OUT/seed-$1" || exit 1
 }
 
-for n in 3 9 17 25 33 40 44; do
+for n in 3 9 17 25 33 40 44 45; do
     rm -rf "$TMP/s"
     run "$TMP/s" "$HERE/rules.cep" 1 "$n"
     seed "et-$n" "$TMP/s"
@@ -53,8 +53,8 @@ done
 rm -rf "$TMP/s"
 run "$TMP/s" "$HERE/rules.cep" 1 30 --workers 2
 seed et-30-w2 "$TMP/s"
-run "$TMP/s" "$HERE/rules.cep" 31 44
-seed et-44-resumed "$TMP/s"
+run "$TMP/s" "$HERE/rules.cep" 31 45
+seed et-45-resumed "$TMP/s"
 
 for n in 6 20 44; do
     rm -rf "$TMP/s"
