@@ -70,7 +70,7 @@ static const char *const MORE_EVENTS[] = {
 #define N_MORE_EVENTS (sizeof MORE_EVENTS / sizeof MORE_EVENTS[0])
 
 /* libFuzzer keeps the input that aborted; the replay test names its file. */
-static void die(const char *what, const char *detail)
+_Noreturn static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "fuzz_restore: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     abort();
@@ -330,22 +330,45 @@ static void check_alert_counts(Run *run, const EngineRuleStats *before,
 
 /* ---- the inputs section ---- */
 
+static InputSet *fixed_inputs(const Fixture *fx)
+{
+    InputSet *in = input_set_new(4096);
+    char *err = NULL;
+    if (!in || input_add(in, fx->events_path, &err) < 0)
+        die("cannot open the fixed input", err);
+    return in;
+}
+
+/* The section resumes the fixed input or says why not. When it does, the section the
+ * next checkpoint writes (with the entries of the inputs this run was not given
+ * carried over) must resume it again. */
 static void resume_inputs(const Fixture *fx, const char *body, size_t len)
 {
     const char *sec;
     size_t sec_len;
     if (!ckpt_find_section(body, len, CKPT_SEC_INPUTS, &sec, &sec_len))
         return;
-    InputSet *in = input_set_new(4096);
+    InputSet *in = fixed_inputs(fx);
     char *err = NULL;
-    if (!in || input_add(in, fx->events_path, &err) < 0) {
-        if (in)
-            die("cannot open the fixed input", err);
+    if (ckpt_resume_inputs(in, sec, sec_len, NULL, NULL, &err) < 0) {
+        if (!err)
+            die("ckpt_resume_inputs failed without saying why", NULL);
+        free(err);
+        input_set_free(in);
         return;
     }
-    if (ckpt_resume_inputs(in, sec, sec_len, NULL, NULL, &err) < 0 && !err)
-        die("ckpt_resume_inputs failed without saying why", NULL);
-    free(err);
+    Buf next = BUF_INIT;
+    ckpt_put_inputs(&next, in, sec, sec_len);
+    const char *next_sec;
+    size_t next_len;
+    if (next.failed || !ckpt_find_section(next.data, next.len, CKPT_SEC_INPUTS, &next_sec,
+                                          &next_len))
+        die("no inputs section after a resume", NULL);
+    InputSet *again = fixed_inputs(fx);
+    if (ckpt_resume_inputs(again, next_sec, next_len, NULL, NULL, &err) < 0)
+        die("the inputs section written after a resume does not resume", err);
+    input_set_free(again);
+    buf_free(&next);
     input_set_free(in);
 }
 
