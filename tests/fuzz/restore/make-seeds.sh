@@ -8,7 +8,11 @@
 # (rules.cep) and on processing time (rules-pt.cep), with one and two workers, a run
 # resumed from an earlier checkpoint (sequence 2), a file input with -o and --errors
 # (the inputs and files sections), and the examples' rules (their rules are not
-# fuzz_restore's: a restore drops them). Regenerate after changing the rules:
+# fuzz_restore's: a restore drops them). Not made here: seed-v1-et-45 is seed-et-45
+# re-encoded in format version 1 (each rule's keys_refused left out, the checksum
+# recomputed; runtime/checkpoint.h), so that version 1's reading is fuzzed from a
+# whole state; v1-fixture is tests/data/state/v1/checkpoint.1; regress-* and crafted-*
+# were built byte by byte. Regenerate after changing the rules:
 #   tests/fuzz/restore/make-seeds.sh build/vigil tests/fuzz/corpus/restore
 set -u
 [ $# -eq 2 ] || { echo "usage: $0 VIGIL OUTDIR" >&2; exit 2; }
