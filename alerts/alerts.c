@@ -5,6 +5,7 @@
  * configuration they share. Rendering is in render.c, delivery in out_*.c. */
 #include "alerts/alerts.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ struct AlertRouter {
     Output **outs;           /* n_outs; heap, each owned */
     size_t n_outs;
     RulePlan *plans;         /* per rule of rs; heap, owned */
+    _Atomic uint64_t lost;   /* alerts_lost; workers deliver concurrently */
 };
 
 static void config_from_options(OutConfig *c, const AlertOptions *o)
@@ -170,6 +172,22 @@ typedef struct AlertWork {
     size_t n_key;
 } AlertWork;
 
+/* An alert not delivered for want of memory (to `output`, or to all of its outputs
+ * when NULL): logged, and counted for the run to exit with an error. */
+static void lose_alert(AlertRouter *ar, const char *output, const char *rule)
+{
+    atomic_fetch_add_explicit(&ar->lost, 1, memory_order_relaxed);
+    if (output)
+        out_log(&ar->cfg, "output %s: alert of rule %s lost: out of memory", output, rule);
+    else
+        out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule);
+}
+
+uint64_t alerts_lost(const AlertRouter *ar)
+{
+    return atomic_load_explicit(&ar->lost, memory_order_relaxed);
+}
+
 static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const RulePlan *plan,
                            const CompiledAction *action, const Value *key, size_t n_key,
                            const NfaResult *r, EvalScratch *scratch, AlertMeta *meta,
@@ -190,8 +208,7 @@ static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const Rule
         if (!o)
             continue;
         if (rc < 0)
-            out_log(&ar->cfg, "output %s: alert of rule %s lost: out of memory", o->name,
-                    rule->name);
+            lose_alert(ar, o->name, rule->name);
         else
             o->ops->write(o, meta, line, len);
     }
@@ -231,7 +248,7 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     const char **ptrs = on_stack ? ptrs_room : malloc(n_meta_keys * sizeof *ptrs);
     AlertWork w = {expr_scratch_text(scratch), 0, offs, ptrs, n_meta_keys};
     if (!offs || !ptrs || !work_start(&w, key)) {
-        out_log(&ar->cfg, "alert of rule %s lost: out of memory", rule->name);
+        lose_alert(ar, NULL, rule->name);
     } else {
         AlertMeta meta = {
             .rule = rule->name, .kind = alert_kind_name(r->kind),

@@ -64,6 +64,9 @@ int alert_render(const CompiledRule *rule, const CompiledAction *action,
  * are echoed without being validated again. */
 void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
                     const Value *key, size_t n_key, const NfaResult *r, EvalScratch *scratch);
+/* How many alerts were lost because memory ran out while rendering them (each was
+ * logged); a run that lost any did not do its job. */
+uint64_t alerts_lost(const AlertRouter *ar);
 /* Flushes buffered output (end of input, SIGTERM), waiting at most flush_timeout_ms
  * for exec children and network outputs to deliver what they hold. Returns 0, or -1
  * if something is still undelivered or an output failed since the previous flush. */

@@ -64,6 +64,7 @@ typedef struct Run {
     bool progress;
     uint64_t lines_seen;       /* lines handed over by the input, to notice idleness */
     uint64_t reloads, reload_failures;
+    uint64_t alerts_lost_before;   /* by the alert routers that reloads replaced */
     int64_t started_ms, last_progress_ms;
 } Run;
 
@@ -484,6 +485,7 @@ static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
     run->event_time = next->event_time;
     if (alerts_flush(sw.old_alerts) < 0)
         fprintf(stderr, "vigil run: an output of the previous rules failed while closing\n");
+    run->alerts_lost_before += alerts_lost(sw.old_alerts);
     alerts_free(sw.old_alerts);
     ruleset_free(old);
     run->reloads++;
@@ -855,6 +857,11 @@ static int serve(Run *run, const sigset_t *signals)
     show_progress(run, true);
     if (alerts_flush(run->alerts) < 0) {
         fprintf(stderr, "vigil run: an output failed; some alerts were not delivered\n");
+        code = EXIT_IO;
+    }
+    uint64_t lost = run->alerts_lost_before + alerts_lost(run->alerts);
+    if (lost) {
+        fprintf(stderr, "vigil run: %llu alerts lost: out of memory\n", (unsigned long long)lost);
         code = EXIT_IO;
     }
     EngineStats st;

@@ -57,6 +57,13 @@ static bool list_reserve(RunList *l, size_t extra)
     return true;
 }
 
+/* n runs (partial or held-back matches) lost because an allocation failed. */
+static void drop_for_memory(NfaCounters *c, uint64_t n)
+{
+    c->partials_dropped += n;
+    c->out_of_memory += n;
+}
+
 /* Appends r, taking over its reference; on allocation failure the run is dropped.
  * The work's lists keep their room, so growing is rare: only then is list_reserve
  * called. */
@@ -64,7 +71,7 @@ static inline void list_push(RunList *l, Run r, NfaCounters *c)
 {
     if (l->n == l->cap && !list_reserve(l, 1)) {
         match_node_release(r.last);
-        c->partials_dropped++;
+        drop_for_memory(c, 1);
         return;
     }
     l->v[l->n++] = r;
@@ -181,7 +188,7 @@ static void install_live(NfaKey *k, RunList *from, NfaCounters *c)
             cap *= 2;
         if (!key_grow(k, cap)) {
             size_t keep = k->cap_live;
-            c->partials_dropped += n - keep;
+            drop_for_memory(c, n - keep);
             list_release_from(from, keep);
             n = keep;
         }
@@ -490,7 +497,7 @@ static void follow_take(Decide *d, NfaWork *w, const Run *from, const NfaEdge *e
     uint32_t step = nfa->states[e->source].step;
     MatchNode *node = work_node_new(nfa, w, from ? from->last : NULL, ev, step);
     if (!node) {
-        c->partials_dropped++;
+        drop_for_memory(c, 1);
         return;
     }
     c->takes++;
@@ -635,7 +642,7 @@ static void insert_sorted(RunList *l, Run r, NfaCounters *c)
 {
     if (!list_reserve(l, 1)) {
         match_node_release(r.last);
-        c->partials_dropped++;
+        drop_for_memory(c, 1);
         return;
     }
     size_t i = l->n;
@@ -650,7 +657,7 @@ static void insert_sorted(RunList *l, Run r, NfaCounters *c)
 static void hold_back(NfaKey *k, NfaWork *w, NfaCounters *c)
 {
     if (!key_grow(k, 2)) {
-        c->partials_dropped += w->held.n;
+        drop_for_memory(c, w->held.n);
         list_release_from(&w->held, 0);
         return;
     }
@@ -930,7 +937,7 @@ void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)
             return;
         *key = key_new(w);
         if (!*key) {
-            ctx->counters->partials_dropped++;
+            drop_for_memory(ctx->counters, 1);
             return;
         }
     }

@@ -72,6 +72,9 @@ typedef struct NfaCounters {
     uint64_t takes;             /* events taken into partial matches, a node each, made or
                                    shared (nfa/event.h): what a key's --max-memory estimate
                                    follows, since a shared node adds no event reference */
+    uint64_t out_of_memory;     /* partial or held-back matches lost to a failed allocation
+                                   (counted in partials_dropped too): results may be
+                                   missing, so the runtime fails the run when it grows */
 } NfaCounters;
 
 /* ---- one key's state. The layout is public only so that a caller can embed an

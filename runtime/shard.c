@@ -456,6 +456,14 @@ static bool next_due(const Shard *s, int64_t t, size_t *rule)
     return best != INT64_MAX && best <= t;
 }
 
+/* A partial match the matcher lost for want of memory may have been an alert: the run
+ * ends with an error, as for every other allocation failure. */
+static inline void fail_if_out_of_memory(Shard *s, const RuleState *st)
+{
+    if (st->counters.out_of_memory)
+        s->failed = true;
+}
+
 static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
 {
     KeyGrowth g = growth_of(nfa_key_partials(&pe->nfa), NULL, 0);
@@ -463,6 +471,7 @@ static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
         s->cur_rule = ri;
         s->cur_entry = pe;
         nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->ctxs[ri]);
+        fail_if_out_of_memory(s, &s->rules[ri]);
     }
     settle(s, ri, pe, t, g, NULL);
 }
@@ -567,6 +576,7 @@ static void warn_refused(Shard *s, size_t ri)
 static inline void warn_if_needed(Shard *s, size_t ri)
 {
     const RuleState *st = &s->rules[ri];
+    fail_if_out_of_memory(s, st);
     if (st->counters.cap_hits != st->cap_hits_warned)
         warn_caps(s, ri);
     if (st->stats.keys_refused != st->refused_warned)

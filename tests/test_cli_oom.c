@@ -395,6 +395,42 @@ START_TEST(run_loads_every_rule_or_exits_3)
 }
 END_TEST
 
+/* A whole `vigil run` whose conditions and templates build strings (BUILD_RULES), each
+ * allocation failing in turn: the alerts of a run without failure, or exit 3 saying
+ * that memory ran out. Never exit 0 with an alert missing or wrong: an alert whose
+ * rendering ran out of memory is logged as lost and fails the run. */
+START_TEST(run_gives_every_alert_or_exits_3)
+{
+    Tree t;
+    make_test_tree(&t, BUILD_RULES);
+    static char events[2 * PAD_LEN + 256];
+    put_padded(events, sizeof events, "{\"ts\":1,\"k\":\"x\",\"v\":1,\"x\":1,\"pad\":\"", 'p',
+               PAD_LEN, "\"}\n{\"ts\":2,\"k\":\"x\",\"v\":2,\"pad\":\"\"}\n");
+    write_file(t.dir, "events.jsonl", events);
+    char rules[128], input[128];
+    snprintf(rules, sizeof rules, "%s/r.cep", t.dir);
+    snprintf(input, sizeof input, "%s/events.jsonl", t.dir);
+    char *argv[] = {"run", "-i", input, rules, NULL};
+    OomCmdRun want = oomcmd_run(cmd_run, argv, 0);
+    ck_assert_msg(want.rc == EXIT_OK && strstr(want.out, "\"rule\":\"long\""),
+                  "exit %d:\n%.300s%s", want.rc, want.out, want.err);
+    size_t exits_3 = 0;
+    for (size_t fail = 1; fail <= want.n_allocs; fail++) {
+        OomCmdRun got = oomcmd_run(cmd_run, argv, fail);
+        bool same = got.rc == want.rc && !strcmp(got.out, want.out);
+        ck_assert_msg(same || (got.rc == EXIT_IO && (strstr(got.err, "out of memory") ||
+                                                     strstr(got.err, "allocation failure"))),
+                      "allocation %zu of %zu: exit %d, stdout\n%.400s\nstderr\n%.1200s", fail,
+                      want.n_allocs, got.rc, got.out, got.err);
+        exits_3 += !same;
+        oomcmd_free(&got);
+    }
+    ck_assert_uint_gt(exits_3, 0);
+    oomcmd_free(&want);
+    remove_tree(&t);
+}
+END_TEST
+
 static Suite *cli_oom_suite(void)
 {
     Suite *s = suite_create("cli_oom");
@@ -406,6 +442,7 @@ static Suite *cli_oom_suite(void)
     tcase_add_test(tc, test_gives_every_verdict_or_exits_3);
     tcase_add_test(tc, test_template_out_of_memory_exits_3);
     tcase_add_test(tc, run_loads_every_rule_or_exits_3);
+    tcase_add_test(tc, run_gives_every_alert_or_exits_3);
     suite_add_tcase(s, tc);
     return s;
 }
