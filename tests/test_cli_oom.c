@@ -365,33 +365,46 @@ END_TEST
 
 /* ---- vigil run ------------------------------------------------------------- */
 
+/* A tree for `vigil run`: the rules in r.cep, the events in events.jsonl, and argv
+ * `run -i EVENTS RULES`. */
+typedef struct RunTree {
+    Tree t;
+    char rules[128], input[128];
+    char *argv[5];
+} RunTree;
+
+static void make_run_tree(RunTree *r, const char *rules, const char *events)
+{
+    make_test_tree(&r->t, rules);
+    write_file(r->t.dir, "events.jsonl", events);
+    snprintf(r->rules, sizeof r->rules, "%s/r.cep", r->t.dir);
+    snprintf(r->input, sizeof r->input, "%s/events.jsonl", r->t.dir);
+    char *argv[] = {"run", "-i", r->input, r->rules, NULL};
+    memcpy(r->argv, argv, sizeof argv);
+}
+
 /* Loading the rules of `vigil run`: each allocation of the load fails in turn. A load
  * that ran out of memory may still return the rules that fitted; running those would
  * miss the others' alerts without a word, so the run must exit 3 instead. */
 START_TEST(run_loads_every_rule_or_exits_3)
 {
-    Tree t;
-    make_test_tree(&t, TEST_RULES);
-    write_file(t.dir, "events.jsonl", EVENTS);
-    char rules[128], events[128];
-    snprintf(rules, sizeof rules, "%s/r.cep", t.dir);
-    snprintf(events, sizeof events, "%s/events.jsonl", t.dir);
-    char *argv[] = {"run", "-i", events, rules, NULL};
-    OomCmdRun want = oomcmd_run(cmd_run, argv, 0);
+    RunTree r;
+    make_run_tree(&r, TEST_RULES, EVENTS);
+    OomCmdRun want = oomcmd_run(cmd_run, r.argv, 0);
     ck_assert_msg(want.rc == EXIT_OK && strstr(want.out, "\"rule\":\"two\"") &&
                   strstr(want.out, "\"rule\":\"gone\""), "exit %d:\n%s%s", want.rc,
                   want.out, want.err);
-    size_t load = oomcmd_load_allocations(rules), failures = 0;
+    size_t load = oomcmd_load_allocations(r.rules), failures = 0;
     ck_assert_uint_gt(load, 0);
     for (size_t fail = 1; fail <= load; fail++) {
-        OomCmdRun got = oomcmd_run(cmd_run, argv, fail);
+        OomCmdRun got = oomcmd_run(cmd_run, r.argv, fail);
         if (!same_but_rejection_reasons(&got, &want))
             failures += same_or_out_of_memory(&got, &want, fail, "vigil run: out of memory\n");
         oomcmd_free(&got);
     }
     ck_assert_uint_gt(failures, 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    remove_tree(&r.t);
 }
 END_TEST
 
@@ -401,22 +414,17 @@ END_TEST
  * rendering ran out of memory is logged as lost and fails the run. */
 START_TEST(run_gives_every_alert_or_exits_3)
 {
-    Tree t;
-    make_test_tree(&t, BUILD_RULES);
     static char events[2 * PAD_LEN + 256];
     put_padded(events, sizeof events, "{\"ts\":1,\"k\":\"x\",\"v\":1,\"x\":1,\"pad\":\"", 'p',
                PAD_LEN, "\"}\n{\"ts\":2,\"k\":\"x\",\"v\":2,\"pad\":\"\"}\n");
-    write_file(t.dir, "events.jsonl", events);
-    char rules[128], input[128];
-    snprintf(rules, sizeof rules, "%s/r.cep", t.dir);
-    snprintf(input, sizeof input, "%s/events.jsonl", t.dir);
-    char *argv[] = {"run", "-i", input, rules, NULL};
-    OomCmdRun want = oomcmd_run(cmd_run, argv, 0);
+    RunTree r;
+    make_run_tree(&r, BUILD_RULES, events);
+    OomCmdRun want = oomcmd_run(cmd_run, r.argv, 0);
     ck_assert_msg(want.rc == EXIT_OK && strstr(want.out, "\"rule\":\"long\""),
                   "exit %d:\n%.300s%s", want.rc, want.out, want.err);
     size_t exits_3 = 0;
     for (size_t fail = 1; fail <= want.n_allocs; fail++) {
-        OomCmdRun got = oomcmd_run(cmd_run, argv, fail);
+        OomCmdRun got = oomcmd_run(cmd_run, r.argv, fail);
         bool same = got.rc == want.rc && !strcmp(got.out, want.out);
         ck_assert_msg(same || (got.rc == EXIT_IO && (strstr(got.err, "out of memory") ||
                                                      strstr(got.err, "allocation failure"))),
@@ -427,7 +435,7 @@ START_TEST(run_gives_every_alert_or_exits_3)
     }
     ck_assert_uint_gt(exits_3, 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    remove_tree(&r.t);
 }
 END_TEST
 
