@@ -2199,7 +2199,9 @@ static const char *canonical_key(Restore *c, const char *kb, size_t klen, size_t
     bool encoded = part_key_bytes(c->key_vals, n_keys, &c->key_bytes);
     if (c->key_bytes.failed)
         return "out of memory";
-    if (!encoded || c->key_bytes.len != klen || memcmp(c->key_bytes.data, kb, klen) != 0)
+    /* a rule without `key` has empty bytes: nothing to compare (data may be NULL) */
+    if (!encoded || c->key_bytes.len != klen ||
+        (klen && memcmp(c->key_bytes.data, kb, klen) != 0))
         return "malformed key bytes";
     return NULL;
 }
