@@ -15,7 +15,8 @@ EXTRA_DIST += docs/alerts.md
 # (tests/oomwrap.h).
 check_PROGRAMS += tests/test_explain_oom
 TESTS += tests/test_explain_oom
-tests_test_explain_oom_SOURCES = tests/test_explain_oom.c cli/cmd_explain.c $(OOM_SOURCES) $(TEST_UTIL)
+tests_test_explain_oom_SOURCES = tests/test_explain_oom.c tests/oomcmd.c tests/oomcmd.h \
+	cli/cmd_explain.c $(OOM_SOURCES) $(TEST_UTIL)
 tests_test_explain_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_explain_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_explain_oom_LDADD = $(TEST_LIBS)

@@ -4,13 +4,13 @@
  * harmless: the states may come in another order) or nothing, with nfa_explain
  * returning -1 and `vigil explain` saying "out of memory" on stderr with exit 3;
  * never a note or half a rule on stdout with exit 0.
- * Allocations fail through tests/oomwrap.h. */
+ * Allocations fail through tests/oomwrap.h; each `vigil explain` runs in a child that
+ * LeakSanitizer checks (tests/oomcmd.h). */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -19,6 +19,7 @@
 #include "nfa/nfa.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/oomcmd.h"
 #include "tests/oomwrap.h"
 #include "tests/testutil.h"
 
@@ -133,84 +134,10 @@ END_TEST
 
 /* ---- vigil explain -------------------------------------------------------- */
 
-typedef struct Run {
-    int rc;
-    char *out, *err;   /* what went to stdout and stderr; heap */
-    size_t n_allocs;
-} Run;
-
-static Run run_explain(const char *path, bool dot, size_t fail)
+static OomCmdRun run_explain(const char *path, bool dot, size_t fail)
 {
     char *argv[] = {"explain", dot ? "--dot" : "--", (char *)path, NULL};
-    FILE *out, *err;
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = test_fd_capture(STDOUT_FILENO, &out);
-    int saved_err = test_fd_capture(STDERR_FILENO, &err);
-    Run r;
-    oom_count_begin(fail);
-    r.rc = cmd_explain(3, argv);
-    r.n_allocs = oom_count_end();
-    fflush(stdout);
-    fflush(stderr);
-    r.out = test_fd_release(STDOUT_FILENO, saved_out, out);
-    r.err = test_fd_release(STDERR_FILENO, saved_err, err);
-    return r;
-}
-
-/* run_explain in a child that leaves with _exit, for failures inside the loader:
- * what the loader leaks when an allocation fails is its own tests' subject (the
- * sanitizers' leak check runs at exit, which _exit skips). */
-static Run run_explain_in_child(const char *path, bool dot, size_t fail)
-{
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        Run r = run_explain(path, dot, fail);
-        dprintf(fds[1], "%d\n%zu\n%s", r.rc, strlen(r.out), r.out);
-        dprintf(fds[1], "%s", r.err);
-        _exit(0);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    ck_assert_ptr_nonnull(f);
-    char *all = test_read_stream(f, NULL);
-    fclose(f);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    /* "RC\nLEN\n", then LEN bytes of stdout, then stderr */
-    Run r = {0};
-    char *end;
-    r.rc = (int)strtol(all, &end, 10);
-    ck_assert(*end == '\n');
-    size_t out_len = (size_t)strtoul(end + 1, &end, 10);
-    ck_assert(*end == '\n' && strlen(end + 1) >= out_len);
-    r.out = strndup(end + 1, out_len);
-    r.err = strdup(end + 1 + out_len);
-    ck_assert(r.out && r.err);
-    free(all);
-    return r;
-}
-
-/* How many allocations loading the rules at `path` makes: `vigil explain` makes the
- * same ones first. */
-static size_t load_allocations(const char *path)
-{
-    Diags d;
-    diags_init(&d);
-    oom_count_begin(0);
-    CompiledRuleSet *rs = ruleset_load(&path, 1, &d);
-    size_t n = oom_count_end();
-    ck_assert_ptr_nonnull(rs);
-    ruleset_free(rs);
-    diags_free(&d);
-    return n;
+    return oomcmd_run(cmd_explain, argv, fail);
 }
 
 /* Every allocation fails in turn: past the load, an exit 0 always comes with the
@@ -226,14 +153,13 @@ static void each_allocation_of_vigil_explain(bool dot)
     ck_assert_ptr_nonnull(f);
     fputs(RULES, f);
     ck_assert_int_eq(fclose(f), 0);
-    Run want = run_explain(path, dot, 0);
+    OomCmdRun want = run_explain(path, dot, 0);
     ck_assert_msg(want.rc == EXIT_OK, "exit %d: %s", want.rc, want.err);
-    size_t loading = load_allocations(path);
+    size_t loading = oomcmd_load_allocations(path);
     ck_assert_uint_lt(loading, want.n_allocs);
     size_t explain_failures = 0;
     for (size_t fail = 1; fail <= want.n_allocs; fail++) {
-        Run got = fail <= loading ? run_explain_in_child(path, dot, fail)
-                                  : run_explain(path, dot, fail);
+        OomCmdRun got = run_explain(path, dot, fail);
         ck_assert_msg(strstr(got.out, "out of memory") == NULL,
                       "allocation %zu: stdout says\n%s", fail, got.out);
         if (fail <= loading) {
@@ -257,12 +183,10 @@ static void each_allocation_of_vigil_explain(bool dot)
             ck_assert_msg(strstr(got.err, "vigil explain: out of memory") != NULL,
                           "allocation %zu: stderr says\n%s", fail, got.err);
         }
-        free(got.out);
-        free(got.err);
+        oomcmd_free(&got);
     }
     ck_assert_uint_gt(explain_failures, 0);
-    free(want.out);
-    free(want.err);
+    oomcmd_free(&want);
     unlink(path);
     rmdir(dir);
 }
