@@ -2,7 +2,8 @@
 # allocation of ruleset_load fails in turn (tests/oomwrap.h).
 check_PROGRAMS += tests/test_load_oom
 TESTS += tests/test_load_oom
-tests_test_load_oom_SOURCES = tests/test_load_oom.c cli/cmd_check.c $(OOM_SOURCES) $(TEST_UTIL)
+tests_test_load_oom_SOURCES = tests/test_load_oom.c tests/oomcmd.c tests/oomcmd.h \
+	cli/cmd_check.c $(OOM_SOURCES) $(TEST_UTIL)
 tests_test_load_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_load_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_load_oom_LDADD = $(TEST_LIBS)

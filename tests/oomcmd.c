@@ -13,28 +13,7 @@
 #include "tests/oomwrap.h"
 #include "tests/testutil.h"
 
-/* In the child: runs the command and writes "RC N_ALLOCS OUT_LEN\n", stdout, stderr. */
-static void run_and_report(OomCommand cmd, char *const *argv, size_t fail, int fd)
-{
-    int argc = 0;
-    while (argv[argc])
-        argc++;
-    FILE *out, *err;
-    int saved_out = test_fd_capture(STDOUT_FILENO, &out);
-    int saved_err = test_fd_capture(STDERR_FILENO, &err);
-    oom_count_begin(fail);
-    int rc = cmd(argc, (char **)argv);
-    size_t n_allocs = oom_count_end();
-    fflush(stdout);
-    fflush(stderr);
-    char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
-    char *e = test_fd_release(STDERR_FILENO, saved_err, err);
-    dprintf(fd, "%d %zu %zu\n%s%s", rc, n_allocs, strlen(o), o, e);
-    free(o);
-    free(e);
-}
-
-OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
+char *oomcmd_in_child(OomChildFn fn, void *user, int *status)
 {
     int fds[2];
     ck_assert_int_eq(pipe(fds), 0);
@@ -44,18 +23,54 @@ OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(fds[0]);
-        run_and_report(cmd, argv, fail, fds[1]);
+        int rc = fn(user, fds[1]);
         close(fds[1]);
-        exit(0);
+        exit(rc);
     }
     close(fds[1]);
     FILE *f = fdopen(fds[0], "r");
     ck_assert_ptr_nonnull(f);
-    char *report = test_read_stream(f, NULL);
+    char *text = test_read_stream(f, NULL);
     fclose(f);
-    OomCmdRun r = {0};
+    ck_assert_int_eq(waitpid(pid, status, 0), pid);
+    return text;
+}
+
+typedef struct CommandCall {
+    OomCommand cmd;
+    char *const *argv;
+    size_t fail;
+} CommandCall;
+
+/* In the child: runs the command and writes "RC N_ALLOCS OUT_LEN\n", stdout, stderr. */
+static int run_and_report(void *user, int fd)
+{
+    const CommandCall *c = user;
+    int argc = 0;
+    while (c->argv[argc])
+        argc++;
+    FILE *out, *err;
+    int saved_out = test_fd_capture(STDOUT_FILENO, &out);
+    int saved_err = test_fd_capture(STDERR_FILENO, &err);
+    oom_count_begin(c->fail);
+    int rc = c->cmd(argc, (char **)c->argv);
+    size_t n_allocs = oom_count_end();
+    fflush(stdout);
+    fflush(stderr);
+    char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
+    char *e = test_fd_release(STDERR_FILENO, saved_err, err);
+    dprintf(fd, "%d %zu %zu\n%s%s", rc, n_allocs, strlen(o), o, e);
+    free(o);
+    free(e);
+    return 0;
+}
+
+OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
+{
+    CommandCall call = {cmd, argv, fail};
     int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    char *report = oomcmd_in_child(run_and_report, &call, &status);
+    OomCmdRun r = {0};
     size_t out_len;
     int header = 0;
     ck_assert_msg(sscanf(report, "%d %zu %zu\n%n", &r.rc, &r.n_allocs, &out_len, &header) == 3 &&

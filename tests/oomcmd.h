@@ -17,6 +17,12 @@ typedef struct OomCmdRun {
     char *out, *err;     /* what it wrote to stdout and stderr; heap */
 } OomCmdRun;
 
+/* Runs fn(user, fd) in a child that leaves with exit(its return value), so that under
+ * the sanitizer build LeakSanitizer checks it; returns what fn wrote to fd (heap) and
+ * the child's status in *status. */
+typedef int (*OomChildFn)(void *user, int fd);
+char *oomcmd_in_child(OomChildFn fn, void *user, int *status);
+
 /* cmd with argv (NULL-terminated; argv[0] the subcommand's name) and allocation `fail`
  * of the command failing (from 1; 0: none). Fails the running test if the child
  * leaked, crashed or did not report. */

@@ -26,6 +26,7 @@
 #include "dsl/fmt.h"
 #include "rules/ruleset.h"
 #include "tests/checkmain.h"
+#include "tests/oomcmd.h"
 #include "tests/oomwrap.h"
 #include "tests/testutil.h"
 
@@ -159,32 +160,28 @@ static char *load_failing(const char *const *paths, size_t n_paths, size_t fail,
     return text;
 }
 
-/* load_failing in a child, which writes the description to a pipe and leaves with
- * exit() (LeakSanitizer's check runs then). Heap; the child's exit status in *status. */
+typedef struct LoadCall {
+    const char *const *paths;
+    size_t n_paths, fail;
+} LoadCall;
+
+/* In the child: load_failing's description to fd. */
+static int describe_load(void *user, int fd)
+{
+    const LoadCall *c = user;
+    size_t n;
+    char *text = load_failing(c->paths, c->n_paths, c->fail, &n);
+    int rc = text == NULL ? 90 : dprintf(fd, "%s", text) < 0 ? 91 : 0;
+    free(text);
+    return rc;
+}
+
+/* load_failing in a child (tests/oomcmd.h: LeakSanitizer checks it). Heap; the child's
+ * exit status in *status. */
 static char *load_in_child(const char *const *paths, size_t n_paths, size_t fail, int *status)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        size_t n;
-        char *text = load_failing(paths, n_paths, fail, &n);
-        int rc = text == NULL ? 90 : dprintf(fds[1], "%s", text) < 0 ? 91 : 0;
-        free(text);
-        close(fds[1]);
-        exit(rc);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    ck_assert_ptr_nonnull(f);
-    char *text = test_read_stream(f, NULL);
-    fclose(f);
-    ck_assert_int_eq(waitpid(pid, status, 0), pid);
-    return text;
+    LoadCall call = {paths, n_paths, fail};
+    return oomcmd_in_child(describe_load, &call, status);
 }
 
 static bool says_out_of_memory(const char *text)
@@ -244,45 +241,20 @@ END_TEST
 
 /* ---- vigil check ----------------------------------------------------------- */
 
-/* `vigil check PATHS` with allocation `fail` failing, in a child (as load_in_child):
- * "exit RC\n", then what went to stdout, then "stderr:\n" and what went there. Heap. */
-static char *check_in_child(const char *const *paths, size_t n_paths, size_t fail,
-                            int *status)
+/* `vigil check PATHS` with allocation `fail` failing, in a child (tests/oomcmd.h, which
+ * fails the test on a leak or a crash): "exit RC\n", then what went to stdout, then
+ * "stderr:\n" and what went there. Heap. */
+static char *check_in_child(const char *const *paths, size_t n_paths, size_t fail)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(fds[0]);
-        char *argv[4] = {"check", NULL, NULL, NULL};
-        for (size_t i = 0; i < n_paths && i < 2; i++)
-            argv[i + 1] = (char *)paths[i];
-        FILE *out, *err;
-        int saved_out = test_fd_capture(STDOUT_FILENO, &out);
-        int saved_err = test_fd_capture(STDERR_FILENO, &err);
-        oom_count_begin(fail);
-        int rc = cmd_check((int)n_paths + 1, argv);
-        oom_count_end();
-        fflush(stdout);
-        fflush(stderr);
-        char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
-        char *e = test_fd_release(STDERR_FILENO, saved_err, err);
-        dprintf(fds[1], "exit %d\n%sstderr:\n%s", rc, o, e);
-        free(o);
-        free(e);
-        close(fds[1]);
-        exit(0);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    ck_assert_ptr_nonnull(f);
-    char *text = test_read_stream(f, NULL);
-    fclose(f);
-    ck_assert_int_eq(waitpid(pid, status, 0), pid);
-    return text;
+    char *argv[4] = {"check", NULL, NULL, NULL};
+    for (size_t i = 0; i < n_paths && i < 2; i++)
+        argv[i + 1] = (char *)paths[i];
+    OomCmdRun r = oomcmd_run(cmd_check, argv, fail);
+    Buf b = BUF_INIT;
+    buf_printf(&b, "exit %d\n%sstderr:\n%s", r.rc, r.out, r.err);
+    oomcmd_free(&r);
+    ck_assert(!b.failed);
+    return buf_steal(&b);
 }
 
 /* Fails each allocation `vigil check` makes loading `paths` (as many as ruleset_load
@@ -292,15 +264,11 @@ static size_t each_allocation_of_vigil_check(const char *const *paths, size_t n_
 {
     size_t total;
     free(load_failing(paths, n_paths, 0, &total));
-    int status;
-    char *want = check_in_child(paths, n_paths, 0, &status);
+    char *want = check_in_child(paths, n_paths, 0);
     ck_assert_msg(strncmp(want, want_start, strlen(want_start)) == 0, "checked as\n%s", want);
     size_t failures = 0;
     for (size_t fail = 1; fail <= total; fail++) {
-        char *got = check_in_child(paths, n_paths, fail, &status);
-        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                      "allocation %zu: the child's status is %d (a leak or a crash)\n%s", fail,
-                      status, got);
+        char *got = check_in_child(paths, n_paths, fail);
         if (strcmp(got, want) != 0) {
             ck_assert_msg(strncmp(got, "exit 3\nstderr:\n", 15) == 0 &&
                               strstr(got, "vigil check: out of memory\n") != NULL,
