@@ -3,17 +3,18 @@
 # the hand-written floor to test them (bench/test_bench.sh); the other programs are
 # EXTRA_PROGRAMS, built by `make bench` (or bench-programs) alone.
 EXTRA_PROGRAMS = bench/linecount bench/memprobe
-check_PROGRAMS += bench/gen bench/floor_fraud
+check_PROGRAMS += bench/gen bench/floor_fraud bench/floor_s4
 TESTS += bench/test_bench.sh
 bench_gen_SOURCES = bench/gen.c
 bench_gen_LDADD = -lm
 bench_linecount_SOURCES = bench/linecount.c
 bench_floor_fraud_SOURCES = bench/floor_fraud.c
+bench_floor_s4_SOURCES = bench/floor_s4.c
 bench_memprobe_SOURCES = bench/memprobe.c
 bench_memprobe_LDADD = $(LDADD_VIGIL)
 
 BENCH_BINS = bench/gen$(EXEEXT) bench/linecount$(EXEEXT) \
-	bench/floor_fraud$(EXEEXT) bench/memprobe$(EXEEXT)
+	bench/floor_fraud$(EXEEXT) bench/floor_s4$(EXEEXT) bench/memprobe$(EXEEXT)
 CLEANFILES += $(BENCH_BINS)
 EXTRA_DIST += bench/README.md bench/run.sh bench/results.md bench/to_oracle.sh \
 	bench/test_bench.sh \

@@ -44,4 +44,56 @@ cmp -s "$T/floor" "$T/vigil" || {
     diff "$T/floor" "$T/vigil" | head -5
     fail "vigil ($(wc -l < "$T/vigil")) and floor_fraud ($(wc -l < "$T/floor")) disagree"
 }
-echo "ok: gen deterministic; $(wc -l < "$T/vigil") scenario-1 matches equal floor_fraud's"
+
+# Scenario 4: floor_s4 and vigil raise the same multiset of (rule, message). Three
+# streams: run.sh's scenario-4 settings on 20k events; the same mix over 200 users
+# with more bursts, where every stateful family fires often; and hand-written lines on
+# the edges (a gap of exactly `within`, a shipment at its deadline, an order id used
+# twice, a huge tx, a late event).
+s4_vigil() {  # vigil alert JSON -> "RULE MESSAGE" (the messages hold no quote)
+    sed -n 's/^{"rule":"\([^"]*\)".*"message":"\([^"\\]*\)".*/\1 \2/p'
+}
+s4_compare() {  # NAME: compares on $T/NAME.jsonl; leaves the sorted alerts in $T/NAME.floor
+    "$B/bench/floor_s4" < "$T/$1.jsonl" 2> /dev/null | tr '\t' ' ' | sort > "$T/$1.floor" ||
+        fail "floor_s4 failed on $1"
+    rm -f "$T/$1.alerts"
+    "$B/vigil" run -o "$T/$1.alerts" "$S/bench/s4_rules.cep" < "$T/$1.jsonl" 2> /dev/null ||
+        fail "vigil failed on $1"
+    s4_vigil < "$T/$1.alerts" | sort > "$T/$1.vigil"
+    cmp -s "$T/$1.floor" "$T/$1.vigil" || {
+        diff "$T/$1.floor" "$T/$1.vigil" | head -5
+        fail "scenario 4, $1: vigil ($(wc -l < "$T/$1.vigil")) and floor_s4 ($(wc -l < "$T/$1.floor")) disagree"
+    }
+}
+"$B/bench/gen" -n 20000 -k 100000 -m mixed -r 100 -s 4 > "$T/s4.jsonl" || fail "gen exited with $?"
+s4_compare s4
+"$B/bench/gen" -n 20000 -k 200 -m mixed -r 100 -b 0.02 -s 12 > "$T/s4dense.jsonl" ||
+    fail "gen exited with $?"
+s4_compare s4dense
+for family in large_pair country_change failed_logins login_failures not_shipped; do
+    grep -q "^${family}_" "$T/s4dense.floor" || fail "no $family alert: the comparison would prove little"
+done
+cat > "$T/s4edge.jsonl" <<'LINES'
+{"ts":1700000000000,"type":"order","user":"u4","id":"o1"}
+{"ts":1700000000000,"type":"tx","user":"u1","amount":650.00,"country":"FR"}
+{"ts":1700000001000,"type":"login","user":"u3","ok":false}
+{"ts":1700000001000,"type":"order","user":"u4","id":"o2"}
+{"ts":1700000002000,"type":"login","user":"u3","ok":false}
+{"ts":1700000002000,"type":"order","user":"u4","id":"o2"}
+{"ts":1700000003000,"type":"login","user":"u3","ok":false}
+{"ts":1700000004000,"type":"order","user":"u4","id":"o3"}
+{"ts":1700000005000,"type":"shipped","user":"u4","id":"o2"}
+{"ts":1700000121000,"type":"login","user":"u3","ok":true}
+{"ts":1700000300000,"type":"tx","user":"u1","amount":650.00,"country":"DE"}
+{"ts":1700000300000,"type":"tx","user":"u2","amount":25000.50,"country":"US"}
+{"ts":1700003600000,"type":"shipped","user":"u4","id":"o1"}
+{"ts":1700000001000,"type":"tx","user":"u1","amount":900.00,"country":"FR"}
+LINES
+s4_compare s4edge
+# 1 login_failures, 3 failed_logins (not the 2m ones: the gap is exactly 2m),
+# 1 large_pair (not _00: the gap is exactly 5m), 9 country_change, 6 huge_tx,
+# 4 not_shipped (o1's 1h one: shipped at its deadline; o3's three at the end).
+[ "$(wc -l < "$T/s4edge.floor")" = 24 ] ||
+    fail "floor_s4 raised $(wc -l < "$T/s4edge.floor") alerts on the edge lines, not 24"
+echo "ok: gen deterministic; $(wc -l < "$T/vigil") scenario-1 matches equal floor_fraud's;" \
+     "$(cat "$T"/s4*.vigil | wc -l) scenario-4 alerts equal floor_s4's"
