@@ -222,7 +222,7 @@ typedef struct Orders {
 typedef struct Out {
     char *buf;
     size_t len;
-    bool failed;
+    int write_errno;            /* 0, or the first write's failure */
 } Out;
 
 typedef struct Floor {
@@ -247,7 +247,8 @@ static void out_flush(Out *o)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            o->failed = true;
+            if (!o->write_errno)
+                o->write_errno = errno;
             break;
         }
         done += (size_t)n;
@@ -1114,8 +1115,8 @@ int main(void)
     int why = rc > 0 ? rc : rc == -1 ? 3 : rc == -2 ? 4 : 0;
     if (why)
         fprintf(stderr, "floor_s4: line %llu: %s\n", (unsigned long long)f->lines + 1, WHY[why]);
-    else if (f->out.failed)
-        fprintf(stderr, "floor_s4: write error: %s\n", strerror(errno));
+    else if (f->out.write_errno)
+        fprintf(stderr, "floor_s4: write error: %s\n", strerror(f->out.write_errno));
     uint64_t alerts = 0;
     for (int r = 0; r < N_RULES; r++)
         alerts += f->alerts[r];
@@ -1123,7 +1124,7 @@ int main(void)
             (unsigned long long)f->lines, (unsigned long long)f->late,
             (unsigned long long)f->malformed, (size_t)f->users.recs.used,
             (unsigned long long)alerts);
-    bool ok = !why && !f->out.failed;
+    bool ok = !why && !f->out.write_errno;
     floor_free(f);
     free(f);
     free(buf);
