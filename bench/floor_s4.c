@@ -846,6 +846,7 @@ static void order_shipped(Orders *o, const Event *e)
         return;
     for (uint64_t seq = s->seq; seq != NO_ORDER && seq >= o->tail; seq = order_at(o, seq)->prev_same)
         order_at(o, seq)->waiting = 0;
+    order_slot_remove(o, s);     /* nothing waits for this id any more */
 }
 
 /* The oldest order leaves the ring; its id's slot goes too unless a newer order
