@@ -1030,6 +1030,34 @@ int64_t nfa_key_deadline(const Nfa *nfa, const NfaKey *key)
     return key ? key_deadline(nfa, key) : INT64_MAX;
 }
 
+/* Advancing emits a match only from w->fresh (a pending state's run) or the held-back
+ * list (release_matches); timed-out runs of other states only emit their timeout. */
+bool nfa_key_end_only_timeouts(const Nfa *nfa, const NfaKey *key)
+{
+    if (!key)
+        return true;
+    if (nfa_key_n_done(key))
+        return false;
+    const Run *live = nfa_key_live_c(key);
+    for (size_t i = 0; i < key->n_live; i++)
+        if (nfa->states[live[i].state].kind == NFA_ST_PENDING)
+            return false;
+    return true;
+}
+
+/* timed_out's test at INT64_MAX: a run whose deadline is INT64_MAX never times out. */
+size_t nfa_key_end_timeouts(const Nfa *nfa, const NfaKey *key)
+{
+    if (!key)
+        return 0;
+    size_t n = 0;
+    int64_t unused;
+    const Run *live = nfa_key_live_c(key);
+    for (size_t i = 0; i < key->n_live; i++)
+        n += run_deadline(nfa, &live[i], INT64_MAX, &unused) != INT64_MAX;
+    return n;
+}
+
 void nfa_key_free(NfaKey *key, NfaCounters *counters)
 {
     if (!key)

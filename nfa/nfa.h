@@ -261,6 +261,16 @@ static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
 /* Earliest time at which advance would produce something or prune state; INT64_MAX if
  * none (also for NULL). Computed from the live runs (a loop over them). */
 int64_t nfa_key_deadline(const Nfa *nfa, const NfaKey *key);
+/* What the end of input (time moving to INT64_MAX, at once or through the key's
+ * deadlines) gives a key, told without running it, so that a caller can drop keys
+ * whose end shows nothing in bulk. nfa_key_end_only_timeouts: false when a match may
+ * come out (one held back by a skip strategy, or a trailing not_followed_by that
+ * completes when its within elapses); else every result is a timeout and nothing is
+ * pruned. nfa_key_end_timeouts: the partial matches with a deadline, which is how many
+ * timeouts such a key gives (those without one are dropped silently at the end; and
+ * they outlive the key's deadlines). NULL: true and 0. */
+bool nfa_key_end_only_timeouts(const Nfa *nfa, const NfaKey *key);
+size_t nfa_key_end_timeouts(const Nfa *nfa, const NfaKey *key);
 /* Frees a key's state without emitting anything (shutdown, removed rules). */
 void nfa_key_free(NfaKey *key, NfaCounters *counters);
 /* Number of live partial matches of one key (NULL: none). Inline: the runtime asks

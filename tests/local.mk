@@ -39,3 +39,4 @@ include tests/restore.mk
 include tests/load_oom.mk
 include tests/cli_oom.mk
 include tests/expr_oom.mk
+include tests/endflush.mk

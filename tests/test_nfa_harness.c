@@ -493,6 +493,11 @@ long long nh_deadline(const NfaHarness *h, size_t rule)
     return (long long)nfa_key_deadline(h->rules[rule].nfa, &h->rules[rule].keys[h->cur_key]);
 }
 
+const NfaKey *nh_key(const NfaHarness *h, size_t rule)
+{
+    return &h->rules[rule].keys[h->cur_key];
+}
+
 /* ---- comparing ------------------------------------------------------------------ */
 
 static char *trim_copy(const char *s, size_t len)

@@ -53,6 +53,8 @@ const NfaCondShare *nh_share(const NfaHarness *h);
 const NfaCondCache *nh_cache(const NfaHarness *h);
 /* nfa_key_deadline of a rule's current key. */
 long long nh_deadline(const NfaHarness *h, size_t rule);
+/* A rule's current key (nh_use_key), for the matcher's questions about it. */
+const NfaKey *nh_key(const NfaHarness *h, size_t rule);
 
 /* Compares the results of two harnesses fed the same events. Returns NULL if they are
  * equal (then *n is their number), else a heap message naming the first difference. */
