@@ -1,7 +1,10 @@
 /* tests/oomcmd.c — see oomcmd.h. */
+#define _GNU_SOURCE   /* F_SETPIPE_SZ (a pipe that holds a whole input), pipe2 */
 #include "tests/oomcmd.h"
 
 #include <check.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,7 @@ char *oomcmd_in_child(OomChildFn fn, void *user, int *status)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         close(fds[0]);
+        alarm(OOMCMD_CHILD_SECONDS);
         int rc = fn(user, fds[1]);
         close(fds[1]);
         exit(rc);
@@ -40,21 +44,42 @@ typedef struct CommandCall {
     OomCommand cmd;
     char *const *argv;
     size_t fail;
+    const char *input;         /* standard input's text, or NULL: left as it is */
+    int stack_fd;              /* where the failed allocation's call stack goes */
 } CommandCall;
+
+/* In the child: standard input becomes a pipe holding text, then its end. */
+static void pipe_to_stdin(const char *text)
+{
+    size_t len = strlen(text);
+    ck_assert_uint_le(len, OOMCMD_INPUT_MAX);
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_msg(fcntl(fds[1], F_SETPIPE_SZ, (int)OOMCMD_INPUT_MAX) >= (int)len,
+                  "a pipe cannot hold %zu bytes", len);
+    ck_assert(write(fds[1], text, len) == (ssize_t)len);   /* fits: the pipe is empty */
+    close(fds[1]);
+    ck_assert_int_eq(dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
+    close(fds[0]);
+}
 
 /* In the child: runs the command and writes "RC N_ALLOCS OUT_LEN\n", stdout, stderr. */
 static int run_and_report(void *user, int fd)
 {
     const CommandCall *c = user;
+    if (c->input)
+        pipe_to_stdin(c->input);
     int argc = 0;
     while (c->argv[argc])
         argc++;
     FILE *out, *err;
     int saved_out = test_fd_capture(STDOUT_FILENO, &out);
     int saved_err = test_fd_capture(STDERR_FILENO, &err);
+    oom_stack_to(c->stack_fd);
     oom_count_begin(c->fail);
     int rc = c->cmd(argc, (char **)c->argv);
     size_t n_allocs = oom_count_end();
+    oom_stack_to(-1);
     fflush(stdout);
     fflush(stderr);
     char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
@@ -65,25 +90,53 @@ static int run_and_report(void *user, int fd)
     return 0;
 }
 
+const char *oomcmd_status_text(int status, char *buf, size_t size)
+{
+    if (WIFEXITED(status))
+        snprintf(buf, size, "exit %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, size, "signal %d%s", WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? " (over the time limit: a hang?)" : "");
+    else
+        snprintf(buf, size, "status %d", status);
+    return buf;
+}
+
 OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
 {
-    CommandCall call = {cmd, argv, fail};
+    return oomcmd_run_input(cmd, argv, fail, NULL);
+}
+
+OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
+                           const char *input)
+{
+    int stack_fds[2];   /* close-on-exec: a program the command starts must not hold it */
+    ck_assert_int_eq(pipe2(stack_fds, O_CLOEXEC), 0);
+    CommandCall call = {cmd, argv, fail, input, stack_fds[1]};
     int status;
     char *report = oomcmd_in_child(run_and_report, &call, &status);
+    close(stack_fds[1]);
+    FILE *stack = fdopen(stack_fds[0], "r");
+    ck_assert_ptr_nonnull(stack);
     OomCmdRun r = {0};
+    r.stack = test_read_stream(stack, NULL);   /* a few lines: the pipe held them */
+    fclose(stack);
     size_t out_len;
     int header = 0;
+    char how[64];
     ck_assert_msg(sscanf(report, "%d %zu %zu\n%n", &r.rc, &r.n_allocs, &out_len, &header) == 3 &&
                       header > 0 && strlen(report + header) >= out_len,
-                  "allocation %zu: the child reported\n%.1800s (status %d)", fail, report,
-                  status);
+                  "allocation %zu: the child reported\n%.1800s (%s)\n"
+                  "the allocation that failed:\n%s", fail, report,
+                  oomcmd_status_text(status, how, sizeof how), r.stack);
     r.out = strndup(report + header, out_len);
     r.err = strdup(report + header + out_len);
     ck_assert(r.out && r.err);
     free(report);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "allocation %zu: the child's status is %d (a leak or a crash)\n"
-                  "stderr:\n%.1500s", fail, status, r.err);
+                  "allocation %zu: the child ended with %s (a leak or a crash)\n"
+                  "stderr:\n%.1500s\nthe allocation that failed:\n%s", fail,
+                  oomcmd_status_text(status, how, sizeof how), r.err, r.stack);
     return r;
 }
 
@@ -91,7 +144,8 @@ void oomcmd_free(OomCmdRun *r)
 {
     free(r->out);
     free(r->err);
-    r->out = r->err = NULL;
+    free(r->stack);
+    r->out = r->err = r->stack = NULL;
 }
 
 size_t oomcmd_load_allocations(const char *path)

@@ -15,23 +15,38 @@ typedef struct OomCmdRun {
     int rc;              /* the command's exit code */
     size_t n_allocs;     /* allocations the command made */
     char *out, *err;     /* what it wrote to stdout and stderr; heap */
+    char *stack;         /* the failed allocation's call stack (tests/oomwrap.h), or ""; heap */
 } OomCmdRun;
 
 /* Runs fn(user, fd) in a child that leaves with exit(its return value), so that under
  * the sanitizer build LeakSanitizer checks it; returns what fn wrote to fd (heap) and
- * the child's status in *status. */
+ * the child's status in *status. A child still running after OOMCMD_CHILD_SECONDS is
+ * killed (SIGALRM): a hang shows as that signal in its status, not as a test that
+ * never ends. */
+#define OOMCMD_CHILD_SECONDS 60
 typedef int (*OomChildFn)(void *user, int fd);
 char *oomcmd_in_child(OomChildFn fn, void *user, int *status);
 
 /* cmd with argv (NULL-terminated; argv[0] the subcommand's name) and allocation `fail`
  * of the command failing (from 1; 0: none). Fails the running test if the child
- * leaked, crashed or did not report. */
+ * leaked, crashed, hung or did not report, quoting the failed allocation's stack. */
 OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail);
+/* oomcmd_run with the command's standard input a pipe that holds `input` and then
+ * ends (a pipe, not a file: `vigil run` reads a regular file differently with
+ * workers). The pipe is made big enough to hold it all (Linux's F_SETPIPE_SZ): at
+ * most OOMCMD_INPUT_MAX bytes, the usual limit for a user (/proc/sys/fs/pipe-max-size). */
+#define OOMCMD_INPUT_MAX (1 << 20)
+OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
+                           const char *input);
 void oomcmd_free(OomCmdRun *r);
 
 /* How many allocations loading the rules at `path` makes (ruleset_load), in this
  * process: a command that loads them makes the same ones first. */
 size_t oomcmd_load_allocations(const char *path);
+
+/* A child's wait status in words ("exit 1", "signal 14 (over the time limit)"...),
+ * into buf; returns buf. */
+const char *oomcmd_status_text(int status, char *buf, size_t size);
 
 /* Whether `prefix` is where `text` starts. */
 int oomcmd_starts_with(const char *text, const char *prefix);
