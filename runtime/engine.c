@@ -664,13 +664,15 @@ Engine *engine_new(const CompiledRuleSet *rs, const EngineOptions *opts,
     e->n_workers = opts && opts->workers > 1 ? opts->workers : 1;
     if (e->n_workers > 1) {
         e->workers = workers_new(rs, e->n_workers, &e->limits, &e->hooks, !rs->event_time);
-        if (e->workers && feed_init(e) < 0)
-            goto oom;
-        if (!e->workers) {
+        if (!e->workers && errno != ENOMEM) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "cannot start the worker threads: %s", strerror(errno));
             engine_free(e);
-            *err = dup_message("cannot start the worker threads");
+            *err = dup_message(msg);
             return NULL;
         }
+        if (!e->workers || feed_init(e) < 0)
+            goto oom;
     } else if (!(e->shard = shard_new(rs, &e->limits, &e->hooks)) ||
                !(e->cache = event_cache_new(ENGINE_CACHE_BYTES))) {
         goto oom;

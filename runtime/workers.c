@@ -1,6 +1,7 @@
 /* runtime/workers.c — worker threads, batches and queues (see workers.h). */
 #include "runtime/workers.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -496,8 +497,10 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
                      const EngineHooks *hooks, bool processing_time)
 {
     Workers *ws = calloc(1, sizeof *ws);
-    if (!ws)
+    if (!ws) {
+        errno = ENOMEM;
         return NULL;
+    }
     ws->rs = rs;
     ws->n = n;
     ws->processing_time = processing_time;
@@ -513,6 +516,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         !ws->unrouted || !ws->n_unrouted) {
         ws->finished = true;
         workers_free(ws);
+        errno = ENOMEM;
         return NULL;
     }
     pthread_mutex_init(&ws->pause_lock, NULL);
@@ -531,8 +535,11 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
         wk->shard = shard_new(rs, limits, hooks);
         wk->end = batch_new(BATCH_END, 0);
         wk->cache = event_cache_new(WORKER_CACHE_BYTES);
-        if (!wk->shard || !wk->end || !wk->cache || pthread_create(&wk->thread, NULL, worker_main, wk) != 0) {
+        int rc = !wk->shard || !wk->end || !wk->cache
+                     ? ENOMEM : pthread_create(&wk->thread, NULL, worker_main, wk);
+        if (rc != 0) {
             workers_free(ws);
+            errno = rc;
             return NULL;
         }
         wk->started = true;

@@ -44,7 +44,8 @@ typedef struct WorkerJob {
 } WorkerJob;
 
 /* Starts n threads. rs, limits and hooks are borrowed and must outlive the workers;
- * hooks->sink.alert and hooks->warn are called from the worker threads. NULL on failure. */
+ * hooks->sink.alert and hooks->warn are called from the worker threads. NULL on
+ * failure, with errno ENOMEM if memory ran out, else pthread_create's error. */
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
                      const EngineHooks *hooks, bool processing_time);
 /* Routes one released event; takes over the caller's reference. home: the worker

@@ -38,5 +38,6 @@ include tests/prefetch.mk
 include tests/restore.mk
 include tests/load_oom.mk
 include tests/cli_oom.mk
+include tests/workers_oom.mk
 include tests/expr_oom.mk
 include tests/endflush.mk

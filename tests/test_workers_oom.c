@@ -1,0 +1,415 @@
+/* tests/test_workers_oom.c — `vigil run --workers 2` when an allocation fails, on any
+ * thread: the engine's (reading, reordering, routing, dispatching), the decoding
+ * jobs' (reading a file, decoding, filters and keys, splitting batches by owner) and
+ * the workers' (matching, timers, alerts). The allocation count is the process's
+ * (tests/oomwrap.h), so allocation N is whichever thread's came Nth, and may differ
+ * from run to run. Each run, in a child that LeakSanitizer checks and that is killed
+ * if it hangs (tests/oomcmd.h), must either exit 0 with exactly the alerts of a run
+ * without failure (in any order: two workers write them) and the same late events and
+ * rejected lines, or exit 3 saying that memory ran out; never exit 0 with an alert
+ * missing, never crash, never hang.
+ * Two ways in: the events on standard input through a pipe (the input layer reads,
+ * the workers decode: runtime/engine.c's parallel decoding) and as a regular file
+ * argument (the workers read it too: engine_read_start). Without lateness the events
+ * come in time order but for a few in the first batch (late events, a line that is
+ * not JSON, one without a time), so the later batches take the fast path (split by
+ * owner on the decoding thread); with lateness and events a little out of order they
+ * wait in the reorder buffer and the engine's thread dispatches them; on processing
+ * time the engine's thread also runs the filters and keys (alerts are then compared
+ * without their times).
+ * Allocations fail in turn for the first few hundred (the start of a run: the rules,
+ * the engine, the workers), then every OOM_STEP-th (VIGIL_OOM_STEP in the environment:
+ * 1 fails each in turn, which takes minutes). */
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "tests/checkmain.h"
+#include "tests/oomcmd.h"
+#include "tests/testutil.h"
+
+/* Enough events for several batches of the decoding jobs (512 lines, or a 40 KiB read
+ * when the workers read), over enough keys that both workers own some. */
+#define N_EVENTS 2400
+#define N_USERS 12
+/* Which allocations fail: each of the first `each_first` in turn, then every
+ * `step`-th. A run takes a few milliseconds, twenty times that under the sanitizers
+ * (VIGIL_TEST_SMALL), where far fewer are tried. */
+#define OOM_EACH_FIRST 400
+#define OOM_STEP 13
+#define OOM_EACH_FIRST_SANITIZED 20
+#define OOM_STEP_SANITIZED 211
+
+/* A rule that matches, one whose partial matches time out (`on timeout`), one with a
+ * filter, and one whose template builds a string: everything a worker allocates for.
+ * After the time declaration. */
+static const char RULES[] =
+    "rule pair { key u; begin a where t == \"login\"; followed_by b where t == \"buy\" and\n"
+    "  n > a.n; within 30s; on match alert \"pair {u}\" fields { first: a.n, then: b.n }; }\n"
+    "rule quiet { key u; begin a where t == \"open\"; followed_by b where t == \"close\";\n"
+    "  within 5s; on match alert \"closed {u}\"; on timeout alert \"left open {u}\"; }\n"
+    "rule big { filter n > 90; key u; begin a where t == \"buy\";\n"
+    "  on match alert \"big {u + \\\"/\\\" + str(a.n)}\"; }\n";
+
+/* Events up to this many seconds out of order, with that much lateness. */
+#define DISORDER 2
+#define LATENESS "3s"
+
+typedef struct Tree {
+    char dir[40];
+    char rules[96], events[96];
+    char *text;                /* the events, heap */
+} Tree;
+
+static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
+
+/* The events: times (in seconds) rising by 1 or 2, a pseudo-random user and type
+ * each (a fixed sequence). Among the first FIRST_BATCH lines (the first batch of
+ * either way in) now and then an event from the past (late, whatever the lateness),
+ * a line that is not JSON and one with no time. With `disorder`, every fifth event
+ * DISORDER seconds before its time (out of order, not late with LATENESS); without,
+ * the lines after the first batch are all good and in order. Heap. */
+#define FIRST_BATCH 512
+static char *make_events(bool disorder)
+{
+    size_t room = (size_t)N_EVENTS * 80;
+    char *text = malloc(room);
+    ck_assert_ptr_nonnull(text);
+    size_t at = 0;
+    uint32_t rnd = 12345;
+    long ts = 1000000;
+    for (int i = 0; i < N_EVENTS; i++) {
+        rnd = rnd * 1103515245u + 12345u;
+        unsigned r = rnd >> 8;
+        ts += 1 + (long)(r % 2);
+        const char *line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n";
+        long t = disorder && i % 5 == 2 ? ts - DISORDER : ts;
+        if (i < FIRST_BATCH && i % 97 == 50)
+            t = ts - 20;   /* late */
+        if (i < FIRST_BATCH && i % 331 == 100)
+            line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u\n";   /* not JSON */
+        if (i < FIRST_BATCH && i % 409 == 200)
+            line_fmt = "{\"at\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n";   /* no time */
+        int n = snprintf(text + at, room - at, line_fmt, t, (r >> 4) % N_USERS,
+                         TYPES[(r >> 12) % 5], (r >> 16) % 100);
+        ck_assert(n > 0 && (size_t)n < room - at);
+        at += (size_t)n;
+    }
+    return text;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The rules (time declaration `time_decl`) and the events, written in a fresh folder. */
+static void make_tree(Tree *t, const char *time_decl, bool disorder)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-workers-oom-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->rules, sizeof t->rules, "%s/r.cep", t->dir);
+    snprintf(t->events, sizeof t->events, "%s/events.jsonl", t->dir);
+    t->text = make_events(disorder);
+    size_t len = strlen(time_decl) + sizeof RULES + 1;
+    char *rules = malloc(len);
+    ck_assert_ptr_nonnull(rules);
+    snprintf(rules, len, "%s\n%s", time_decl, RULES);
+    write_file(t->rules, rules);
+    free(rules);
+    write_file(t->events, t->text);
+}
+
+static void remove_tree(Tree *t)
+{
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(t->text);
+}
+
+static int compare_lines(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of text, each cut after its first `fields` colons (all of it if it has
+ * fewer), sorted and joined again. Heap. */
+static char *sorted_lines(const char *text, size_t fields)
+{
+    char *copy = strdup(text);
+    ck_assert_ptr_nonnull(copy);
+    size_t n = 0, len = strlen(copy);
+    for (const char *p = copy; *p; p++)
+        n += *p == '\n';
+    char **lines = calloc(n + 1, sizeof *lines);
+    ck_assert_ptr_nonnull(lines);
+    size_t k = 0;
+    for (char *p = copy; *p;) {
+        char *end = strchr(p, '\n');   /* none: the last line, cut short, a line still */
+        char *next = end ? end + 1 : p + strlen(p);
+        if (end)
+            *end = '\0';
+        char *cut = p;
+        for (size_t f = 0; f < fields && cut; f++)
+            cut = strchr(cut + 1, ':');
+        if (cut)
+            *cut = '\0';
+        lines[k++] = p;
+        p = next;
+    }
+    qsort(lines, k, sizeof *lines, compare_lines);
+    char *out = malloc(len + 2);   /* a newline more if the last line had none */
+    ck_assert_ptr_nonnull(out);
+    size_t at = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(out + at, lines[i], l);
+        out[at + l] = '\n';
+        at += l + 1;
+    }
+    out[at] = '\0';
+    free(lines);
+    free(copy);
+    return out;
+}
+
+/* text with the value of each `"time":"...",` emptied. Heap. */
+static char *without_times(const char *text)
+{
+    static const char field[] = "\"time\":\"";
+    char *copy = strdup(text);
+    ck_assert_ptr_nonnull(copy);
+    char *to = copy;
+    for (const char *p = text; *p;) {
+        const char *hit = strstr(p, field);
+        const char *end = hit ? strchr(hit + sizeof field - 1, '"') : NULL;
+        size_t keep = end ? (size_t)(hit - p) + sizeof field - 1 : strlen(p);
+        memmove(to, p, keep);
+        to += keep;
+        p = end ? end : p + keep;
+    }
+    *to = '\0';
+    return copy;
+}
+
+/* The alerts, whatever order the workers wrote them in; on processing time without
+ * their times (when they were matched). Heap. */
+static char *alerts_of(const OomCmdRun *r)
+{
+    char *untimed = without_times(r->out);
+    char *sorted = sorted_lines(untimed, SIZE_MAX);
+    free(untimed);
+    return sorted;
+}
+
+/* Which lines were late or rejected ("vigil run: ORIGIN:LINE: late", the reasons
+ * cut: one may be shorter when memory runs out), and the count of those not shown.
+ * Heap. */
+static char *rejections_of(const OomCmdRun *r)
+{
+    return sorted_lines(r->err, 4);
+}
+
+static size_t count(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+typedef struct Pace {
+    size_t each_first, step;
+} Pace;
+
+/* VIGIL_OOM_STEP (environment) sets the step: 1 fails each allocation in turn (which
+ * takes minutes). */
+static Pace oom_pace(void)
+{
+    Pace p = getenv("VIGIL_TEST_SMALL") ? (Pace){OOM_EACH_FIRST_SANITIZED, OOM_STEP_SANITIZED}
+                                        : (Pace){OOM_EACH_FIRST, OOM_STEP};
+    const char *env = getenv("VIGIL_OOM_STEP");
+    if (env && atoi(env) > 0)
+        p.step = (size_t)atoi(env);
+    return p;
+}
+
+/* The run without failure, and what the others are compared with. */
+typedef struct Want {
+    OomCmdRun run;
+    char *alerts, *rejections;
+} Want;
+
+/* text without its lines that hold `needle`. Heap. */
+static char *without_lines(const char *text, const char *needle)
+{
+    char *copy = strdup(text);
+    ck_assert_ptr_nonnull(copy);
+    char *to = copy;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        const char *hit = strstr(line, needle);
+        if (!hit || hit >= line + len) {
+            memmove(to, line, len);
+            to += len;
+        }
+        line += len;
+    }
+    *to = '\0';
+    return copy;
+}
+
+/* A known fault of the input layer, not of the threaded parts this tests: without
+ * memory for a new read buffer (runtime/input.c keep_rest, when a decoding batch still
+ * holds the old one) it closes the input saying "out of memory; closing it" and rejects
+ * the bytes left as a line that ran out of memory, but does not count the input as
+ * lost (input_lost_lines, as a read error does), so the run exits 0. Here the input
+ * fits in one read, so no line is lost. True for such a run that is otherwise the
+ * run without failure: it is counted and reported, not failed. */
+static bool input_closed_quietly(const OomCmdRun *got, const char *alerts, const Want *want)
+{
+    static const char closed[] = "out of memory; closing it";
+    if (got->rc != EXIT_OK || !strstr(got->err, closed) || strcmp(alerts, want->alerts) != 0)
+        return false;
+    char *a = without_lines(got->err, closed);
+    char *b = without_lines(a, ": malformed line: out of memory");
+    OomCmdRun rest = {.err = b};
+    char *rejections = rejections_of(&rest);
+    bool same = !strcmp(rejections, want->rejections);
+    free(rejections);
+    free(b);
+    free(a);
+    return same;
+}
+
+typedef struct Tally {
+    size_t exits_3, input_closed;
+} Tally;
+
+/* The run with allocation `fail` failing: the alerts and rejections of `want`, or
+ * exit 3 saying that memory ran out (or input_closed_quietly). */
+static void same_or_exit_3(char **argv, const char *input, const Want *want, size_t fail,
+                           Tally *tally)
+{
+    OomCmdRun got = oomcmd_run_input(cmd_run, argv, fail, input);
+    char *alerts = alerts_of(&got), *rejections = rejections_of(&got);
+    bool same = got.rc == EXIT_OK && !strcmp(alerts, want->alerts) &&
+                !strcmp(rejections, want->rejections);
+    bool exit_3 = got.rc == EXIT_IO && (strstr(got.err, "out of memory") ||
+                                        strstr(got.err, "allocation failure"));
+    bool closed = !same && !exit_3 && input_closed_quietly(&got, alerts, want);
+    ck_assert_msg(same || exit_3 || closed,
+                  "%s, allocation %zu of about %zu: exit %d, %zu alerts of %zu, stderr\n"
+                  "%.1500s\nthe allocation that failed:\n%s", input ? "standard input" : "file",
+                  fail, want->run.n_allocs, got.rc, count(got.out, "\n"),
+                  count(want->run.out, "\n"), got.err, got.stack);
+    tally->exits_3 += exit_3;
+    tally->input_closed += closed;
+    free(alerts);
+    free(rejections);
+    oomcmd_free(&got);
+}
+
+/* The allocations oom_pace() says, up to a little past the count of the run without
+ * failure (another run may make more). */
+static void each_allocation(char **argv, const char *input, bool event_time)
+{
+    Want want = {oomcmd_run_input(cmd_run, argv, 0, input), NULL, NULL};
+    const OomCmdRun *w = &want.run;
+    ck_assert_msg(w->rc == EXIT_OK, "without failure: exit %d\n%.1500s", w->rc, w->err);
+    ck_assert_uint_gt(count(w->out, "\"rule\":\"pair\""), 0);
+    ck_assert_uint_gt(count(w->out, "\"message\":\"left open "), 0);
+    ck_assert_uint_gt(count(w->out, "\"rule\":\"big\""), 0);
+    if (event_time)
+        ck_assert_uint_gt(count(w->err, ": late: "), 0);
+    ck_assert_uint_gt(count(w->err, ": malformed line: "), 0);
+    want.alerts = alerts_of(w);
+    want.rejections = rejections_of(w);
+    Tally tally = {0, 0};
+    Pace pace = oom_pace();
+    size_t last = w->n_allocs + w->n_allocs / 8;
+    for (size_t fail = 1; fail <= last; fail += fail < pace.each_first ? 1 : pace.step)
+        same_or_exit_3(argv, input, &want, fail, &tally);
+    ck_assert_uint_gt(tally.exits_3, 0);
+    if (tally.input_closed)
+        fprintf(stderr, "%s: %zu runs exited 0 after the input layer closed the input for "
+                "want of memory (runtime/input.c keep_rest: should exit 3)\n",
+                input ? "standard input" : "file", tally.input_closed);
+    free(want.alerts);
+    free(want.rejections);
+    oomcmd_free(&want.run);
+}
+
+/* The input layer reads the pipe; the workers decode, route and split. */
+START_TEST(standard_input_gives_every_alert_or_exits_3)
+{
+    Tree t;
+    make_tree(&t, "time ts;", false);
+    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    each_allocation(argv, t.text, true);
+    remove_tree(&t);
+}
+END_TEST
+
+/* The workers read the file themselves (one regular file, event time, no --state). */
+START_TEST(file_read_by_workers_gives_every_alert_or_exits_3)
+{
+    Tree t;
+    make_tree(&t, "time ts;", false);
+    char *argv[] = {"run", "--workers", "2", "-i", t.events, t.rules, NULL};
+    each_allocation(argv, NULL, true);
+    remove_tree(&t);
+}
+END_TEST
+
+/* Events out of order wait in the reorder buffer; the engine's thread releases and
+ * dispatches them with the routes their decoding job found. */
+START_TEST(reordered_input_gives_every_alert_or_exits_3)
+{
+    Tree t;
+    make_tree(&t, "time ts lateness " LATENESS ";", true);
+    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    each_allocation(argv, t.text, true);
+    remove_tree(&t);
+}
+END_TEST
+
+/* On processing time the decoding jobs only decode: the engine's thread runs the
+ * filters and keys and dispatches each event (workers_dispatch), and the workers fire
+ * the timeouts at the end. */
+START_TEST(processing_time_gives_every_alert_or_exits_3)
+{
+    Tree t;
+    make_tree(&t, "", false);
+    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    each_allocation(argv, t.text, false);
+    remove_tree(&t);
+}
+END_TEST
+
+static Suite *workers_oom_suite(void)
+{
+    Suite *s = suite_create("workers_oom");
+    TCase *tc = tcase_create("oom");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, standard_input_gives_every_alert_or_exits_3);
+    tcase_add_test(tc, file_read_by_workers_gives_every_alert_or_exits_3);
+    tcase_add_test(tc, reordered_input_gives_every_alert_or_exits_3);
+    tcase_add_test(tc, processing_time_gives_every_alert_or_exits_3);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run_suite(workers_oom_suite());
+}
