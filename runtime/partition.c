@@ -114,7 +114,8 @@ void part_pool_free(PartPool *pool)
 
 void part_table_init(PartTable *t)
 {
-    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0};
+    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0,
+                     .keep_size = false};
     part_pool_init(&t->own);
 }
 
@@ -131,6 +132,11 @@ void part_table_set_probe(PartTable *t, PartProbe *probe)
     t->probe = probe;
     if (probe)
         *probe = part_probe_of(t);
+}
+
+void part_table_keep_size(PartTable *t, bool keep)
+{
+    t->keep_size = keep;
 }
 
 void part_table_init_shared(PartTable *t, PartPool *pool)
@@ -550,7 +556,7 @@ void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash)
     }
     t->slots[gap] = 0;
     mark_used(t->used, gap, false);
-    if (t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
+    if (!t->keep_size && t->n_slots > PART_MIN_SLOTS && t->count < t->n_slots / 8)
         resize(t, t->n_slots / 2);
 }
 
@@ -565,15 +571,26 @@ PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e)
     return NULL;
 }
 
+/* From the bitmap, 64 slots a word: a table the end of input empties keeps its slots
+ * (part_table_keep_size), mostly empty ones. */
+size_t part_entries(const PartTable *t, PartEntry **out)
+{
+    size_t n = 0;
+    for (size_t w = 0; t->count && w < used_words(t->n_slots); w++)
+        for (uint64_t bits = t->used[w]; bits; bits &= bits - 1)
+            out[n++] = part_slot_entry(t->slots[w * 64 + (size_t)__builtin_ctzll(bits)]);
+    return n;
+}
+
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user)
 {
-    for (size_t i = 0; i < t->n_slots; i++) {
-        PartEntry *e = t->slots[i] ? part_slot_entry(t->slots[i]) : NULL;
-        if (!e)
-            continue;
-        if (drop)
-            drop(e, user);
-        entry_release(pool_of(t), e, t->pre);
+    for (size_t w = 0; t->count && w < used_words(t->n_slots); w++) {
+        for (uint64_t bits = t->used[w]; bits; bits &= bits - 1) {
+            PartEntry *e = part_slot_entry(t->slots[w * 64 + (size_t)__builtin_ctzll(bits)]);
+            if (drop)
+                drop(e, user);
+            entry_release(pool_of(t), e, t->pre);
+        }
     }
     free(t->slots);
     free(t->used);

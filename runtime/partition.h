@@ -8,8 +8,8 @@
  * (one allocation and one cache miss per key, not two); the table does not know the
  * NFA, so the caller clears a key that is not idle (nfa_key_clear) before part_remove.
  * Entries are removed when a key goes idle, and the slot array and the slabs shrink
- * with them, so memory follows the number of live keys. Not thread-safe: one table per
- * rule per worker. */
+ * with them, so memory follows the number of live keys (but for a table that empties
+ * for good: part_table_keep_size). Not thread-safe: one table per rule per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
 
@@ -118,6 +118,9 @@ typedef struct PartTable {
     PartPool *shared;         /* borrowed; NULL: own */
     PartProbe *probe;         /* borrowed; NULL: none; kept equal to the fields above */
     unsigned extras;          /* PART_X_* its entries have */
+    bool keep_size;           /* removals do not shrink the slots (part_table_keep_size);
+                                 here, in the padding after extras: the table's size
+                                 sets the stride of the shard's rule states */
     size_t pre;               /* the bytes they take before each entry */
 } PartTable;
 
@@ -144,6 +147,10 @@ void part_table_init_shared(PartTable *t, PartPool *pool);
 void part_table_set_extras(PartTable *t, unsigned extras);
 /* From now on the table keeps *probe (borrowed; NULL: none) up to date. */
 void part_table_set_probe(PartTable *t, PartProbe *probe);
+/* With keep true, removals leave the slot array at its size: a table that empties for
+ * good (the end of input) would otherwise shrink and rehash again and again on the way
+ * down, for slots part_table_free then releases at once. Growth is unchanged. */
+void part_table_keep_size(PartTable *t, bool keep);
 void part_pool_init(PartPool *pool);
 /* Frees the pool's own memory; every table using it must be freed first. */
 void part_pool_free(PartPool *pool);
@@ -248,6 +255,10 @@ void part_remove_hashed(PartTable *t, PartEntry *e, uint64_t hash);
 /* Iteration: start with *pos = 0 and e = NULL; returns the entry after e, or NULL at
  * the end. The table must not change during an iteration (collect, then remove). */
 PartEntry *part_next(const PartTable *t, size_t *pos, PartEntry *e);
+/* Writes every entry to out (room for t->count) in the order of part_next; returns
+ * how many. Walks the occupancy bitmap: cheap for a table with few entries in many
+ * slots. */
+size_t part_entries(const PartTable *t, PartEntry **out);
 /* Frees every entry, calling drop(entry, user) first on each (may be NULL). */
 void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void *user);
 

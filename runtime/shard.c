@@ -790,25 +790,142 @@ void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen,
 
 /* ---- the end ---------------------------------------------------------------- */
 
+/* At the end of input every timer fires, in (deadline, rule, key) order, and then
+ * every key left runs to INT64_MAX. Most keys' ends show nothing: a key whose matcher
+ * gives only timeouts (nfa_key_end_only_timeouts), in a rule that alerts on none, only
+ * counts them; an idle entry (kept for its suppression) only leaves. Such keys have no
+ * order to keep, so they are dropped at once, counted as their timeouts would have
+ * counted them; the others still fire in order. (A key with partial matches is taken
+ * as showing something in a rule that alerts on timeouts, even if none of its partial
+ * matches has a deadline: that is rare, and only costs time.) */
+static bool key_end_silent(const CompiledRule *rule, const PartEntry *pe, size_t *timeouts)
+{
+    *timeouts = 0;
+    if (nfa_key_idle(&pe->nfa))
+        return true;
+    if (rule_alerts_on(rule, NFA_TIMEOUT) || !nfa_key_end_only_timeouts(rule->nfa, &pe->nfa))
+        return false;
+    *timeouts = nfa_key_end_timeouts(rule->nfa, &pe->nfa);
+    return true;
+}
+
+/* Keys left after every timer (a partial match without a deadline) run in the order
+ * of their table's slots, which depends on how the table shrank on the way: if such a
+ * key may also release a match, the rule's table must go down exactly as it would have. */
+static bool key_end_in_slot_order(const Nfa *nfa, const PartEntry *pe)
+{
+    return !nfa_key_end_only_timeouts(nfa, &pe->nfa) &&
+           nfa_key_end_timeouts(nfa, &pe->nfa) < nfa_key_partials(&pe->nfa);
+}
+
+/* How far ahead of the key it looks at the scan fetches an entry, and then what its
+ * matcher reads (nfa_key_prefetch, which reads the entry) where the look counts the
+ * timeouts (nfa_key_end_timeouts reads the partial matches' events). */
+enum { END_AHEAD_ENTRY = 16, END_AHEAD_KEY = 8 };
+
+/* What one look at each key of a rule found: its keys whose end is silent, moved to
+ * the front of the array scanned, how many timeouts they would count, and whether the
+ * others' order needs the table's shape (key_end_in_slot_order). */
+typedef struct RuleEnd {
+    size_t n_silent;
+    uint64_t timeouts;
+    bool slot_order;
+} RuleEnd;
+
+static RuleEnd rule_end_scan(const CompiledRule *rule, PartEntry **keys, size_t n)
+{
+    RuleEnd end = {0, 0, false};
+    bool counts = !rule_alerts_on(rule, NFA_TIMEOUT);
+    for (size_t i = 0; i < n; i++) {
+        if (i + END_AHEAD_ENTRY < n)
+            part_entry_prefetch(keys[i + END_AHEAD_ENTRY]);
+        if (counts && i + END_AHEAD_KEY < n)
+            nfa_key_prefetch(&keys[i + END_AHEAD_KEY]->nfa, false);
+        size_t timeouts;
+        if (key_end_silent(rule, keys[i], &timeouts)) {
+            keys[end.n_silent++] = keys[i];
+            end.timeouts += timeouts;
+        } else if (key_end_in_slot_order(rule->nfa, keys[i])) {
+            end.slot_order = true;
+        }
+    }
+    return end;
+}
+
+/* Every entry of a table, in slot order (heap, t->count of them); NULL on allocation
+ * failure. */
+static PartEntry **table_entries(const PartTable *t)
+{
+    PartEntry **all = malloc((t->count ? t->count : 1) * sizeof *all);
+    if (all)
+        part_entries(t, all);
+    return all;
+}
+
+/* Drops the keys of rule ri whose end is silent, as if their timers had fired, and
+ * keeps its table's slots from shrinking while the rest leave, unless their order
+ * depends on it. Without memory for the look, every key goes the usual way. */
+static void drop_silent_keys(Shard *s, size_t ri)
+{
+    RuleState *st = &s->rules[ri];
+    PartEntry **keys = st->keys.count ? table_entries(&st->keys) : NULL;
+    if (!keys)
+        return;
+    RuleEnd end = rule_end_scan(&s->rs->rules[ri], keys, st->keys.count);
+    if (!end.slot_order) {
+        st->stats.timeouts += end.timeouts;
+        if (end.n_silent == st->keys.count) {
+            deadline_free(&st->timers);
+            part_table_free(&st->keys, drop_entry, st);
+        } else {
+            part_table_keep_size(&st->keys, true);
+            for (size_t i = 0; i < end.n_silent; i++) {
+                drop_entry(keys[i], st);
+                deadline_remove(&st->timers, keys[i]);
+                part_remove(&st->keys, keys[i]);
+            }
+        }
+        clock_rule(s, ri);
+    }
+    free(keys);
+}
+
+/* Runs the keys of rule ri left after every timer to INT64_MAX, in slot order; false
+ * on allocation failure (the shard has failed). */
+static bool advance_left(Shard *s, size_t ri)
+{
+    RuleState *st = &s->rules[ri];
+    size_t n = st->keys.count;
+    if (!n)
+        return true;
+    /* collected first: advancing may remove entries and resize the table */
+    PartEntry **live = table_entries(&st->keys);
+    if (!live) {
+        s->failed = true;
+        return false;
+    }
+    for (size_t j = 0; j < n; j++)
+        run_advance(s, ri, live[j], INT64_MAX);
+    clock_rule(s, ri);
+    free(live);
+    return true;
+}
+
 void shard_advance_all(Shard *s)
 {
+    /* an evaluation that ran out of memory leaves results uncounted (on_result): the
+     * silent keys' counts would then differ, and the run fails anyway */
+    if (!shard_failed(s))
+        for (size_t ri = 0; ri < s->rs->n_rules; ri++)
+            drop_silent_keys(s, ri);
     shard_fire_due(s, INT64_MAX - 1);
     for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
-        RuleState *st = &s->rules[ri];
-        size_t n = st->keys.count, i = 0, bucket = 0;
-        PartEntry **live = malloc((n ? n : 1) * sizeof *live);
-        if (!live) {
-            s->failed = true;
+        if (!advance_left(s, ri))
             return;
-        }
-        /* collected first: advancing may remove entries and resize the table */
-        for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && i < n;
-             pe = part_next(&st->keys, &bucket, pe))
-            live[i++] = pe;
-        for (size_t j = 0; j < i; j++)
-            run_advance(s, ri, live[j], INT64_MAX);
-        clock_rule(s, ri);
-        free(live);
+        PartTable *t = &s->rules[ri].keys;
+        if (t->keep_size && !t->count)
+            part_table_free(t, NULL, NULL);   /* its slots, kept from shrinking */
+        part_table_keep_size(t, false);
     }
     expr_scratch_reset(s->scratch);
 }
