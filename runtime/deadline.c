@@ -198,7 +198,7 @@ RARE static void ring_rebase(DeadlineRing *r, size_t ri)
     r->tail -= shift;
 }
 
-static INLINE void ring_fit(DeadlineRing *r, size_t ri)
+RARE static void ring_fit_slow(DeadlineRing *r, size_t ri)
 {
     size_t span = r->tail - r->head;
     if (span >= COMPACT_SPAN && r->live * 4 <= span) {
@@ -207,6 +207,14 @@ static INLINE void ring_fit(DeadlineRing *r, size_t ri)
     }
     if (r->cap > RING_MIN && span <= r->cap / 4)
         (void)ring_resize(r, r->cap / 2);
+}
+
+/* Squeezing out holes needs live * 4 <= span, shrinking span <= cap / 4, and live <=
+ * span <= cap: either needs live * 4 <= cap, one compare on the common path. */
+static INLINE void ring_fit(DeadlineRing *r, size_t ri)
+{
+    if (r->live * 4 <= r->cap)
+        ring_fit_slow(r, ri);
 }
 
 /* Appends a slot that sorts after the ring's last one. -1 if there is no room (the
@@ -296,14 +304,38 @@ static INLINE size_t ring_for(const DeadlineCore *c, const PartEntry *s)
 
 /* ---- both ------------------------------------------------------------------------- */
 
+/* The top among the heap's top and the rings' heads, ties decided by the key bytes. */
+RARE static void find_top_slow(DeadlineHeap *d)
+{
+    const DeadlineCore *c = d->core;
+    PartEntry *best = c->hn ? c->h[0] : NULL;
+    int64_t at = best ? best->deadline : INT64_MAX;
+    for (unsigned m = c->ring_mask; m; m &= m - 1) {
+        const DeadlineRing *r = &c->ring[__builtin_ctz(m)];
+        /* equal to `at` means a tie with best: no deadline is INT64_MAX */
+        if (r->first < at || (r->first == at && slot_before(*ring_at(r, r->head), best))) {
+            best = *ring_at(r, r->head);
+            at = r->first;
+        }
+    }
+    d->top = best;
+    d->top_deadline = at;
+}
+
+/* find_top_slow without the key bytes: a tie, which needs them, starts over there. So
+ * this calls nothing but that, last, and saves no registers. */
 static INLINE void find_top(DeadlineHeap *d)
 {
     const DeadlineCore *c = d->core;
-    PartEntry *best = d->n && c->hn ? c->h[0] : NULL;
+    PartEntry *best = c->hn ? c->h[0] : NULL;
     int64_t at = best ? best->deadline : INT64_MAX;
-    for (unsigned m = d->n ? c->ring_mask : 0; m; m &= m - 1) {
+    for (unsigned m = c->ring_mask; m; m &= m - 1) {
         const DeadlineRing *r = &c->ring[__builtin_ctz(m)];
-        if (!best || r->first < at || (r->first == at && slot_before(*ring_at(r, r->head), best))) {
+        if (r->first == at) {
+            find_top_slow(d);
+            return;
+        }
+        if (r->first < at) {
             best = *ring_at(r, r->head);
             at = r->first;
         }
@@ -393,6 +425,8 @@ int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     if (held)
         erase(d, e);
     int rc = deadline == INT64_MAX ? 0 : insert(d, e, deadline);
+    if (!d->core)   /* nothing ever held, and the first insert failed */
+        return rc;
     if (was_top || !d->top) {
         find_top(d);
     } else if (e->heap_pos != PART_NOT_TIMED) {
@@ -407,7 +441,9 @@ int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     return rc;
 }
 
-int deadline_add(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+/* The general add: a first deadline, one that does not extend the latest ring, or a
+ * ring that must grow, squeeze out holes or renumber first. */
+__attribute__((noinline)) static int add_slow(DeadlineHeap *d, PartEntry *e, int64_t deadline)
 {
     if (insert(d, e, deadline) < 0)
         return -1;
@@ -420,7 +456,33 @@ int deadline_add(DeadlineHeap *d, PartEntry *e, int64_t deadline)
     return 0;
 }
 
-void deadline_drop(DeadlineHeap *d, PartEntry *e)
+/* Most new deadlines extend the latest ring, which has room: they come after its
+ * last slot, so after the top, which stays. That case calls nothing, so it saves no
+ * registers. */
+int deadline_add(DeadlineHeap *d, PartEntry *e, int64_t deadline)
+{
+    DeadlineCore *c = d->core;
+    if (c) {
+        unsigned ri = c->latest;
+        DeadlineRing *r = &c->ring[ri];
+        if ((c->ring_mask >> ri & 1) && r->last < deadline && r->tail - r->head < r->cap &&
+            r->tail < SEQ_LIMIT) {
+            e->deadline = deadline;
+            *ring_at(r, r->tail) = e;
+            e->heap_pos = ring_pos(ri, r->tail++);
+            r->live++;
+            r->last = deadline;
+            d->n++;
+            return 0;
+        }
+    }
+    return add_slow(d, e, deadline);
+}
+
+/* The general removal: from the heap, or a ring's last slot (the ring's end moves
+ * back, or it empties, and the latest ring may change), or one that leaves the ring
+ * sparse enough to squeeze or shrink. */
+__attribute__((noinline)) static void drop_slow(DeadlineHeap *d, PartEntry *e)
 {
     bool was_top = e == d->top;
     erase(d, e);
@@ -428,16 +490,54 @@ void deadline_drop(DeadlineHeap *d, PartEntry *e)
         find_top(d);
 }
 
+/* Out of line so that deadline_drop's path, which calls it last (a jump), saves no
+ * registers either. */
+__attribute__((noinline)) static void find_top_out_of_line(DeadlineHeap *d)
+{
+    find_top(d);
+}
+
+/* Most removals are a ring's head (the top, fired) or a slot inside it, leaving the
+ * ring neither sparse nor changed at its end: they leave a hole, move the head past
+ * the holes, and find the top again if it went. */
+void deadline_drop(DeadlineHeap *d, PartEntry *e)
+{
+    uint32_t pos = e->heap_pos;
+    DeadlineRing *r = &d->core->ring[pos >> RING_SHIFT & (DEADLINE_RINGS - 1)];
+    size_t seq = pos & (SEQ_LIMIT - 1);
+    if ((pos & IN_HEAP) || seq == r->tail - 1 || (r->live - 1) * 4 <= r->cap) {
+        drop_slow(d, e);
+        return;
+    }
+    *ring_at(r, seq) = NULL;
+    r->live--;
+    if (seq == r->head) {
+        while (!*ring_at(r, ++r->head))
+            ;
+        r->first = (*ring_at(r, r->head))->deadline;
+    }
+    forget(e);
+    d->n--;
+    if (e == d->top)
+        find_top_out_of_line(d);
+}
+
 void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n)
 {
-    const DeadlineRing *r = NULL;
-    size_t at = 0;
-    if (d->top && !(d->top->heap_pos & IN_HEAP)) {
-        r = &d->core->ring[d->top->heap_pos >> RING_SHIFT];
-        at = d->top->heap_pos & (SEQ_LIMIT - 1);
+    const PartEntry *top = d->top;
+    if (!top || (top->heap_pos & IN_HEAP)) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = NULL;
+        return;
     }
+    /* the ring's fields in locals: out[] could alias them, as far as the compiler
+     * knows, and would make every distance read them again */
+    const DeadlineRing *r = &d->core->ring[top->heap_pos >> RING_SHIFT];
+    size_t at = top->heap_pos & (SEQ_LIMIT - 1);
+    size_t room = r->tail - at, mask = r->cap - 1;
+    DeadlineSlot *s = r->s;
     for (size_t i = 0; i < n; i++)
-        out[i] = r && at + ahead[i] < r->tail ? *ring_at(r, at + ahead[i]) : NULL;
+        out[i] = ahead[i] < room ? s[(at + ahead[i]) & mask] : NULL;
 }
 
 PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
@@ -550,10 +650,10 @@ const char *deadline_verify(const DeadlineHeap *d)
 
 int rule_clock_init(RuleClock *c, size_t n_rules)
 {
-    size_t n = n_rules ? n_rules : 1;
-    c->at = malloc(n * sizeof *c->at);
-    c->heap = malloc(n * sizeof *c->heap);
-    c->pos = malloc(n * sizeof *c->pos);
+    /* one more slot in at and heap: the sentinel (below) */
+    c->at = n_rules < UINT32_MAX ? malloc((n_rules + 1) * sizeof *c->at) : NULL;
+    c->heap = c->at ? malloc((n_rules + 1) * sizeof *c->heap) : NULL;
+    c->pos = malloc((n_rules ? n_rules : 1) * sizeof *c->pos);
     c->n = 0;
     if (!c->at || !c->heap || !c->pos) {
         rule_clock_free(c);
@@ -564,6 +664,8 @@ int rule_clock_init(RuleClock *c, size_t n_rules)
         c->at[i] = INT64_MAX;
         c->heap[i] = c->pos[i] = (uint32_t)i;
     }
+    c->at[n_rules] = INT64_MAX;
+    c->heap[n_rules] = (uint32_t)n_rules;
     c->n = n_rules;
     return 0;
 }
@@ -578,31 +680,64 @@ void rule_clock_free(RuleClock *c)
     c->n = 0;
 }
 
-static void clock_place(RuleClock *c, size_t i, uint32_t rule)
+/* Does deadline t of rule r come before deadline u of rule q? */
+static inline bool clock_before(int64_t t, uint32_t r, int64_t u, uint32_t q)
 {
-    c->heap[i] = rule;
-    c->pos[rule] = (uint32_t)i;
+    return t != u ? t < u : r < q;
 }
 
+/* The moving rule's deadline and number stay in registers while the others move
+ * into the hole, whose slot is written once, at the end. Past the last node, heap[n]
+ * is a sentinel, rule number n at INT64_MAX, which every rule precedes: the second
+ * child needs no bounds check. */
 void rule_clock_move(RuleClock *c, size_t rule, int64_t at)
 {
+    int64_t *ats = c->at;
+    uint32_t *heap = c->heap, *pos = c->pos;
     uint32_t r = (uint32_t)rule;
-    size_t i = c->pos[r];
-    c->at[r] = at;
-    while (i > 0 && rule_clock_before(c, r, c->heap[(i - 1) / 2])) {
-        clock_place(c, i, c->heap[(i - 1) / 2]);
+    size_t n = c->n, i = pos[r];
+    ats[r] = at;
+    while (i > 0) {
+        uint32_t parent = heap[(i - 1) / 2];
+        if (!clock_before(at, r, ats[parent], parent))
+            break;
+        heap[i] = parent;
+        pos[parent] = (uint32_t)i;
         i = (i - 1) / 2;
     }
     for (;;) {
         size_t child = 2 * i + 1;
-        if (child >= c->n)
+        if (child >= n)
             break;
-        if (child + 1 < c->n && rule_clock_before(c, c->heap[child + 1], c->heap[child]))
+        uint32_t q = heap[child], q2 = heap[child + 1];
+        int64_t t = ats[q], t2 = ats[q2];
+        if (clock_before(t2, q2, t, q)) {
+            q = q2;
+            t = t2;
             child++;
-        if (!rule_clock_before(c, c->heap[child], r))
+        }
+        if (!clock_before(t, q, at, r))
             break;
-        clock_place(c, i, c->heap[child]);
+        heap[i] = q;
+        pos[q] = (uint32_t)i;
         i = child;
     }
-    clock_place(c, i, r);
+    heap[i] = r;
+    pos[r] = (uint32_t)i;
+}
+
+const char *rule_clock_verify(const RuleClock *c)
+{
+    if (!c->at)
+        return c->n ? "rules without arrays" : NULL;
+    if (c->heap[c->n] != c->n || c->at[c->n] != INT64_MAX)
+        return "the sentinel is not in place";
+    for (size_t i = 0; i < c->n; i++) {
+        uint32_t r = c->heap[i];
+        if (r >= c->n || c->pos[r] != i)
+            return "a rule's position disagrees with the heap";
+        if (i && clock_before(c->at[r], r, c->at[c->heap[(i - 1) / 2]], c->heap[(i - 1) / 2]))
+            return "heap out of order";
+    }
+    return NULL;
 }

@@ -77,7 +77,9 @@ void deadline_free(DeadlineHeap *d);
  * is the general move; deadline_add is for an entry not held and a deadline below
  * INT64_MAX (a new key: a third of the calls), deadline_drop for an entry held (a key
  * that fired or went idle: another third). The two common cases each do only their
- * half of the work, and save fewer registers. */
+ * half of the work, and each has a path that calls nothing, so saves no registers:
+ * a deadline that extends the latest ring, which has room; a removal that leaves its
+ * ring's end where it was and the ring not sparse. */
 int deadline_change(DeadlineHeap *d, PartEntry *e, int64_t deadline);
 int deadline_add(DeadlineHeap *d, PartEntry *e, int64_t deadline);
 void deadline_drop(DeadlineHeap *d, PartEntry *e);
@@ -125,15 +127,32 @@ const char *deadline_verify(const DeadlineHeap *d);
  * event and every fired timer; this indexed min-heap of rule numbers, ordered by
  * (next deadline, rule number), answers in O(1) and follows a change in O(log rules).
  * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays.
- * (A 4-ary heap whose slots hold each rule's deadline beside its number was measured:
- * scenario 4's first 100k lines took 1,040.2M instructions against 1,029.5M, 240
- * instead of 150 per rule_clock_move; this one stayed. A bottom-up sift for a later
- * deadline, down to a leaf at one comparison a level and back up, was measured too:
- * 8,675.5M against 8,628.8M on scenario 4's 1M lines, since a rule's next deadline
- * after firing mostly settles midway; not kept.) */
+ * Past the last rule, heap[n] holds a sentinel, rule number n with at[n] INT64_MAX,
+ * which every rule precedes: a sift reads a second child without a bounds check.
+ * (Measured and not kept, in instructions on scenario 4's lines:
+ *  - a 4-ary heap whose slots hold each rule's deadline beside its number: on the
+ *    first 100k lines 1,040.2M against 1,029.5M, 240 instead of 150 per move;
+ *  - a bottom-up sift for a later deadline, down to a leaf at one comparison a level
+ *    and back up: 8,675.5M against 8,628.8M on the 1M lines (at 823f99e), since a
+ *    rule's next deadline after firing mostly settles midway;
+ *  and on the 1M lines against 8,469.5M for this heap with the same timers (before
+ *  deadline_add and deadline_drop had their paths that call nothing, and before the
+ *  sift kept the moving rule in registers):
+ *  - a binary heap whose 16-byte slots hold (deadline, rule): 8,483.1M;
+ *  - a tournament (winner) tree over the rules padded to a power of two, each inner
+ *    node holding the earlier (deadline, rule) of its children, ties to the left
+ *    child (it holds the lower numbers, so no level compares rule numbers), an update
+ *    walking leaf to root over one sibling pair per level, the runner-up the earliest
+ *    of the siblings along the winner's path: 8,509.1M. A move costs 121 instructions
+ *    (seven levels for 100 rules, none skipped: most moves are the winner's, whose
+ *    every node changes), below this heap's 185 then, but the runner-up, read once
+ *    per batch of firings (nearly every batch is one firing, so once per move),
+ *    costs 104 against the heap's 15 (heap[1] or heap[2]); written branch-free, 115;
+ *  - that tree with each node also holding the second earliest of its leaves, so
+ *    that the runner-up is the root's: 8,489.3M, 201 instructions per move.) */
 typedef struct RuleClock {
-    int64_t *at;       /* per rule: its next deadline as last told */
-    uint32_t *heap;    /* rule numbers */
+    int64_t *at;       /* per rule: its next deadline as last told; n + 1 (sentinel) */
+    uint32_t *heap;    /* rule numbers; n + 1 (sentinel) */
     uint32_t *pos;     /* per rule: its index in heap */
     size_t n;
 } RuleClock;
@@ -172,5 +191,8 @@ static inline int64_t rule_clock_next(const RuleClock *c, size_t *rule)
     *rule = c->heap[0];
     return c->at[c->heap[0]];
 }
+/* For tests: checks the heap's order, the positions and the sentinel. Returns NULL,
+ * or what is wrong. */
+const char *rule_clock_verify(const RuleClock *c);
 
 #endif

@@ -459,43 +459,150 @@ START_TEST(free_marks_entries_not_held)
 }
 END_TEST
 
-/* The rules' clock against a scan: after random moves (ties included), the earliest
- * rule and the runner-up are the first two in (deadline, rule number) order. */
+/* Rings whose heads hold the same deadline as each other and as the heap's top: each
+ * removal of the top finds the next one among them by the keys. "k0" at 5000 takes
+ * the first ring; then at 2000, 2001, .. "k100".. go to a second, "k10".. to a third
+ * (a tie with a longer key keeps them from extending the second), "k1".."k9" to the
+ * fourth. "k5" moved back to 2000 then fits no ring and goes to the heap, tying with
+ * the three heads: it comes out after "k1" and before "k10". */
+START_TEST(ties_between_ring_heads_and_the_heap)
+{
+    static Keys k;
+    static Model m;
+    keys_init(&k, 200);
+    memset(&m, 0, sizeof m);
+    DeadlineHeap d;
+    deadline_init(&d);
+    unsigned bad = set_both(&d, &m, k.e[0], 5000);
+    for (int64_t t = 0; t < 60; t++) {
+        bad += set_both(&d, &m, k.e[100 + t], 2000 + t);
+        bad += set_both(&d, &m, k.e[10 + t], 2000 + t);
+        if (t < 9)
+            bad += set_both(&d, &m, k.e[1 + t], 2000 + t);
+    }
+    bad += set_both(&d, &m, k.e[5], 2000);
+    ck_assert_uint_eq(bad, 0);
+    if (!SMALL_RINGS) {
+        ck_assert_uint_eq(d.core->ring_mask, 15);
+        ck_assert_uint_eq(d.core->hn, 1);
+    }
+    static const size_t first[] = {1, 5, 10, 100, 2, 11, 101};
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+        ck_assert_ptr_eq(deadline_top(&d), k.e[first[i]]);
+        bad += set_both(&d, &m, k.e[first[i]], INT64_MAX);
+    }
+    ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
+/* The rules' clock against a scan in rule order: the earliest rule and the runner-up
+ * are the first two in (deadline, rule number) order. */
+static unsigned clock_matches_scan(const RuleClock *c, const int64_t *at, size_t rules)
+{
+    size_t first = 0, second = SIZE_MAX;
+    for (size_t i = 1; i < rules; i++) {
+        if (at[i] < at[first]) {
+            second = first;
+            first = i;
+        } else if (second == SIZE_MAX || at[i] < at[second]) {
+            second = i;
+        }
+    }
+    unsigned bad = 0;
+    const char *why = rule_clock_verify(c);
+    if (why) {
+        fprintf(stderr, "rule_clock_verify: %s\n", why);
+        bad++;
+    }
+    size_t got = SIZE_MAX, got2 = SIZE_MAX;
+    bad += rule_clock_next(c, &got) != (rules ? at[first] : INT64_MAX);
+    bad += rules && at[first] != INT64_MAX && got != first;
+    int64_t want2 = second == SIZE_MAX ? INT64_MAX : at[second];
+    bad += rule_clock_runner_up(c, &got2) != want2;
+    bad += want2 != INT64_MAX && got2 != second;
+    return bad;
+}
+
+/* Random moves, with ties and the ends of the int64 range, for clock sizes around the
+ * powers of two (the last node with one child, the sentinel as that missing child). */
 START_TEST(rule_clock_earliest_and_runner_up)
 {
-    enum { RULES = 13 };
-    RuleClock c;
-    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
-    int64_t at[RULES];
-    for (size_t i = 0; i < RULES; i++)
-        at[i] = INT64_MAX;
-    uint64_t rng = 5;
-    for (int op = 0; op < 2000; op++) {
-        size_t r = next_rand(&rng) % RULES;
-        at[r] = next_rand(&rng) % 8 ? (int64_t)(next_rand(&rng) % 6) : INT64_MAX;
-        rule_clock_move(&c, r, at[r]);
-        size_t first = 0, second = SIZE_MAX;
-        for (size_t i = 1; i < RULES; i++) {
-            if (at[i] < at[first]) {
-                second = first;
-                first = i;
-            } else if (second == SIZE_MAX || at[i] < at[second]) {
-                second = i;
-            }
+    static const int64_t edges[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1};
+    static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 100};
+    unsigned bad = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !bad; si++) {
+        size_t rules = sizes[si];
+        RuleClock c;
+        ck_assert_int_eq(rule_clock_init(&c, rules), 0);
+        int64_t at[100];
+        for (size_t i = 0; i < rules; i++)
+            at[i] = INT64_MAX;
+        bad += clock_matches_scan(&c, at, rules);
+        uint64_t rng = 5 + si;
+        for (int op = 0; op < 3000 && !bad; op++) {
+            size_t r = next_rand(&rng) % rules;
+            uint64_t kind = next_rand(&rng) % 8;
+            if (kind == 0)
+                at[r] = INT64_MAX;
+            else if (kind == 1)
+                at[r] = edges[next_rand(&rng) % (sizeof edges / sizeof edges[0])];
+            else
+                at[r] = (int64_t)(next_rand(&rng) % 6);
+            rule_clock_set(&c, r, at[r]);
+            bad += clock_matches_scan(&c, at, rules);
         }
-        size_t got = SIZE_MAX, got2 = SIZE_MAX;
-        ck_assert_int_eq(rule_clock_next(&c, &got), at[first]);
-        if (at[first] != INT64_MAX)
-            ck_assert_uint_eq(got, first);
-        ck_assert_int_eq(rule_clock_runner_up(&c, &got2), at[second]);
-        if (at[second] != INT64_MAX)
-            ck_assert_uint_eq(got2, second);
+        rule_clock_free(&c);
+        if (bad)
+            fprintf(stderr, "%zu rules failed\n", rules);
     }
-    rule_clock_free(&c);
+    ck_assert_uint_eq(bad, 0);
+    RuleClock c;
     ck_assert_int_eq(rule_clock_init(&c, 1), 0);
     size_t none = 7;
     ck_assert_int_eq(rule_clock_runner_up(&c, &none), INT64_MAX);   /* one rule: no other */
     ck_assert_uint_eq(none, 7);
+    rule_clock_free(&c);
+    ck_assert_int_eq(rule_clock_init(&c, 0), 0);
+    ck_assert_ptr_null(rule_clock_verify(&c));
+    ck_assert_int_eq(rule_clock_next(&c, &none), INT64_MAX);
+    ck_assert_uint_eq(none, 7);
+    rule_clock_free(&c);
+}
+END_TEST
+
+/* As the shard fires timers: the earliest rule fires, and its next deadline is later
+ * (mostly beyond the runner-up); now and then another rule's deadline moves earlier
+ * (a new key) or empties. */
+START_TEST(rule_clock_follows_firing)
+{
+    enum { RULES = 100 };
+    RuleClock c;
+    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
+    int64_t at[RULES];
+    uint64_t rng = 11;
+    for (size_t i = 0; i < RULES; i++) {
+        at[i] = i % 10 == 9 ? INT64_MAX : (int64_t)(next_rand(&rng) % 1000);
+        rule_clock_set(&c, i, at[i]);
+    }
+    unsigned bad = clock_matches_scan(&c, at, RULES);
+    for (int op = 0; op < 20000 && !bad; op++) {
+        size_t r = 0;
+        int64_t now = rule_clock_next(&c, &r);
+        if (now == INT64_MAX)
+            break;
+        at[r] = next_rand(&rng) % 50 ? now + (int64_t)(next_rand(&rng) % 3000) : INT64_MAX;
+        rule_clock_set(&c, r, at[r]);
+        if (next_rand(&rng) % 4 == 0) {
+            size_t o = next_rand(&rng) % RULES;
+            int64_t t = now + (int64_t)(next_rand(&rng) % 500);
+            at[o] = at[o] < t ? at[o] : t;
+            rule_clock_set(&c, o, at[o]);
+        }
+        bad += clock_matches_scan(&c, at, RULES);
+    }
+    ck_assert_uint_eq(bad, 0);
     rule_clock_free(&c);
 }
 END_TEST
@@ -515,7 +622,9 @@ static Suite *deadline_suite(void)
     tcase_add_test(tc, holes_are_squeezed_out_and_memory_shrinks);
     tcase_add_test(tc, interleaved_streams_keep_to_rings);
     tcase_add_test(tc, free_marks_entries_not_held);
+    tcase_add_test(tc, ties_between_ring_heads_and_the_heap);
     tcase_add_test(tc, rule_clock_earliest_and_runner_up);
+    tcase_add_test(tc, rule_clock_follows_firing);
     suite_add_tcase(s, tc);
     return s;
 }
