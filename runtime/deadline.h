@@ -37,7 +37,10 @@
 /* An entry (borrowed), or NULL: a hole in a ring. */
 typedef PartEntry *DeadlineSlot;
 
-/* Slots in increasing (deadline, key) order, holes aside. */
+/* Slots in increasing (deadline, key) order, holes aside. (Aligned to 64 bytes, a
+ * cache line each, the core from aligned_alloc, so that finding a ring takes a shift:
+ * scenario 4's 1M lines took 8,323.8M instructions against 8,330.0M, -0.07%; not
+ * kept.) */
 typedef struct DeadlineRing {
     size_t live;           /* entries in the ring */
     int64_t first, last;   /* the deadlines at head and tail - 1, when live: choosing
