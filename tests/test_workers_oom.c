@@ -41,8 +41,8 @@
  * (VIGIL_TEST_SMALL), where far fewer are tried. */
 #define OOM_EACH_FIRST 400
 #define OOM_STEP 13
-#define OOM_EACH_FIRST_SANITIZED 20
-#define OOM_STEP_SANITIZED 211
+#define OOM_EACH_FIRST_SANITIZED 40
+#define OOM_STEP_SANITIZED 101
 
 /* A rule that matches, one whose partial matches time out (`on timeout`), one with a
  * filter, and one whose template builds a string: everything a worker allocates for.
