@@ -12,7 +12,7 @@
  * the workers decode: runtime/engine.c's parallel decoding) and as a regular file
  * argument (the workers read it too: engine_read_start). Without lateness the events
  * come in time order but for a few in the first batch (late events, a line that is
- * not JSON, one without a time), so the later batches take the fast path (split by
+ * not JSON, one without a time, one too long), so the later batches take the fast path (split by
  * owner on the decoding thread); with lateness and events a little out of order they
  * wait in the reorder buffer and the engine's thread dispatches them; on processing
  * time the engine's thread also runs the filters and keys (alerts are then compared
@@ -55,6 +55,11 @@ static const char RULES[] =
     "rule big { filter n > 90; key u; begin a where t == \"buy\";\n"
     "  on match alert \"big {u + \\\"/\\\" + str(a.n)}\"; }\n";
 
+/* --max-line, and what makes a line longer (an over-long line: rejected). */
+#define MAX_LINE "200"
+#define PAD "over-long over-long over-long over-long over-long over-long over-long over-long " \
+            "over-long over-long over-long over-long over-long over-long over-long over-long "
+
 /* Events up to this many seconds out of order, with that much lateness. */
 #define DISORDER 2
 #define LATENESS "3s"
@@ -70,13 +75,14 @@ static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
 /* The events: times (in seconds) rising by 1 or 2, a pseudo-random user and type
  * each (a fixed sequence). Among the first FIRST_BATCH lines (the first batch of
  * either way in) now and then an event from the past (late, whatever the lateness),
- * a line that is not JSON and one with no time. With `disorder`, every fifth event
- * DISORDER seconds before its time (out of order, not late with LATENESS); without,
- * the lines after the first batch are all good and in order. Heap. */
+ * a line that is not JSON, one with no time and one over --max-line. With
+ * `disorder`, every fifth event DISORDER seconds before its time (out of order, not
+ * late with LATENESS); without, the lines after the first batch are all good and in
+ * order. Heap. */
 #define FIRST_BATCH 512
 static char *make_events(bool disorder)
 {
-    size_t room = (size_t)N_EVENTS * 80;
+    size_t room = (size_t)N_EVENTS * 80 + sizeof PAD;
     char *text = malloc(room);
     ck_assert_ptr_nonnull(text);
     size_t at = 0;
@@ -94,8 +100,10 @@ static char *make_events(bool disorder)
             line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u\n";   /* not JSON */
         if (i < FIRST_BATCH && i % 409 == 200)
             line_fmt = "{\"at\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n";   /* no time */
+        if (i < FIRST_BATCH && i % 293 == 150)
+            line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u,\"pad\":\"%s\"}\n";
         int n = snprintf(text + at, room - at, line_fmt, t, (r >> 4) % N_USERS,
-                         TYPES[(r >> 12) % 5], (r >> 16) % 100);
+                         TYPES[(r >> 12) % 5], (r >> 16) % 100, PAD);
         ck_assert(n > 0 && (size_t)n < room - at);
         at += (size_t)n;
     }
@@ -331,7 +339,7 @@ static void each_allocation(char **argv, const char *input, bool event_time)
     ck_assert_uint_gt(count(w->out, "\"rule\":\"big\""), 0);
     if (event_time)
         ck_assert_uint_gt(count(w->err, ": late: "), 0);
-    ck_assert_uint_gt(count(w->err, ": malformed line: "), 0);
+    ck_assert_uint_gt(count(w->err, ": malformed line: line longer than " MAX_LINE), 0);
     want.alerts = alerts_of(w);
     want.rejections = rejections_of(w);
     Tally tally = {0, 0};
@@ -354,7 +362,7 @@ START_TEST(standard_input_gives_every_alert_or_exits_3)
 {
     Tree t;
     make_tree(&t, "time ts;", false);
-    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
     each_allocation(argv, t.text, true);
     remove_tree(&t);
 }
@@ -365,7 +373,8 @@ START_TEST(file_read_by_workers_gives_every_alert_or_exits_3)
 {
     Tree t;
     make_tree(&t, "time ts;", false);
-    char *argv[] = {"run", "--workers", "2", "-i", t.events, t.rules, NULL};
+    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, "-i", t.events, t.rules,
+                    NULL};
     each_allocation(argv, NULL, true);
     remove_tree(&t);
 }
@@ -377,7 +386,7 @@ START_TEST(reordered_input_gives_every_alert_or_exits_3)
 {
     Tree t;
     make_tree(&t, "time ts lateness " LATENESS ";", true);
-    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
     each_allocation(argv, t.text, true);
     remove_tree(&t);
 }
@@ -390,7 +399,7 @@ START_TEST(processing_time_gives_every_alert_or_exits_3)
 {
     Tree t;
     make_tree(&t, "", false);
-    char *argv[] = {"run", "--workers", "2", t.rules, NULL};
+    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
     each_allocation(argv, t.text, false);
     remove_tree(&t);
 }
