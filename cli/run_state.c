@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "nfa/snapshot.h"
 
 static int64_t wall_ms(void)
 {
@@ -51,42 +50,55 @@ bool run_state_parse_every(const char *text, int64_t *ms)
 
 /* ---- files: the journal and the known files -------------------------------------- */
 
-/* Is `path` among the (path, length) pairs of a files section? */
-static bool files_have(const char *sec, size_t len, const char *path)
+typedef struct FileLookup {
+    const char *path;
+    size_t n;
+} FileLookup;
+
+static bool differs(const char *path, size_t n, uint64_t length, void *user)
 {
-    SnapReader r;
-    snap_reader_init(&r, sec, len);
-    size_t plen = strlen(path);
-    while (!r.bad && !snap_at_end(&r)) {
-        size_t n;
-        const char *p = snap_get_bytes(&r, &n);
-        (void)snap_get_u64(&r);
-        if (!r.bad && n == plen && !memcmp(p, path, n))
-            return true;
-    }
-    return false;
+    (void)length;
+    const FileLookup *want = user;
+    return n != want->n || memcmp(path, want->path, n);
 }
 
-/* Appends to `out` the pairs of `from` whose path is not in `out` yet (first wins). */
+/* Is `path` (n bytes) among the (path, length) pairs of a files section? */
+static bool files_have(const char *sec, size_t len, const char *path, size_t n)
+{
+    FileLookup want = {path, n};
+    return ckpt_files_each(sec, len, differs, &want) == 1;
+}
+
+/* Appends (path, length) to a files section unless the path is in it already; with no
+ * length, the file's length on disk, and nothing if the file does not exist. */
+static bool add_new(Buf *out, const char *path, size_t n, const uint64_t *length)
+{
+    if (files_have(out->data, out->len, path, n))
+        return true;
+    char *copy = strndup(path, n);
+    if (!copy) {
+        out->failed = true;
+        return false;
+    }
+    struct stat sb;
+    if (length)
+        ckpt_files_add(out, copy, *length);
+    else if (stat(copy, &sb) == 0)
+        ckpt_files_add(out, copy, (uint64_t)sb.st_size);
+    free(copy);
+    return true;
+}
+
+static bool add_if_new(const char *path, size_t n, uint64_t length, void *user)
+{
+    return add_new(user, path, n, &length);
+}
+
+/* Appends to `out` the pairs of `from` whose path is not in `out` yet (first wins); a
+ * torn journal ends at its last whole pair. */
 static void files_merge(Buf *out, const char *from, size_t len)
 {
-    SnapReader r;
-    snap_reader_init(&r, from, len);
-    while (!r.bad && !snap_at_end(&r)) {
-        size_t n;
-        const char *p = snap_get_bytes(&r, &n);
-        uint64_t length = snap_get_u64(&r);
-        if (r.bad || memchr(p, '\0', n))
-            break;   /* a torn journal ends here */
-        char *path = strndup(p, n);
-        if (!path) {
-            out->failed = true;
-            return;
-        }
-        if (!files_have(out->data, out->len, path))
-            ckpt_files_add(out, path, length);
-        free(path);
-    }
+    (void)ckpt_files_each(from, len, add_if_new, out);
 }
 
 static char *journal_path(const RunState *st)
@@ -120,7 +132,7 @@ static int read_journal(const RunState *st, Buf *out)
 static void know_path(RunState *st, const char *path)
 {
     pthread_mutex_lock(&st->lock);
-    if (!files_have(st->known.data, st->known.len, path))
+    if (!files_have(st->known.data, st->known.len, path, strlen(path)))
         ckpt_files_add(&st->known, path, 0);
     pthread_mutex_unlock(&st->lock);
 }
@@ -250,8 +262,7 @@ typedef struct Capture {
 static void add_file(void *user, const char *path, uint64_t length)
 {
     Capture *c = user;
-    if (!files_have(c->files.data, c->files.len, path))
-        ckpt_files_add(&c->files, path, length);
+    (void)add_new(&c->files, path, strlen(path), &length);
 }
 
 static void add_reject_file(Capture *c, FILE *f, const char *path)
@@ -263,6 +274,13 @@ static void add_reject_file(Capture *c, FILE *f, const char *path)
         c->failed = true;
     else
         add_file(c, path, (uint64_t)sb.st_size);
+}
+
+/* A known file the outputs did not report, with its length on disk. */
+static bool add_measured(const char *path, size_t n, uint64_t length, void *user)
+{
+    (void)length;
+    return add_new(user, path, n, NULL);
 }
 
 /* While the engine is paused: what the files hold now matches the state captured.
@@ -277,20 +295,9 @@ static void capture_files(void *user)
     add_reject_file(c, c->rejects->errors.file, st->errors_path);
     add_reject_file(c, c->rejects->late.file, st->late_path);
     pthread_mutex_lock(&st->lock);
-    SnapReader r;
-    snap_reader_init(&r, st->known.data ? st->known.data : "", st->known.len);
-    while (!r.bad && !snap_at_end(&r)) {
-        size_t n;
-        const char *p = snap_get_bytes(&r, &n);
-        (void)snap_get_u64(&r);
-        char *path = r.bad ? NULL : strndup(p, n);
-        struct stat sb;
-        if (!path)
-            c->files.failed = true;
-        else if (!files_have(c->files.data, c->files.len, path) && stat(path, &sb) == 0)
-            ckpt_files_add(&c->files, path, (uint64_t)sb.st_size);
-        free(path);
-    }
+    if (ckpt_files_each(st->known.data ? st->known.data : "", st->known.len, add_measured,
+                        &c->files) < 0)
+        c->files.failed = true;
     pthread_mutex_unlock(&st->lock);
 }
 

@@ -451,43 +451,70 @@ void ckpt_files_add(Buf *sec, const char *path, uint64_t length)
     snap_put_u64(sec, length);
 }
 
-int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, char **err)
+int ckpt_files_each(const char *sec, size_t len, CkptFileFn each, void *user)
 {
     SnapReader r;
-    snap_reader_init(&r, data, len);
-    while (!r.bad && !snap_at_end(&r)) {
-        size_t plen;
-        const char *p = snap_get_bytes(&r, &plen);
+    snap_reader_init(&r, sec, len);
+    while (!snap_at_end(&r)) {
+        size_t n;
+        const char *path = snap_get_bytes(&r, &n);
         uint64_t length = snap_get_u64(&r);
-        if (r.bad || memchr(p, '\0', plen))
-            break;
-        char *path = buf_format("%.*s", (int)plen, p);
-        struct stat st;
-        if (!path) {
-            *err = buf_format("out of memory");
+        if (r.bad)
             return -1;
-        }
-        if (stat(path, &st) < 0) {
-            logf_(log, user, "%s is gone (the checkpoint had %llu bytes of it)", path,
-                  (unsigned long long)length);
-        } else if ((uint64_t)st.st_size < length) {
-            logf_(log, user, "%s has %llu bytes, fewer than the %llu of the checkpoint; "
-                  "left as it is", path, (unsigned long long)st.st_size,
-                  (unsigned long long)length);
-        } else if ((uint64_t)st.st_size > length) {
-            if (truncate(path, (off_t)length) < 0) {
-                *err = buf_format("cannot cut %s back to %llu bytes: %s", path,
-                                   (unsigned long long)length, strerror(errno));
-                free(path);
-                return -1;
-            }
-            logf_(log, user, "%s cut back from %llu to %llu bytes (written after the "
-                  "checkpoint)", path, (unsigned long long)st.st_size,
-                  (unsigned long long)length);
-        }
-        free(path);
+        if (memchr(path, '\0', n))
+            return 0;
+        if (!each(path, n, length, user))
+            return 1;
     }
-    if (r.bad) {
+    return 0;
+}
+
+typedef struct TruncateCtx {
+    CkptLog log;
+    void *user;
+    char **err;
+} TruncateCtx;
+
+/* Cuts one file back to `length`, if it is longer; false (*err set) if it cannot. */
+static bool truncate_one(const char *p, size_t plen, uint64_t length, void *user)
+{
+    TruncateCtx *c = user;
+    char *path = buf_format("%.*s", (int)plen, p);
+    struct stat st;
+    if (!path) {
+        *c->err = buf_format("out of memory");
+        return false;
+    }
+    bool ok = true;
+    if (stat(path, &st) < 0) {
+        logf_(c->log, c->user, "%s is gone (the checkpoint had %llu bytes of it)", path,
+              (unsigned long long)length);
+    } else if ((uint64_t)st.st_size < length) {
+        logf_(c->log, c->user, "%s has %llu bytes, fewer than the %llu of the checkpoint; "
+              "left as it is", path, (unsigned long long)st.st_size,
+              (unsigned long long)length);
+    } else if ((uint64_t)st.st_size > length) {
+        if (truncate(path, (off_t)length) < 0) {
+            *c->err = buf_format("cannot cut %s back to %llu bytes: %s", path,
+                                 (unsigned long long)length, strerror(errno));
+            ok = false;
+        } else {
+            logf_(c->log, c->user, "%s cut back from %llu to %llu bytes (written after "
+                  "the checkpoint)", path, (unsigned long long)st.st_size,
+                  (unsigned long long)length);
+        }
+    }
+    free(path);
+    return ok;
+}
+
+int ckpt_truncate_files(const char *data, size_t len, CkptLog log, void *user, char **err)
+{
+    TruncateCtx c = {log, user, err};
+    int rc = ckpt_files_each(data, len, truncate_one, &c);
+    if (rc == 1)
+        return -1;   /* truncate_one said why */
+    if (rc < 0) {
         *err = buf_format("the files section of the checkpoint is malformed");
         return -1;
     }

@@ -96,6 +96,14 @@ int ckpt_resume_inputs(InputSet *in, const char *data, size_t len, CkptLog log, 
 
 /* A files section is a run of (path, length) pairs to its end: append one. */
 void ckpt_files_add(Buf *sec, const char *path, uint64_t length);
+/* Called for each pair of a files section, in order: path has n bytes (no NUL among
+ * them, none after them); false stops the walk. */
+typedef bool (*CkptFileFn)(const char *path, size_t n, uint64_t length, void *user);
+/* The one reader of the files section's pairs (checkpoint, journal, known files). A
+ * pair whose path holds a NUL ends the walk as the section's end does: ckpt_files_add
+ * never writes one. 1 if `each` stopped it, -1 if the section ends in a torn pair (a
+ * journal cut short by a crash), else 0. */
+int ckpt_files_each(const char *sec, size_t len, CkptFileFn each, void *user);
 /* Cuts every file of a files section back to its checkpointed length (alerts written
  * after the checkpoint are written again by the resumed run). A file shorter than its
  * length, or missing, is reported and left alone. -1 on a malformed section or a

@@ -529,6 +529,67 @@ START_TEST(files_are_cut_back_to_their_lengths)
 }
 END_TEST
 
+typedef struct Walked {
+    Buf pairs;               /* "path=length;" per pair walked */
+    size_t stop_after;       /* the walk stops after this many (0: never) */
+    size_t n;
+} Walked;
+
+static bool note_pair(const char *path, size_t n, uint64_t length, void *user)
+{
+    Walked *w = user;
+    buf_printf(&w->pairs, "%.*s=%llu;", (int)n, path, (unsigned long long)length);
+    return ++w->n != w->stop_after;
+}
+
+static int walk(const char *sec, size_t len, size_t stop_after, Walked *w)
+{
+    *w = (Walked){BUF_INIT, stop_after, 0};
+    int rc = ckpt_files_each(sec, len, note_pair, w);
+    buf_append(&w->pairs, "", 1);
+    return rc;
+}
+
+START_TEST(files_section_is_walked_pair_by_pair)
+{
+    Buf sec = BUF_INIT;
+    ckpt_files_add(&sec, "/a", 4);
+    ckpt_files_add(&sec, "/tmp/b c", 1234567890123);
+    Walked w;
+    ck_assert_int_eq(walk(sec.data, sec.len, 0, &w), 0);
+    ck_assert_str_eq(w.pairs.data, "/a=4;/tmp/b c=1234567890123;");
+    buf_free(&w.pairs);
+    /* the callback stops it */
+    ck_assert_int_eq(walk(sec.data, sec.len, 1, &w), 1);
+    ck_assert_str_eq(w.pairs.data, "/a=4;");
+    buf_free(&w.pairs);
+    /* a torn last pair, as a crash leaves a journal: the whole pairs, then -1 */
+    for (size_t cut = 1; cut < sec.len - 4; cut++) {
+        int rc = walk(sec.data, sec.len - cut, 0, &w);
+        ck_assert_msg(rc == -1, "cut %zu: %d", cut, rc);
+        ck_assert_str_eq(w.pairs.data, "/a=4;");
+        buf_free(&w.pairs);
+    }
+    ck_assert_int_eq(walk(sec.data, 4, 0, &w), 0);   /* "/a" and its length: whole */
+    ck_assert_str_eq(w.pairs.data, "/a=4;");
+    buf_free(&w.pairs);
+    /* a path with a NUL ends the section, as its end does */
+    Buf nul = BUF_INIT;
+    ckpt_files_add(&nul, "/a", 1);
+    snap_put_bytes(&nul, "/x\0y", 4);
+    snap_put_u64(&nul, 2);
+    ckpt_files_add(&nul, "/c", 3);
+    ck_assert_int_eq(walk(nul.data, nul.len, 0, &w), 0);
+    ck_assert_str_eq(w.pairs.data, "/a=1;");
+    buf_free(&w.pairs);
+    ck_assert_int_eq(walk("", 0, 0, &w), 0);
+    ck_assert_str_eq(w.pairs.data, "");
+    buf_free(&w.pairs);
+    buf_free(&nul);
+    buf_free(&sec);
+}
+END_TEST
+
 /* ---- the engine's state ------------------------------------------------------------ */
 
 typedef struct Seen {
@@ -1221,6 +1282,7 @@ static Suite *checkpoint_suite(void)
     tcase_add_test(t, sections_are_found_by_tag);
     tcase_add_test(t, file_input_resumes_at_its_offset);
     tcase_add_test(t, files_are_cut_back_to_their_lengths);
+    tcase_add_test(t, files_section_is_walked_pair_by_pair);
     suite_add_tcase(s, t);
     t = tcase_create("engine");
     tcase_set_timeout(t, 60);

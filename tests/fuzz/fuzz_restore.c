@@ -9,8 +9,9 @@
  *   parsers see it. Its engine section is restored into an engine of fixed rules
  *   (tests/fuzz/restore/rules.cep on event time, rules-pt.cep on processing time,
  *   whichever the section says it ran on; on event time two workers when the header's
- *   sequence number is odd; the header's version, folded into the versions read), and
- *   its inputs section resumes an input set of one file.
+ *   sequence number is odd; the header's version, folded into the versions read),
+ *   its inputs section resumes an input set of one file, and its files section is
+ *   read pair by pair (never acted on) and must read back the same once written again.
  * A refused restore must say why and leave an engine that frees cleanly. An accepted
  * one must leave a valid state: its checkpoint restores again to the same bytes, its
  * statistics are valid JSON, and more events and the end of input (or, on processing
@@ -372,6 +373,61 @@ static void resume_inputs(const Fixture *fx, const char *body, size_t len)
     input_set_free(in);
 }
 
+/* ---- the files section ---- */
+
+/* The files section is read, never acted on: cutting files back would truncate
+ * whatever paths the input names. */
+typedef struct FilesWalk {
+    const char *sec;       /* the bytes walked */
+    size_t len;
+    Buf again;             /* the pairs walked, written again */
+} FilesWalk;
+
+static bool rewrite_pair(const char *path, size_t n, uint64_t length, void *user)
+{
+    FilesWalk *w = user;
+    if (path < w->sec || n > (size_t)(w->sec + w->len - path) || memchr(path, '\0', n))
+        die("a files-section path outside its section, or with a NUL", NULL);
+    char *copy = strndup(path, n);
+    if (!copy)
+        die("out of memory", NULL);
+    ckpt_files_add(&w->again, copy, length);
+    free(copy);
+    return true;
+}
+
+/* Walks `sec` and writes its pairs again (in w->again, owned by the caller). */
+static int rewrite_files(const char *sec, size_t len, FilesWalk *w)
+{
+    *w = (FilesWalk){sec, len, BUF_INIT};
+    int rc = ckpt_files_each(sec, len, rewrite_pair, w);
+    if (rc == 1)
+        die("the files walk stopped though every pair said go on", NULL);
+    if (w->again.failed)
+        die("out of memory", NULL);
+    return rc;
+}
+
+/* Whatever the section holds, the pairs read from it, written again, read back as the
+ * same pairs, to the end: the reader and the writer agree on the encoding. */
+static void walk_files(const char *body, size_t len)
+{
+    const char *sec;
+    size_t sec_len;
+    if (!ckpt_find_section(body, len, CKPT_SEC_FILES, &sec, &sec_len))
+        return;
+    FilesWalk first, second;
+    (void)rewrite_files(sec, sec_len, &first);
+    const char *again = first.again.data ? first.again.data : "";
+    if (rewrite_files(again, first.again.len, &second) != 0)
+        die("the files section written again does not read to its end", NULL);
+    if (second.again.len != first.again.len ||
+        memcmp(second.again.data ? second.again.data : "", again, first.again.len))
+        die("the files section written again reads as other pairs", NULL);
+    buf_free(&second.again);
+    buf_free(&first.again);
+}
+
 /* ---- the engine section ---- */
 
 static void restore_engine(const Fixture *fx, const uint8_t *header, const char *sec,
@@ -430,6 +486,7 @@ void fuzz_restore_run(const uint8_t *data, size_t size, FuzzRestoreOutcome *out)
     const char *sec;
     size_t sec_len;
     resume_inputs(fx, body, len);
+    walk_files(body, len);
     if (!ckpt_find_section(body, len, CKPT_SEC_ENGINE, &sec, &sec_len))
         return;
     out->has_engine = true;
