@@ -60,6 +60,10 @@ static const char RULES[] =
 #define PAD "over-long over-long over-long over-long over-long over-long over-long over-long " \
             "over-long over-long over-long over-long over-long over-long over-long over-long "
 
+/* Below the input layer's first read (runtime/input.c: 128 KiB for a stream), so that
+ * standard input is read in one go (see input_closed_quietly). */
+#define INPUT_MAX_BYTES (120u << 10)
+
 /* Events up to this many seconds out of order, with that much lateness. */
 #define DISORDER 2
 #define LATENESS "3s"
@@ -107,6 +111,7 @@ static char *make_events(bool disorder)
         ck_assert(n > 0 && (size_t)n < room - at);
         at += (size_t)n;
     }
+    ck_assert_uint_lt(at, INPUT_MAX_BYTES);
     return text;
 }
 
@@ -281,7 +286,9 @@ static char *without_lines(const char *text, const char *needle)
  * holds the old one) it closes the input saying "out of memory; closing it" and rejects
  * the bytes left as a line that ran out of memory, but does not count the input as
  * lost (input_lost_lines, as a read error does), so the run exits 0. Here the input
- * fits in one read, so no line is lost. True for such a run that is otherwise the
+ * fits in one read (INPUT_MAX_BYTES), so no line is lost; with more, such a run loses
+ * the lines after the first read and its alerts (exit 0 with 756 alerts of 964 for
+ * 4000 events). True for such a run that is otherwise the
  * run without failure: it is counted and reported, not failed. */
 static bool input_closed_quietly(const OomCmdRun *got, const char *alerts, const Want *want)
 {
