@@ -13,11 +13,14 @@
  * escapes (the generator writes none). */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "bench/flat.h"
 
 enum { BLOCK = 1 << 20, MAX_USER = 23 };
 #define WITHIN_MS INT64_C(600000)
@@ -29,6 +32,7 @@ typedef struct UserState {
     int64_t first_ms;        /* start of the partial match waiting for `second` */
     int64_t pair_ms;         /* start of the partial match waiting for `third` */
 } UserState;
+_Static_assert(offsetof(UserState, hash) == 0, "bench/flat.h reads the hash first");
 
 typedef struct Table {
     UserState *slots;
@@ -42,32 +46,12 @@ typedef struct Fields {
     double amount;
 } Fields;
 
-static uint64_t hash_user(const char *s, size_t n)
-{
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
-    return h | 1;
-}
-
 static bool table_grow(Table *t)
 {
-    size_t cap = t->cap ? t->cap * 2 : 1 << 16;
-    UserState *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].hash)
-            continue;
-        size_t j = t->slots[i].hash & (cap - 1);
-        while (slots[j].hash)
-            j = (j + 1) & (cap - 1);
-        slots[j] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return true;
+    UserState *slots = flat_grow(t->slots, &t->cap, (size_t)1 << 16, sizeof *slots);
+    if (slots)
+        t->slots = slots;
+    return slots != NULL;
 }
 
 /* NULL only when out of memory. */
@@ -75,7 +59,7 @@ static UserState *table_get(Table *t, const char *user, size_t n)
 {
     if ((t->used + 1) * 2 > t->cap && !table_grow(t))
         return NULL;
-    uint64_t h = hash_user(user, n);
+    uint64_t h = flat_hash(user, n);
     size_t i = h & (t->cap - 1);
     for (;; i = (i + 1) & (t->cap - 1)) {
         UserState *s = &t->slots[i];

@@ -46,11 +46,14 @@
  * and countries longer than 7 are refused with a message. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "bench/flat.h"
 
 enum {
     BLOCK = 1 << 20,
@@ -171,6 +174,7 @@ typedef struct UserSlot {
     uint64_t hash;              /* 0: empty */
     uint32_t user;              /* index in Users.recs */
 } UserSlot;
+_Static_assert(offsetof(UserSlot, hash) == 0, "bench/flat.h reads the hash first");
 
 typedef struct Users {
     UserSlot *slots;
@@ -208,6 +212,7 @@ typedef struct OrderSlot {
     uint64_t hash;              /* 0: empty */
     uint64_t seq;               /* the id's newest order in the ring */
 } OrderSlot;
+_Static_assert(offsetof(OrderSlot, hash) == 0, "bench/flat.h reads the hash first");
 
 /* Orders in input (= time) order: ring[seq & (cap - 1)] for tail <= seq < head. */
 typedef struct Orders {
@@ -306,14 +311,6 @@ static void alert_text(Floor *f, int rule, const char *key, size_t key_len, Str 
 }
 
 /* ---------------------------------------------------------------- scanning */
-
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
-    return h | 1;
-}
 
 /* Decimal with an optional sign and fraction, enough for the generator's amounts:
  * sets *out and returns the end of the number, or NULL if there is none. */
@@ -473,7 +470,7 @@ static void scan_event(const char *line, const char *end, Event *e)
     if (!key.p || key.n > MAX_KEY)
         e->lookup = LOOKUP_NONE;
     else
-        e->hash = hash_bytes(key.p, key.n);
+        e->hash = flat_hash(key.p, key.n);
 }
 
 /* ---------------------------------------------------------------- users */
@@ -507,22 +504,10 @@ static void chunked_free(Chunked *c)
 
 static bool users_grow(Users *t)
 {
-    size_t cap = t->cap ? t->cap * 2 : 1 << 16;
-    UserSlot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i].hash)
-            continue;
-        size_t j = t->slots[i].hash & (cap - 1);
-        while (slots[j].hash)
-            j = (j + 1) & (cap - 1);
-        slots[j] = t->slots[i];
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return true;
+    UserSlot *slots = flat_grow(t->slots, &t->cap, (size_t)1 << 16, sizeof *slots);
+    if (slots)
+        t->slots = slots;
+    return slots != NULL;
 }
 
 static User *user_new(Users *t, UserSlot *slot, uint64_t h, Str name)
@@ -765,22 +750,10 @@ static bool orders_grow_ring(Orders *o)
 
 static bool orders_grow_slots(Orders *o)
 {
-    size_t cap = o->slot_cap ? o->slot_cap * 2 : 1 << 14;
-    OrderSlot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < o->slot_cap; i++) {
-        if (!o->slots[i].hash)
-            continue;
-        size_t j = o->slots[i].hash & (cap - 1);
-        while (slots[j].hash)
-            j = (j + 1) & (cap - 1);
-        slots[j] = o->slots[i];
-    }
-    free(o->slots);
-    o->slots = slots;
-    o->slot_cap = cap;
-    return true;
+    OrderSlot *slots = flat_grow(o->slots, &o->slot_cap, (size_t)1 << 14, sizeof *slots);
+    if (slots)
+        o->slots = slots;
+    return slots != NULL;
 }
 
 /* The slot of id (hash h), or the empty slot where it would go. */

@@ -8,8 +8,8 @@ TESTS += bench/test_bench.sh
 bench_gen_SOURCES = bench/gen.c
 bench_gen_LDADD = -lm
 bench_linecount_SOURCES = bench/linecount.c
-bench_floor_fraud_SOURCES = bench/floor_fraud.c
-bench_floor_s4_SOURCES = bench/floor_s4.c
+bench_floor_fraud_SOURCES = bench/floor_fraud.c bench/flat.h
+bench_floor_s4_SOURCES = bench/floor_s4.c bench/flat.h
 bench_memprobe_SOURCES = bench/memprobe.c
 bench_memprobe_LDADD = $(LDADD_VIGIL)
 
