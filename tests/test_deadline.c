@@ -65,6 +65,14 @@ static void keys_free(Keys *k)
     k->n = 0;
 }
 
+/* A test's keys (n fresh ones), an empty model, and timers holding nothing. */
+static void fixture_start(Keys *k, Model *m, DeadlineHeap *d, size_t n)
+{
+    keys_init(k, n);
+    memset(m, 0, sizeof *m);
+    deadline_init(d);
+}
+
 static bool model_before(int64_t ta, const PartEntry *a, int64_t tb, const PartEntry *b)
 {
     if (ta != tb)
@@ -167,10 +175,8 @@ START_TEST(random_operations_match_the_model)
     for (uint64_t seed0 = 1; seed0 <= 40 && !bad; seed0++) {
         uint64_t seed = seed0 * 7919;
         int kind = (int)(seed0 % 5);
-        keys_init(&k, 50 + seed0 * 13 % 250);
-        memset(&m, 0, sizeof m);
         DeadlineHeap d;
-        deadline_init(&d);
+        fixture_start(&k, &m, &d, 50 + seed0 * 13 % 250);
         for (int step = 0; step < 3000 && !bad; step++) {
             PartEntry *e = k.e[next_rand(&seed) % k.n];
             uint64_t op = next_rand(&seed) % 10;
@@ -209,10 +215,8 @@ static unsigned engine_trace(uint64_t seed, size_t n_keys, int late)
     static Keys k;
     static Model m;
     static const int64_t windows[] = {1, 60, 1000, 300000, 3600000};
-    keys_init(&k, n_keys);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, n_keys);
     int64_t now = 1700000000000;
     unsigned bad = 0;
     for (int step = 0; step < 20000 && !bad; step++) {
@@ -268,10 +272,8 @@ START_TEST(extremes_of_the_range)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, 6);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, 6);
     unsigned bad = 0;
     bad += set_both(&d, &m, k.e[0], INT64_MAX - 1);
     bad += set_both(&d, &m, k.e[1], INT64_MIN);          /* out of order: the heap */
@@ -298,10 +300,8 @@ START_TEST(moving_earlier_removing_the_top_and_reinserting)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, 4);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, 4);
     unsigned bad = 0;
     bad += set_both(&d, &m, k.e[0], 1000);
     bad += set_both(&d, &m, k.e[1], 5000000);   /* in order: the ring */
@@ -344,10 +344,8 @@ START_TEST(ties_by_key)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, 120);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, 120);
     unsigned bad = 0;
     for (size_t i = k.n; i-- > 0;)
         bad += set_both(&d, &m, k.e[i], 42);
@@ -363,10 +361,8 @@ START_TEST(random_order_merges_ring_and_heap)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, MAX_KEYS);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, MAX_KEYS);
     unsigned bad = set_both(&d, &m, k.e[0], 0);
     uint64_t seed = 99;
     for (size_t i = 1; i < k.n; i++)
@@ -384,10 +380,8 @@ START_TEST(holes_are_squeezed_out_and_memory_shrinks)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, MAX_KEYS);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, MAX_KEYS);
     unsigned bad = 0;
     for (size_t i = 0; i < k.n; i++)
         bad += set_both(&d, &m, k.e[i], 1000 + (int64_t)i);
@@ -424,10 +418,8 @@ START_TEST(interleaved_streams_keep_to_rings)
     static Keys k;
     static Model m;
     static const int64_t durations[] = {1800000, 60000, 600000};
-    keys_init(&k, 540);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, 540);
     unsigned bad = 0;
     int64_t now = 1700000000000;
     for (size_t i = 0; i < k.n; i++, now += 7)
@@ -469,10 +461,8 @@ START_TEST(ties_between_ring_heads_and_the_heap)
 {
     static Keys k;
     static Model m;
-    keys_init(&k, 200);
-    memset(&m, 0, sizeof m);
     DeadlineHeap d;
-    deadline_init(&d);
+    fixture_start(&k, &m, &d, 200);
     unsigned bad = set_both(&d, &m, k.e[0], 5000);
     for (int64_t t = 0; t < 60; t++) {
         bad += set_both(&d, &m, k.e[100 + t], 2000 + t);
