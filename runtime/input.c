@@ -304,6 +304,14 @@ static void reject_overlong(InputSet *in, const InputHandler *h, const Source *s
            reason);
 }
 
+/* A stdin, file or FIFO closed before its end: the lines after that point are never
+ * read (input_lost_lines). A client's connection is not counted: clients come and go. */
+static void note_lost_lines(InputSet *in, const Source *s)
+{
+    if (s->kind != SRC_CONNECTION)
+        in->lost_lines = true;
+}
+
 /* Puts the bytes [p, p + rest) of the source's buffer at the front of a buffer the
  * handler does not hold: the same one, or another if it keeps lines of this one. False
  * (the source is closed, the bytes rejected) when there is no memory for another. */
@@ -317,6 +325,7 @@ static bool keep_rest(InputSet *in, Source *s, const InputHandler *h, const char
             reject(h, s, p, rest, s->offset, "out of memory");
             s->len = 0;
             s->finished = true;
+            note_lost_lines(in, s);
             return false;
         }
         memcpy(t->data, p, rest);
@@ -481,8 +490,7 @@ static void finish_reader(Source *s, const InputHandler *h, const char *reason)
 /* A reader closed before its end. */
 static void abandon_reader(InputSet *in, Source *s, const InputHandler *h, const char *reason)
 {
-    if (s->kind != SRC_CONNECTION)
-        in->lost_lines = true;
+    note_lost_lines(in, s);
     finish_reader(s, h, reason);
 }
 
