@@ -189,8 +189,15 @@ int main(void)
             rc = 1;
             break;
         }
-        if (n == 0)
-            break;
+        bool at_end = n == 0;
+        if (at_end) {
+            if (!have)
+                break;
+            /* a last line without its newline is still an event, as it is to vigil
+             * (there is room: the read asked for at least a byte) */
+            buf[have] = '\n';
+            n = 1;
+        }
         have += (size_t)n;
         char *p = buf, *end = buf + have, *nl;
         while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
@@ -207,6 +214,8 @@ int main(void)
             rc = 1;
             break;
         }
+        if (at_end)
+            break;
         memmove(buf, p, have);
     }
     fprintf(stderr, "floor_fraud: %lld lines, %zu users, %lld matches\n", lines, table.used,

@@ -1038,12 +1038,19 @@ static int read_input(Floor *f, char *buf)
             continue;
         if (n < 0)
             return 1;
-        if (n == 0)
-            return 0;
+        bool at_end = n == 0;
+        if (at_end) {
+            if (!have)
+                return 0;
+            /* a last line without its newline is still an event, as it is to vigil
+             * (there is room: the read asked for at least a byte) */
+            buf[have] = '\n';
+            n = 1;
+        }
         have += (size_t)n;
         const char *rest;
         int rc = process_block(f, &w, buf, buf + have, &rest);
-        if (rc < 0)
+        if (rc < 0 || at_end)
             return rc;
         have = (size_t)(buf + have - rest);
         if (have == 2 * BLOCK)

@@ -37,7 +37,8 @@ done
 
 # Scenario 1: vigil and floor_fraud find the same matches (few users: many matches).
 "$B/bench/gen" -n 300000 -k 2000 -s 11 > "$T/s1" || fail "gen exited with $?"
-"$B/bench/floor_fraud" < "$T/s1" 2> /dev/null | sort > "$T/floor" || fail "floor_fraud failed"
+"$B/bench/floor_fraud" < "$T/s1" > "$T/floor.raw" 2> /dev/null || fail "floor_fraud failed"
+sort "$T/floor.raw" > "$T/floor"
 "$B/vigil" run -o "$T/alerts" "$S/bench/s1_fraud.cep" < "$T/s1" || fail "vigil failed"
 "$S/bench/to_oracle.sh" < "$T/alerts" | sort > "$T/vigil"
 [ -s "$T/floor" ] || fail "no matches at all: the comparison would prove nothing"
@@ -45,6 +46,15 @@ cmp -s "$T/floor" "$T/vigil" || {
     diff "$T/floor" "$T/vigil" | head -5
     fail "vigil ($(wc -l < "$T/vigil")) and floor_fraud ($(wc -l < "$T/floor")) disagree"
 }
+# A last line without its newline is an event to vigil: to the floor too.
+printf '%s\n%s\n%s' '{"ts":1700000000000,"type":"tx","user":"u1","amount":1500.00}' \
+    '{"ts":1700000001000,"type":"tx","user":"u1","amount":1600.00}' \
+    '{"ts":1700000002000,"type":"tx","user":"u1","amount":1700.00}' > "$T/s1nonl"
+"$B/bench/floor_fraud" < "$T/s1nonl" > "$T/s1nonl.floor" 2> /dev/null || fail "floor_fraud failed"
+"$B/vigil" run -o "$T/s1nonl.alerts" "$S/bench/s1_fraud.cep" < "$T/s1nonl" || fail "vigil failed"
+"$S/bench/to_oracle.sh" < "$T/s1nonl.alerts" > "$T/s1nonl.vigil"
+[ -s "$T/s1nonl.vigil" ] && cmp -s "$T/s1nonl.floor" "$T/s1nonl.vigil" ||
+    fail "a last line without its newline: vigil ($(wc -l < "$T/s1nonl.vigil")) and floor_fraud ($(wc -l < "$T/s1nonl.floor")) disagree"
 
 # Scenario 4: floor_s4 and vigil raise the same multiset of (rule, message). Three
 # streams: run.sh's scenario-4 settings on 20k events; the same mix over 200 users
@@ -92,6 +102,10 @@ cat > "$T/s4edge.jsonl" <<'LINES'
 {"ts":1700000001000,"type":"tx","user":"u1","amount":900.00,"country":"FR"}
 LINES
 s4_compare s4edge
+printf '%s' '{"ts":1700000300000,"type":"tx","user":"u2","amount":25000.50,"country":"US"}' \
+    > "$T/s4nonl.jsonl"   # a last line without its newline
+s4_compare s4nonl
+[ -s "$T/s4nonl.floor" ] || fail "no alert on a last line without its newline"
 # 1 login_failures, 3 failed_logins (not the 2m ones: the gap is exactly 2m),
 # 1 large_pair (not _00: the gap is exactly 5m), 9 country_change, 6 huge_tx,
 # 4 not_shipped (o1's 1h one: shipped at its deadline; o3's three at the end).
