@@ -96,8 +96,9 @@ int ckpt_resume_inputs(InputSet *in, const char *data, size_t len, CkptLog log, 
 
 /* A files section is a run of (path, length) pairs to its end: append one. */
 void ckpt_files_add(Buf *sec, const char *path, uint64_t length);
-/* Called for each pair of a files section, in order: path has n bytes (no NUL among
- * them, none after them); false stops the walk. */
+/* Called for each pair of a files section, in order: path is n bytes inside the
+ * section, none of them NUL, and not NUL-terminated (copy it to use it as a C string);
+ * false stops the walk. */
 typedef bool (*CkptFileFn)(const char *path, size_t n, uint64_t length, void *user);
 /* The one reader of the files section's pairs (checkpoint, journal, known files). A
  * pair whose path holds a NUL ends the walk as the section's end does: ckpt_files_add

@@ -818,9 +818,10 @@ static bool key_end_in_slot_order(const Nfa *nfa, const PartEntry *pe)
            nfa_key_end_timeouts(nfa, &pe->nfa) < nfa_key_partials(&pe->nfa);
 }
 
-/* How far ahead of the key it looks at the scan fetches an entry, and then what its
- * matcher reads (nfa_key_prefetch, which reads the entry) where the look counts the
- * timeouts (nfa_key_end_timeouts reads the partial matches' events). */
+/* How many keys ahead of the one it looks at rule_end_scan prefetches: an entry, and
+ * nearer, what counting that key's timeouts reads (nfa_key_end_timeouts reads the
+ * partial matches' events, which nfa_key_prefetch finds through the entry: hence the
+ * entry further ahead). */
 enum { END_AHEAD_ENTRY = 16, END_AHEAD_KEY = 8 };
 
 /* What one look at each key of a rule found: its keys whose end is silent, moved to
