@@ -45,18 +45,24 @@ typedef struct CommandCall {
     char *const *argv;
     size_t fail;
     const char *input;         /* standard input's text, or NULL: left as it is */
+    const OomCmdHooks *hooks;  /* called around the command; NULL: none */
     int stack_fd;              /* where the failed allocation's call stack goes */
 } CommandCall;
+
+void oomcmd_big_pipe(int fds[2], size_t len)
+{
+    ck_assert_uint_le(len, OOMCMD_INPUT_MAX);
+    ck_assert_int_eq(pipe(fds), 0);
+    ck_assert_msg(fcntl(fds[1], F_SETPIPE_SZ, (int)OOMCMD_INPUT_MAX) >= (int)len,
+                  "a pipe cannot hold %zu bytes", len);
+}
 
 /* In the child: standard input becomes a pipe holding text, then its end. */
 static void pipe_to_stdin(const char *text)
 {
     size_t len = strlen(text);
-    ck_assert_uint_le(len, OOMCMD_INPUT_MAX);
     int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    ck_assert_msg(fcntl(fds[1], F_SETPIPE_SZ, (int)OOMCMD_INPUT_MAX) >= (int)len,
-                  "a pipe cannot hold %zu bytes", len);
+    oomcmd_big_pipe(fds, len);
     ck_assert(write(fds[1], text, len) == (ssize_t)len);   /* fits: the pipe is empty */
     close(fds[1]);
     ck_assert_int_eq(dup2(fds[0], STDIN_FILENO), STDIN_FILENO);
@@ -67,6 +73,8 @@ static void pipe_to_stdin(const char *text)
 static int run_and_report(void *user, int fd)
 {
     const CommandCall *c = user;
+    if (c->hooks)
+        c->hooks->start(c->hooks->user);
     if (c->input)
         pipe_to_stdin(c->input);
     int argc = 0;
@@ -80,6 +88,8 @@ static int run_and_report(void *user, int fd)
     int rc = c->cmd(argc, (char **)c->argv);
     size_t n_allocs = oom_count_end();
     oom_stack_to(-1);
+    if (c->hooks)
+        c->hooks->end(c->hooks->user);
     fflush(stdout);
     fflush(stderr);
     char *o = test_fd_release(STDOUT_FILENO, saved_out, out);
@@ -102,19 +112,15 @@ const char *oomcmd_status_text(int status, char *buf, size_t size)
     return buf;
 }
 
-OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
+/* Runs the call in a child; fills in where the failed allocation's stack goes. */
+static OomCmdRun run_command(CommandCall *call)
 {
-    return oomcmd_run_input(cmd, argv, fail, NULL);
-}
-
-OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
-                           const char *input)
-{
+    size_t fail = call->fail;
     int stack_fds[2];   /* close-on-exec: a program the command starts must not hold it */
     ck_assert_int_eq(pipe2(stack_fds, O_CLOEXEC), 0);
-    CommandCall call = {cmd, argv, fail, input, stack_fds[1]};
+    call->stack_fd = stack_fds[1];
     int status;
-    char *report = oomcmd_in_child(run_and_report, &call, &status);
+    char *report = oomcmd_in_child(run_and_report, call, &status);
     close(stack_fds[1]);
     FILE *stack = fdopen(stack_fds[0], "r");
     ck_assert_ptr_nonnull(stack);
@@ -138,6 +144,23 @@ OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
                   "stderr:\n%.1500s\nthe allocation that failed:\n%s", fail,
                   oomcmd_status_text(status, how, sizeof how), r.err, r.stack);
     return r;
+}
+
+OomCmdRun oomcmd_run(OomCommand cmd, char *const *argv, size_t fail)
+{
+    return oomcmd_run_input(cmd, argv, fail, NULL);
+}
+
+OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
+                           const char *input)
+{
+    return run_command(&(CommandCall){cmd, argv, fail, input, NULL, -1});
+}
+
+OomCmdRun oomcmd_run_hooked(OomCommand cmd, char *const *argv, size_t fail,
+                            const OomCmdHooks *hooks)
+{
+    return run_command(&(CommandCall){cmd, argv, fail, NULL, hooks, -1});
 }
 
 void oomcmd_free(OomCmdRun *r)
@@ -164,4 +187,42 @@ size_t oomcmd_load_allocations(const char *path)
 int oomcmd_starts_with(const char *text, const char *prefix)
 {
     return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+static int compare_lines(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *oomcmd_sorted_lines(const char *text)
+{
+    char *copy = strdup(text);
+    ck_assert_ptr_nonnull(copy);
+    size_t n = 1, len = strlen(copy);
+    for (const char *p = copy; *p; p++)
+        n += *p == '\n';
+    char **lines = calloc(n, sizeof *lines);
+    char *out = malloc(len + 2);   /* a newline more if the last line had none */
+    ck_assert(lines && out);
+    size_t k = 0;
+    for (char *p = copy; *p; p += strlen(p) + 1) {
+        char *end = strchr(p, '\n');
+        if (end)
+            *end = '\0';
+        lines[k++] = p;
+        if (!end)
+            break;
+    }
+    qsort(lines, k, sizeof *lines, compare_lines);
+    size_t at = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(lines[i]);
+        memcpy(out + at, lines[i], l);
+        out[at + l] = '\n';
+        at += l + 1;
+    }
+    out[at] = '\0';
+    free(lines);
+    free(copy);
+    return out;
 }

@@ -40,6 +40,24 @@ OomCmdRun oomcmd_run_input(OomCommand cmd, char *const *argv, size_t fail,
                            const char *input);
 void oomcmd_free(OomCmdRun *r);
 
+/* Called in the child around the command: `start` before the allocations are counted
+ * (standard input may be set up there), `end` once the command returned. */
+typedef struct OomCmdHooks {
+    void (*start)(void *user);
+    void (*end)(void *user);
+    void *user;
+} OomCmdHooks;
+OomCmdRun oomcmd_run_hooked(OomCommand cmd, char *const *argv, size_t fail,
+                            const OomCmdHooks *hooks);
+
+/* A pipe (fds as pipe(2) gives them) that holds `len` bytes without a reader (at most
+ * OOMCMD_INPUT_MAX). */
+void oomcmd_big_pipe(int fds[2], size_t len);
+
+/* The lines of text sorted (the order two workers write alerts in differs from run
+ * to run), each ending in a newline. Heap. */
+char *oomcmd_sorted_lines(const char *text);
+
 /* How many allocations loading the rules at `path` makes (ruleset_load), in this
  * process: a command that loads them makes the same ones first. */
 size_t oomcmd_load_allocations(const char *path);

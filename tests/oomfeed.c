@@ -1,0 +1,133 @@
+/* tests/oomfeed.c — see oomfeed.h. */
+#include "tests/oomfeed.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/fdio.h"
+#include "tests/sockutil.h"
+
+/* ---- in the feeder: no Check (its failures would be the child's), no exit() ---- */
+
+/* Whether the command has returned (the child closed `done`), waiting up to ms. */
+static bool command_done(int done, int ms)
+{
+    struct pollfd p = {done, POLLIN, 0};
+    return poll(&p, 1, ms) > 0;   /* readable only at its end: nothing is written */
+}
+
+/* Until the pipe behind `w` is empty (the command read it all): false if the command
+ * returned first. */
+static bool wait_read(int w, int done)
+{
+    for (;;) {
+        int left = 0;
+        if (ioctl(w, FIONREAD, &left) < 0)
+            return false;
+        if (left == 0)
+            return true;
+        if (command_done(done, 2))
+            return false;
+    }
+}
+
+static void put_rules(const OomFeed *f)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s.new", f->rules_path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || fd_write_all(fd, f->new_rules, strlen(f->new_rules)) < 0 || close(fd) < 0 ||
+        rename(tmp, f->rules_path) < 0)
+        _exit(1);
+}
+
+/* Asks for a reload and waits for the reply, or the connection's end. */
+static void ask_reload(const OomFeed *f, int done)
+{
+    int sock = -1;
+    while (sock < 0 && !command_done(done, 0))
+        sock = sock_connect_retrying(f->control, 1);
+    if (sock < 0)
+        return;
+    static const char cmd[] = "reload\n";
+    if (fd_send_all(sock, cmd, sizeof cmd - 1) == 0) {
+        char reply[4096];
+        while (!command_done(done, 0)) {
+            struct pollfd p = {sock, POLLIN, 0};
+            if (poll(&p, 1, 5) > 0 && read(sock, reply, sizeof reply) <= 0)
+                break;
+        }
+    }
+    close(sock);
+}
+
+static void feed(const OomFeed *f, int w, int done)
+{
+    signal(SIGPIPE, SIG_IGN);   /* a command that returned early: EPIPE, nothing more */
+    if (fd_write_all(w, f->first, strlen(f->first)) < 0 || !wait_read(w, done))
+        _exit(0);
+    if (f->action == OOMFEED_STOP) {
+        kill(getppid(), SIGTERM);
+        command_done(done, -1);   /* the input stays open: a stop, not its end */
+        _exit(0);
+    }
+    put_rules(f);
+    ask_reload(f, done);
+    (void)fd_write_all(w, f->second, strlen(f->second));
+    _exit(0);
+}
+
+/* ---- in the child ---- */
+
+typedef struct Feeder {
+    const OomFeed *feed;
+    pid_t pid;
+    int done;   /* closed when the command returns */
+} Feeder;
+
+/* Standard input becomes a pipe the feeder writes to. */
+static void start_feeder(void *user)
+{
+    Feeder *fd = user;
+    const OomFeed *f = fd->feed;
+    int in[2], done[2];
+    oomcmd_big_pipe(in, strlen(f->first) + (f->second ? strlen(f->second) : 0));
+    ck_assert_int_eq(pipe(done), 0);
+    fd->pid = fork();
+    ck_assert_int_ge(fd->pid, 0);
+    if (fd->pid == 0) {
+        close(in[0]);
+        close(done[1]);
+        feed(f, in[1], done[0]);
+    }
+    close(in[1]);
+    close(done[0]);
+    ck_assert_int_eq(dup2(in[0], STDIN_FILENO), STDIN_FILENO);
+    close(in[0]);
+    fd->done = done[1];
+}
+
+static void end_feeder(void *user)
+{
+    Feeder *fd = user;
+    close(fd->done);
+    int status;
+    ck_assert_int_eq(waitpid(fd->pid, &status, 0), fd->pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the feeder could not put the new rules in place");
+}
+
+OomCmdRun oomfeed_run(OomCommand cmd, char *const *argv, size_t fail, const OomFeed *feed)
+{
+    Feeder fd = {feed, -1, -1};
+    OomCmdHooks hooks = {start_feeder, end_feeder, &fd};
+    return oomcmd_run_hooked(cmd, argv, fail, &hooks);
+}
