@@ -833,21 +833,26 @@ static int serve(Run *run, const sigset_t *signals)
     run->progress = isatty(STDERR_FILENO) && any_file_input(run->opts);
     int how = read_loop(run, signals);
     int end = 0;
-    if (run->state && how == 1)
+    bool checkpoint_failed = false;
+    if (run->state && how == 1) {
         /* the checkpoint keeps buffered events and partial matches for the next run */
         end = run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
                                    &run->rejects);
-    else
+        checkpoint_failed = end < 0;
+    } else {
         end = how == 1 ? engine_stop(run->engine) : engine_finish(run->engine);
-    if (run->state && how == 0 && end == 0 && alerts_flush(run->alerts) == 0)
+    }
+    if (run->state && how == 0 && end == 0 && alerts_flush(run->alerts) == 0) {
         end = run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
                                    &run->rejects);
+        checkpoint_failed = end < 0;
+    }
     if (run->state)
         run_state_report(run->state);
     if (how < 0 || end < 0) {
         fprintf(stderr, "vigil run: stopped on %s\n",
-                run->fatal ? "an allocation failure" : end < 0 && run->state
-                ? "a failed checkpoint" : end < 0 ? "an allocation failure" : "an input error");
+                run->fatal || (end < 0 && !checkpoint_failed) ? "an allocation failure"
+                : checkpoint_failed ? "a failed checkpoint" : "an input error");
         code = EXIT_IO;
     } else if (run->inputs && input_lost_lines(run->inputs)) {
         fprintf(stderr, "vigil run: an input closed on an error; its lines after it were "

@@ -1945,9 +1945,13 @@ int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *use
     feed_flush(e);
     if (e->workers && workers_pause(e->workers) < 0)
         return -1;
+    /* After a failed allocation lost an event or a match (the decoded lines taken just
+     * now may be the first to say so), a checkpoint would make the loss final: the
+     * next run would resume past what was lost. The previous one stays instead. */
+    bool failed = engine_failed(e) || (e->workers && workers_failed(e->workers));
     EventIndex x = {0};
     Buf tail = BUF_INIT;
-    int rc = write_state(e, &tail, &x, info);
+    int rc = failed ? -1 : write_state(e, &tail, &x, info);
     if (rc == 0) {
         /* before the workers go on: the events listed may be theirs to free */
         write_events(e, out, &x);

@@ -198,7 +198,9 @@ typedef struct EngineCheckpointInfo {
  * and origin. Call between two events. With workers they are paused for it, and
  * paused(user) (may be NULL) is called while they are, so that the caller can
  * capture its outputs at exactly this point (processing-time timers of workers cannot
- * fire meanwhile). -1 on allocation failure. */
+ * fire meanwhile). -1 on allocation failure, now or earlier in the run: an engine
+ * that lost an event or a match to one takes no checkpoint (it would make the loss
+ * final). */
 int engine_checkpoint(Engine *e, Buf *out, void (*paused)(void *user), void *user,
                       EngineCheckpointInfo *info);
 

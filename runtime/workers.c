@@ -1120,6 +1120,16 @@ void workers_resume(Workers *ws)
         resume_all(ws);
 }
 
+bool workers_failed(const Workers *ws)
+{
+    if (ws->failed)
+        return true;
+    for (size_t i = 0; i < ws->n; i++)
+        if (ws->w[i].shard && shard_failed(ws->w[i].shard))
+            return true;
+    return false;
+}
+
 int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
                    void (*swap)(void *user), void *user)
 {

@@ -143,6 +143,9 @@ int workers_reload(Workers *w, const CompiledRuleSet *next, const size_t *from,
  * can be read; -1 on allocation failure (nothing paused). Resume with workers_resume. */
 int workers_pause(Workers *w);
 void workers_resume(Workers *w);
+/* While paused or finished: whether an allocation failed in dispatching or in a
+ * worker's matching, so that something (an event, a partial match) was lost. */
+bool workers_failed(const Workers *w);
 /* Counters of one rule summed over the workers: read them paused or finished. */
 void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
 /* Regex tests that hit PCRE2's limits: the sending thread's (filters and keys), plus

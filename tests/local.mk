@@ -41,3 +41,4 @@ include tests/cli_oom.mk
 include tests/workers_oom.mk
 include tests/expr_oom.mk
 include tests/endflush.mk
+include tests/state_oom.mk

@@ -1,0 +1,16 @@
+# tests: vigil run --state and hot reloads when an allocation fails (see
+# tests/local.mk): checkpoints written, a checkpoint restored, a reload during a run,
+# with one worker and two. Allocations fail in turn, counted over every thread
+# (tests/oomwrap.h), each run in a child (tests/oomcmd.h); tests/oomfeed.h feeds
+# standard input around a stop or a reload.
+STATE_OOM_SOURCES = tests/oomcmd.c tests/oomcmd.h tests/oomfeed.c tests/oomfeed.h \
+	tests/sockutil.c tests/sockutil.h \
+	cli/cmd_run.c cli/rejects.c cli/rejects.h cli/run_state.c cli/run_state.h \
+	cli/watch.c cli/watch.h cli/control.c cli/control.h \
+	$(OOM_SOURCES) $(TEST_UTIL)
+check_PROGRAMS += tests/test_state_oom
+TESTS += tests/test_state_oom
+tests_test_state_oom_SOURCES = tests/test_state_oom.c $(STATE_OOM_SOURCES)
+tests_test_state_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_state_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_state_oom_LDADD = $(TEST_LIBS)

@@ -1,0 +1,359 @@
+/* tests/test_state_oom.c — `vigil run --state DIR` when an allocation fails: while
+ * it writes checkpoints, and while it restores one. RUNTIME.md: running out of memory
+ * is never silent (exit 3 saying so), and with --state a file input and a file output
+ * get every alert exactly once across runs, whatever stopped a run. So:
+ * - a checkpointing run (a checkpoint at nearly every turn of its read loop, and one
+ *   at the end) with allocation N failing must exit 0 with exactly the alerts of the
+ *   run without failure, or exit 3 saying that memory ran out; then a second run on
+ *   the same state folder, without failure, must leave the output file with exactly
+ *   the alerts of the pair of runs without failure: none lost, none repeated (as
+ *   after a crash: the second run cuts the file back to the last checkpoint and goes
+ *   on from there);
+ * - a run restoring a checkpoint that holds keys, partial matches and buffered events
+ *   (taken at a stop, SIGTERM) with allocation N failing must likewise exit 0 with
+ *   the alerts the restore owes, or exit 3 saying so, and then a run without failure
+ *   must make the output whole; a restore that fails is never a run that goes on
+ *   without the restored state.
+ * One worker (byte for byte) and two (the same lines in any order). Each run in a
+ * child that LeakSanitizer checks and that is killed if it hangs (tests/oomcmd.h).
+ * Allocations fail in turn for the first few hundred, then every OOM_STEP-th
+ * (VIGIL_OOM_STEP in the environment; 1 fails each in turn, which takes minutes). */
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "tests/checkmain.h"
+#include "tests/oomcmd.h"
+#include "tests/oomfeed.h"
+#include "tests/testutil.h"
+
+/* Events over 128 KiB (the input layer's first read), so a run reads its file in
+ * several turns and checkpoints between them. */
+#define N_EVENTS 1500
+#define N_USERS 12
+#define OOM_EACH_FIRST 250
+#define OOM_STEP 17
+#define OOM_EACH_FIRST_SANITIZED 30
+#define OOM_STEP_SANITIZED 151
+
+/* A rule that matches, one whose partial matches time out, one with a filter and one
+ * with suppression: state of each kind in a checkpoint. */
+static const char RULES[] =
+    "time ts lateness 3s;\n"
+    "rule pair { key u; begin a where t == \"login\"; followed_by b where t == \"buy\" and\n"
+    "  n > a.n; within 30s; on match alert \"pair {u}\" fields { first: a.n, then: b.n }; }\n"
+    "rule quiet { key u; begin a where t == \"open\"; followed_by b where t == \"close\";\n"
+    "  within 5s; on match alert \"closed {u}\"; on timeout alert \"left open {u}\"; }\n"
+    "rule big { filter n > 90; key u; begin a where t == \"buy\";\n"
+    "  on match alert \"big {u + \\\"/\\\" + str(a.n)}\"; }\n"
+    "rule calm { key u; begin a where t == \"view\"; suppress 20s; on match alert \"viewed\"; }\n";
+
+static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
+
+/* Events `from` to `to` of a fixed sequence: times rising by 1 or 2 s, every fifth two
+ * seconds early (out of order within the lateness), a pseudo-random user and type,
+ * and padding. Heap. */
+static char *make_events(int from, int to)
+{
+    size_t room = (size_t)(to - from) * 200 + 1;
+    char *text = malloc(room);
+    ck_assert_ptr_nonnull(text);
+    size_t at = 0;
+    uint32_t rnd = 12345;
+    long ts = 1000000;
+    for (int i = 0; i < to; i++) {
+        rnd = rnd * 1103515245u + 12345u;
+        unsigned r = rnd >> 8;
+        ts += 1 + (long)(r % 2);
+        if (i < from)
+            continue;
+        int n = snprintf(text + at, room - at,
+                         "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u,\"pad\":\"%s\"}\n",
+                         i % 5 == 2 ? ts - 2 : ts, (r >> 4) % N_USERS, TYPES[(r >> 12) % 5],
+                         (r >> 16) % 100,
+                         "................................................................");
+        ck_assert(n > 0 && (size_t)n < room - at);
+        at += (size_t)n;
+    }
+    text[at] = '\0';
+    return text;
+}
+
+typedef struct Tree {
+    char dir[48];
+    char rules[96], events[96], out[96], state[96], pristine[96], saved_out[96];
+} Tree;
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void make_tree(Tree *t)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-state-oom-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->rules, sizeof t->rules, "%s/r.cep", t->dir);
+    snprintf(t->events, sizeof t->events, "%s/events.jsonl", t->dir);
+    snprintf(t->out, sizeof t->out, "%s/out.jsonl", t->dir);
+    snprintf(t->state, sizeof t->state, "%s/state", t->dir);
+    snprintf(t->pristine, sizeof t->pristine, "%s/pristine", t->dir);
+    snprintf(t->saved_out, sizeof t->saved_out, "%s/saved-out.jsonl", t->dir);
+    write_file(t->rules, RULES);
+}
+
+static void shell(const char *fmt, const char *a, const char *b)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, fmt, a, b);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+}
+
+static void remove_tree(Tree *t)
+{
+    shell("rm -rf '%s'%s", t->dir, "");
+}
+
+/* The output file's alerts ("" if there is none); sorted with two workers. Heap. */
+static char *alerts_in(const char *path, bool sorted)
+{
+    char *text = access(path, F_OK) == 0 ? test_read_file(path, NULL) : strdup("");
+    ck_assert_ptr_nonnull(text);
+    if (!sorted)
+        return text;
+    char *s = oomcmd_sorted_lines(text);
+    free(text);
+    return s;
+}
+
+static size_t count(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Whether the line of text that holds `line` holds none of `a` and `b`. */
+static bool line_lacks(const char *text, const char *line, const char *a, const char *b)
+{
+    const char *at = strstr(text, line);
+    if (!at)
+        return false;
+    const char *end = strchr(at, '\n');
+    char *copy = strndup(at, end ? (size_t)(end - at) : strlen(at));
+    ck_assert_ptr_nonnull(copy);
+    bool lacks = !strstr(copy, a) && !strstr(copy, b);
+    free(copy);
+    return lacks;
+}
+
+static bool says_out_of_memory(const OomCmdRun *r)
+{
+    return strstr(r->err, "out of memory") || strstr(r->err, "allocation failure");
+}
+
+typedef struct Pace {
+    size_t each_first, step;
+} Pace;
+
+static Pace oom_pace(void)
+{
+    Pace p = getenv("VIGIL_TEST_SMALL") ? (Pace){OOM_EACH_FIRST_SANITIZED, OOM_STEP_SANITIZED}
+                                        : (Pace){OOM_EACH_FIRST, OOM_STEP};
+    const char *env = getenv("VIGIL_OOM_STEP");
+    if (env && atoi(env) > 0)
+        p.step = (size_t)atoi(env);
+    return p;
+}
+
+static size_t next_fail(const Pace *p, size_t fail)
+{
+    return fail + (fail < p->each_first ? 1 : p->step);
+}
+
+/* The run of `argv` on the state folder as it is, with allocation `fail` failing;
+ * `how` names it in messages, with the first run's allocation `attempt`. Exit 0 with
+ * `want` in the output file (`sorted`), or, when an allocation fails, exit 3 saying
+ * that memory ran out. Returns the exit code. With err_out: if *err_out is NULL, the
+ * run's stderr goes there (heap), else *err_out (the first run's) is quoted in the
+ * failure message. */
+static int run_judged(char **argv, const Tree *t, size_t fail, const char *want, bool sorted,
+                      const char *how, size_t attempt, char **err_out)
+{
+    OomCmdRun r = oomcmd_run(cmd_run, argv, fail);
+    char *got = alerts_in(t->out, sorted);
+    bool same = r.rc == EXIT_OK && !strcmp(got, want);
+    bool exit_3 = fail > 0 && r.rc == EXIT_IO && says_out_of_memory(&r);
+    ck_assert_msg(same || exit_3,
+                  "%s (allocation %zu failed in the first run): exit %d, %zu alert lines "
+                  "of %zu, stderr\n%.2000s\nthe allocation that failed:\n%s\n"
+                  "the first run's stderr:\n%.2000s", how, attempt, r.rc, count(got, "\n"),
+                  count(want, "\n"), r.err, r.stack, err_out && *err_out ? *err_out : "");
+    int rc = r.rc;
+    if (err_out && !*err_out) {
+        size_t len = strlen(r.err) + strlen(r.stack) + sizeof "the allocation that failed:\n";
+        *err_out = malloc(len);
+        ck_assert_ptr_nonnull(*err_out);
+        snprintf(*err_out, len, "%sthe allocation that failed:\n%s", r.err, r.stack);
+    }
+    free(got);
+    oomcmd_free(&r);
+    return rc;
+}
+
+/* ---- checkpoints written with an allocation failing ---- */
+
+static void checkpointing_runs(const char *workers)
+{
+    Tree t;
+    make_tree(&t);
+    char *events = make_events(0, N_EVENTS);
+    write_file(t.events, events);
+    free(events);
+    char *argv[] = {"run", "--state", t.state, "--checkpoint-every", "1ms", "--workers",
+                    (char *)workers, "-i", t.events, "-o", t.out, t.rules, NULL};
+    bool sorted = strcmp(workers, "1") != 0;
+    /* the pair without failure: the second finds the input read to its end */
+    OomCmdRun first = oomcmd_run(cmd_run, argv, 0);
+    ck_assert_msg(first.rc == EXIT_OK, "without failure: exit %d\n%.1500s", first.rc, first.err);
+    /* one at least while it reads (it reads its file in two turns or more) */
+    ck_assert_msg(strstr(first.err, "checkpoints in this run") &&
+                  !strstr(first.err, " 1 checkpoints in this run"),
+                  "too few checkpoints: %s", first.err);
+    char *want = alerts_in(t.out, sorted);
+    ck_assert_uint_gt(count(want, "\"kind\":\"timeout\""), 0);
+    ck_assert_uint_gt(count(want, "\"rule\":\"pair\""), 0);
+    run_judged(argv, &t, 0, want, sorted, "the second run without failure", 0, NULL);
+    Pace pace = oom_pace();
+    size_t exits_3 = 0, last = first.n_allocs + first.n_allocs / 8;
+    for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
+        shell("rm -rf '%s' '%s'", t.state, t.out);
+        char *first_err = NULL;
+        exits_3 += run_judged(argv, &t, fail, want, sorted, "the run", fail, &first_err) ==
+                   EXIT_IO;
+        run_judged(argv, &t, 0, want, sorted, "the next run, without failure", fail, &first_err);
+        free(first_err);
+    }
+    ck_assert_uint_gt(exits_3, 0);
+    free(want);
+    oomcmd_free(&first);
+    remove_tree(&t);
+}
+
+START_TEST(checkpoints_with_one_worker_lose_and_repeat_nothing)
+{
+    checkpointing_runs("1");
+}
+END_TEST
+
+START_TEST(checkpoints_with_two_workers_lose_and_repeat_nothing)
+{
+    checkpointing_runs("2");
+}
+END_TEST
+
+/* ---- a restore with an allocation failing ---- */
+
+/* The events cut in two: the first part goes through a pipe to a run that is then
+ * stopped (its checkpoint keeps partial matches and buffered events); the second is
+ * the file the restoring runs read (new to the checkpoint, so read from its start). */
+#define CUT (N_EVENTS / 2)
+
+static void restoring_runs(const char *workers)
+{
+    Tree t;
+    make_tree(&t);
+    bool sorted = strcmp(workers, "1") != 0;
+    /* what one run over all the events gives */
+    char *all = make_events(0, N_EVENTS);
+    write_file(t.events, all);
+    free(all);
+    char *whole_argv[] = {"run", "--workers", (char *)workers, "-i", t.events, "-o", t.out,
+                          t.rules, NULL};
+    OomCmdRun whole = oomcmd_run(cmd_run, whole_argv, 0);
+    ck_assert_msg(whole.rc == EXIT_OK, "one run: exit %d\n%.1500s", whole.rc, whole.err);
+    char *want = alerts_in(t.out, sorted);
+    oomcmd_free(&whole);
+    shell("rm -f '%s'%s", t.out, "");
+    /* the stopped run */
+    char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
+    write_file(t.events, second);
+    char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
+                         t.rules, NULL};
+    OomFeed stop = {.first = first, .action = OOMFEED_STOP};
+    OomCmdRun stopped = oomfeed_run(cmd_run, stop_argv, 0, &stop);
+    ck_assert_msg(stopped.rc == EXIT_OK && line_lacks(stopped.err, "state saved in",
+                                                      " 0 partial matches", "of which 0 buffered"),
+                  "the stopped run: exit %d\n%.1500s", stopped.rc, stopped.err);
+    oomcmd_free(&stopped);
+    shell("cp -a '%s' '%s'", t.state, t.pristine);
+    shell("cp -a '%s' '%s'", t.out, t.saved_out);
+    char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
+                    "-o", t.out, t.rules, NULL};
+    OomCmdRun restored = oomcmd_run(cmd_run, argv, 0);
+    ck_assert_msg(restored.rc == EXIT_OK && line_lacks(restored.err, "restored checkpoint",
+                                                       " 0 partial matches", " 0 buffered events"),
+                  "the restoring run without failure: exit %d\n%.1500s", restored.rc,
+                  restored.err);
+    char *got = alerts_in(t.out, sorted);
+    ck_assert_msg(!strcmp(got, want), "stopped and restored: %zu alert lines, one run %zu",
+                  count(got, "\n"), count(want, "\n"));
+    free(got);
+    Pace pace = oom_pace();
+    size_t exits_3 = 0, last = restored.n_allocs + restored.n_allocs / 8;
+    for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
+        shell("rm -rf '%s'%s", t.state, "");
+        shell("cp '%s' '%s'", t.saved_out, t.out);
+        shell("cp -a '%s' '%s'", t.pristine, t.state);
+        char *first_err = NULL;
+        exits_3 += run_judged(argv, &t, fail, want, sorted, "the restoring run", fail,
+                              &first_err) == EXIT_IO;
+        run_judged(argv, &t, 0, want, sorted, "the next run, without failure", fail, &first_err);
+        free(first_err);
+    }
+    ck_assert_uint_gt(exits_3, 0);
+    oomcmd_free(&restored);
+    free(first);
+    free(second);
+    free(want);
+    remove_tree(&t);
+}
+
+START_TEST(restores_with_one_worker_lose_and_repeat_nothing)
+{
+    restoring_runs("1");
+}
+END_TEST
+
+START_TEST(restores_with_two_workers_lose_and_repeat_nothing)
+{
+    restoring_runs("2");
+}
+END_TEST
+
+static Suite *state_oom_suite(void)
+{
+    Suite *s = suite_create("state_oom");
+    TCase *tc = tcase_create("oom");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, checkpoints_with_one_worker_lose_and_repeat_nothing);
+    tcase_add_test(tc, checkpoints_with_two_workers_lose_and_repeat_nothing);
+    tcase_add_test(tc, restores_with_one_worker_lose_and_repeat_nothing);
+    tcase_add_test(tc, restores_with_two_workers_lose_and_repeat_nothing);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return check_run_suite(state_oom_suite());
+}
