@@ -842,7 +842,12 @@ static int serve(Run *run, const sigset_t *signals)
     } else {
         end = how == 1 ? engine_stop(run->engine) : engine_finish(run->engine);
     }
-    if (run->state && how == 0 && end == 0 && alerts_flush(run->alerts) == 0) {
+    /* An input that closed on an error (lines lost) ended the reading early: a final
+     * checkpoint would record the end of input (event time at +infinity, every
+     * timeout fired) with that input's lines after the error unread, so the next run
+     * would take them all as late. The previous checkpoint stays; the run exits 3. */
+    bool lines_lost = run->inputs && input_lost_lines(run->inputs);
+    if (run->state && how == 0 && end == 0 && !lines_lost && alerts_flush(run->alerts) == 0) {
         end = run_state_checkpoint(run->state, run->engine, run->alerts, run->inputs,
                                    &run->rejects);
         checkpoint_failed = end < 0;
@@ -854,7 +859,7 @@ static int serve(Run *run, const sigset_t *signals)
                 run->fatal || (end < 0 && !checkpoint_failed) ? "an allocation failure"
                 : checkpoint_failed ? "a failed checkpoint" : "an input error");
         code = EXIT_IO;
-    } else if (run->inputs && input_lost_lines(run->inputs)) {
+    } else if (lines_lost) {
         fprintf(stderr, "vigil run: an input closed on an error; its lines after it were "
                         "not read\n");
         code = EXIT_IO;

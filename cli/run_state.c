@@ -110,12 +110,15 @@ static char *journal_path(const RunState *st)
     return p;
 }
 
-/* Reads the journal of the previous run (empty if there is none). */
+/* Reads the journal of the previous run (empty if there is none); -1 with errno set
+ * (ENOMEM: out of memory). */
 static int read_journal(const RunState *st, Buf *out)
 {
     char *path = journal_path(st);
-    if (!path)
+    if (!path) {
+        errno = ENOMEM;
         return -1;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (fd < 0)
@@ -124,7 +127,9 @@ static int read_journal(const RunState *st, Buf *out)
     ssize_t n;
     while ((n = read(fd, chunk, sizeof chunk)) > 0)
         buf_append(out, chunk, (size_t)n);
+    int read_errno = errno;
     close(fd);
+    errno = out->failed ? ENOMEM : read_errno;
     return n < 0 || out->failed ? -1 : 0;
 }
 
@@ -148,8 +153,9 @@ void run_state_file_opened(void *user, const char *path)
     /* one write per record on an O_APPEND descriptor: workers may call this at once */
     if (rec.failed || st->journal_fd < 0 || write(st->journal_fd, rec.data, rec.len) < 0 ||
         fdatasync(st->journal_fd) < 0)
-        fprintf(stderr, "vigil run: --state: cannot note %s in the journal; after a crash "
-                "before the next checkpoint its alerts may repeat\n", path);
+        fprintf(stderr, "vigil run: --state: cannot note %s in the journal%s; after a crash "
+                "before the next checkpoint its alerts may repeat\n", path,
+                rec.failed ? " (out of memory)" : "");
     buf_free(&rec);
 }
 
@@ -164,12 +170,15 @@ static int roll_back_files(RunState *st)
         ckpt_find_section(st->loaded.body, st->loaded.len, CKPT_SEC_FILES, &sec, &sec_len))
         buf_append(&cut, sec, sec_len);
     int rc = read_journal(st, &journal);
+    bool oom = rc < 0 && errno == ENOMEM;
     if (rc == 0)
         files_merge(&cut, journal.data ? journal.data : "", journal.len);
     /* every file of earlier runs stays known: a later crash may need it cut back too */
     files_merge(&st->known, cut.data ? cut.data : "", cut.len);
     char *err = NULL;
-    if (rc < 0 || cut.failed || st->known.failed)
+    if (oom || cut.failed || st->known.failed)
+        rc = fail(NULL, "out of memory while reading the journal of opened files");
+    else if (rc < 0)
         rc = fail(NULL, "cannot read the journal of opened files");
     else if (ckpt_truncate_files(cut.data ? cut.data : "", cut.len, log_line, NULL, &err) < 0)
         rc = fail(err, "cannot cut the output files back");
@@ -196,7 +205,9 @@ int run_state_open(RunState *st, const char *dir, int64_t every_ms, const char *
     if (ckpt_open(&st->store, dir, &err) < 0)
         return fail(err, "cannot open the state folder");
     char *jp = journal_path(st);
-    st->journal_fd = jp ? open(jp, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+    if (!jp)
+        return fail(NULL, "out of memory");
+    st->journal_fd = open(jp, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     free(jp);
     if (st->journal_fd < 0)
         return fail(NULL, "cannot open the journal of opened files");
@@ -256,7 +267,8 @@ typedef struct Capture {
     AlertRouter *alerts;
     Rejects *rejects;
     Buf files;
-    bool failed;
+    bool failed;          /* an output file could not be written or synced */
+    bool alerts_lost;     /* an alert could not be rendered (out of memory) */
 } Capture;
 
 static void add_file(void *user, const char *path, uint64_t length)
@@ -290,6 +302,9 @@ static void capture_files(void *user)
 {
     Capture *c = user;
     RunState *st = c->st;
+    /* a checkpoint past a lost alert would make the loss final: the next run must
+     * start from the one before and make it again */
+    c->alerts_lost = alerts_lost(c->alerts) > 0;
     if (alerts_sync_files(c->alerts, add_file, c) < 0)
         c->failed = true;
     add_reject_file(c, c->rejects->errors.file, st->errors_path);
@@ -306,14 +321,15 @@ int run_state_checkpoint(RunState *st, Engine *engine, AlertRouter *alerts, Inpu
 {
     int64_t t0 = clock_monotonic_ms();
     st->last_ms = t0;
-    Capture c = {st, alerts, rejects, BUF_INIT, false};
+    Capture c = {st, alerts, rejects, BUF_INIT, false, false};
     Buf eng = BUF_INIT, body = BUF_INIT;
     EngineCheckpointInfo info;
     char *err = NULL;
     int rc = engine_checkpoint(engine, &eng, capture_files, &c, &info);
-    if (rc < 0 || c.failed) {
+    if (rc < 0 || c.failed || c.alerts_lost) {
         rc = fail(NULL, c.failed ? "an output file could not be written or synced; no "
-                  "checkpoint taken" : "out of memory while taking a checkpoint");
+                  "checkpoint taken" : c.alerts_lost ? "alerts were lost for want of memory; "
+                  "no checkpoint taken" : "out of memory while taking a checkpoint");
     } else {
         ckpt_put_section(&body, CKPT_SEC_ENGINE, eng.data ? eng.data : "", eng.len);
         const char *prev = NULL;
