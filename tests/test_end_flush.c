@@ -195,6 +195,12 @@ START_TEST(end_matches_timers_fired_one_by_one)
     expect_same_alerts(&end.seen, &timers.seen);
     for (size_t r = 0; r < N_RULES; r++)
         expect_same_stats(&end.rule[r], &timers.rule[r], r);
+    /* said outright too: the reference's end also drops the keys left after its far
+     * event (partial matches without a deadline) in bulk */
+    for (size_t r = 0; r < N_RULES; r++) {
+        ck_assert_uint_eq(end.rule[r].keys_live, 0);
+        ck_assert_uint_eq(end.rule[r].partials_live, 0);
+    }
     ck_assert_uint_eq(end.memory_bytes, 0);
     ck_assert_uint_eq(timers.memory_bytes, 0);
     /* the stream reaches every kind of end it is meant to */
