@@ -202,8 +202,9 @@ int run_state_open(RunState *st, const char *dir, int64_t every_ms, const char *
     st->late_path = late_path;
     st->last_ms = clock_monotonic_ms();
     char *err = NULL;
+    /* their errors are always told, unless memory ran out for the message */
     if (ckpt_open(&st->store, dir, &err) < 0)
-        return fail(err, "cannot open the state folder");
+        return fail(err, "out of memory");
     char *jp = journal_path(st);
     if (!jp)
         return fail(NULL, "out of memory");
@@ -213,7 +214,7 @@ int run_state_open(RunState *st, const char *dir, int64_t every_ms, const char *
         return fail(NULL, "cannot open the journal of opened files");
     int found = ckpt_load(&st->store, &st->loaded, log_line, NULL, &err);
     if (found < 0)
-        return fail(err, "no usable checkpoint");
+        return fail(err, "out of memory");
     if (roll_back_files(st) < 0)
         return -1;
     /* --errors and --late are opened before the outputs: note them first */

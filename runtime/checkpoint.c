@@ -107,7 +107,8 @@ void ckpt_close(CkptStore *s)
 
 /* ---- reading a slot ----------------------------------------------------------------- */
 
-typedef enum { SLOT_OK, SLOT_ABSENT, SLOT_BAD } SlotStatus;
+/* SLOT_NOMEM: memory ran out while reading it, which says nothing about the slot. */
+typedef enum { SLOT_OK, SLOT_ABSENT, SLOT_BAD, SLOT_NOMEM } SlotStatus;
 
 static SlotStatus read_file(const char *path, char **data, size_t *len, char **why)
 {
@@ -119,20 +120,27 @@ static SlotStatus read_file(const char *path, char **data, size_t *len, char **w
         return SLOT_BAD;
     }
     struct stat st;
-    char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        *why = buf_format("cannot read it: %s", strerror(errno));
+        close(fd);
+        return SLOT_BAD;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf) {
+        close(fd);
+        return SLOT_NOMEM;
+    }
     size_t got = 0;
-    if (fstat(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
-        while (got < (size_t)st.st_size) {
-            ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            got += (size_t)n;
-        }
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
     }
     close(fd);
-    if (!buf || got != (size_t)st.st_size) {
+    if (got != (size_t)st.st_size) {
         free(buf);
         *why = buf_format("cannot read it");
         return SLOT_BAD;
@@ -189,9 +197,20 @@ int ckpt_load(CkptStore *s, CkptLoaded *out, CkptLog log, void *user, char **err
         cand[i].path = slot_path(s, (uint64_t)i);
         char *data = NULL;
         size_t len = 0;
-        st[i] = !cand[i].path ? SLOT_BAD : read_file(cand[i].path, &data, &len, &why[i]);
+        st[i] = !cand[i].path ? SLOT_NOMEM : read_file(cand[i].path, &data, &len, &why[i]);
         if (st[i] == SLOT_OK && (st[i] = check_slot(data, len, &cand[i], &why[i])) != SLOT_OK)
             free(data);
+    }
+    /* Out of memory: neither slot may be judged, nor an older one used in place of a
+     * newer one that could not be read (the next checkpoint would go over it). */
+    if (st[0] == SLOT_NOMEM || st[1] == SLOT_NOMEM) {
+        for (int i = 0; i < 2; i++) {
+            free(why[i]);
+            free(cand[i].body);
+            free(cand[i].path);
+        }
+        *err = buf_format("out of memory while reading the checkpoints in %s", s->dir);
+        return -1;
     }
     int best = -1;
     for (int i = 0; i < 2; i++)

@@ -69,8 +69,9 @@ typedef struct CkptLoaded {
 } CkptLoaded;
 
 /* The newest usable checkpoint. 1: loaded into *out; 0: the folder holds none; -1:
- * checkpoints exist but none is usable (*err, heap, says why). Skipped slots are
- * reported through log. */
+ * checkpoints exist but none is usable, or memory ran out while reading them (then no
+ * slot is judged or skipped) (*err, heap, says which; NULL when memory ran out for it
+ * too). Skipped slots are reported through log. */
 int ckpt_load(CkptStore *s, CkptLoaded *out, CkptLog log, void *user, char **err);
 void ckpt_loaded_free(CkptLoaded *l);
 

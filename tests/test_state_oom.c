@@ -16,8 +16,9 @@
  *   without the restored state.
  * One worker (byte for byte) and two (the same lines in any order). Each run in a
  * child that LeakSanitizer checks and that is killed if it hangs (tests/oomcmd.h).
- * Allocations fail in turn for the first few hundred, then every OOM_STEP-th
- * (VIGIL_OOM_STEP in the environment; 1 fails each in turn, which takes minutes). */
+ * Allocations fail in turn for a few hundred after the rules are loaded, elsewhere
+ * every OOM_STEP-th (VIGIL_OOM_STEP in the environment; 1 fails each in turn, which
+ * takes minutes). */
 #include <check.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,9 +37,13 @@
  * several turns and checkpoints between them. */
 #define N_EVENTS 1500
 #define N_USERS 12
-#define OOM_EACH_FIRST 250
+/* Which allocations fail: every OOM_STEP-th while the rules load (test_load_oom's
+ * part), then each in turn for OOM_EACH (opening the state folder, reading and
+ * restoring a checkpoint, starting the engine, the first reads), then every
+ * OOM_STEP-th again. */
+#define OOM_EACH 250
 #define OOM_STEP 17
-#define OOM_EACH_FIRST_SANITIZED 30
+#define OOM_EACH_SANITIZED 30
 #define OOM_STEP_SANITIZED 151
 
 /* A rule that matches, one whose partial matches time out, one with a filter and one
@@ -162,13 +167,16 @@ static bool says_out_of_memory(const OomCmdRun *r)
 }
 
 typedef struct Pace {
-    size_t each_first, step;
+    size_t each_from, each_to, step;
 } Pace;
 
-static Pace oom_pace(void)
+/* VIGIL_OOM_STEP (environment) sets the step: 1 fails each allocation in turn. */
+static Pace oom_pace(const Tree *t)
 {
-    Pace p = getenv("VIGIL_TEST_SMALL") ? (Pace){OOM_EACH_FIRST_SANITIZED, OOM_STEP_SANITIZED}
-                                        : (Pace){OOM_EACH_FIRST, OOM_STEP};
+    bool small = getenv("VIGIL_TEST_SMALL") != NULL;
+    size_t from = oomcmd_load_allocations(t->rules);
+    Pace p = {from, from + (small ? OOM_EACH_SANITIZED : OOM_EACH),
+              small ? OOM_STEP_SANITIZED : OOM_STEP};
     const char *env = getenv("VIGIL_OOM_STEP");
     if (env && atoi(env) > 0)
         p.step = (size_t)atoi(env);
@@ -177,7 +185,7 @@ static Pace oom_pace(void)
 
 static size_t next_fail(const Pace *p, size_t fail)
 {
-    return fail + (fail < p->each_first ? 1 : p->step);
+    return fail + (fail >= p->each_from && fail < p->each_to ? 1 : p->step);
 }
 
 /* The run of `argv` on the state folder as it is, with allocation `fail` failing;
@@ -233,7 +241,7 @@ static void checkpointing_runs(const char *workers)
     ck_assert_uint_gt(count(want, "\"kind\":\"timeout\""), 0);
     ck_assert_uint_gt(count(want, "\"rule\":\"pair\""), 0);
     run_judged(argv, &t, 0, want, sorted, "the second run without failure", 0, NULL);
-    Pace pace = oom_pace();
+    Pace pace = oom_pace(&t);
     size_t exits_3 = 0, last = first.n_allocs + first.n_allocs / 8;
     for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
         shell("rm -rf '%s' '%s'", t.state, t.out);
@@ -308,7 +316,7 @@ static void restoring_runs(const char *workers)
     ck_assert_msg(!strcmp(got, want), "stopped and restored: %zu alert lines, one run %zu",
                   count(got, "\n"), count(want, "\n"));
     free(got);
-    Pace pace = oom_pace();
+    Pace pace = oom_pace(&t);
     size_t exits_3 = 0, last = restored.n_allocs + restored.n_allocs / 8;
     for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
         shell("rm -rf '%s'%s", t.state, "");
