@@ -41,8 +41,8 @@
  * part), then each in turn for OOM_EACH (opening the state folder, reading and
  * restoring a checkpoint, starting the engine, the first reads), then every
  * OOM_STEP-th again. */
-#define OOM_EACH 250
-#define OOM_STEP 17
+#define OOM_EACH 200
+#define OOM_STEP 19
 #define OOM_EACH_SANITIZED 30
 #define OOM_STEP_SANITIZED 151
 
