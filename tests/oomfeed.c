@@ -69,7 +69,7 @@ static void ask_reload(const OomFeed *f, int done)
     close(sock);
 }
 
-static void feed(const OomFeed *f, int w, int done)
+_Noreturn static void feed_input(const OomFeed *f, int w, int done)
 {
     signal(SIGPIPE, SIG_IGN);   /* a command that returned early: EPIPE, nothing more */
     if (fd_write_all(w, f->first, strlen(f->first)) < 0 || !wait_read(w, done))
@@ -96,38 +96,38 @@ typedef struct Feeder {
 /* Standard input becomes a pipe the feeder writes to. */
 static void start_feeder(void *user)
 {
-    Feeder *fd = user;
-    const OomFeed *f = fd->feed;
+    Feeder *fe = user;
+    const OomFeed *f = fe->feed;
     int in[2], done[2];
     oomcmd_big_pipe(in, strlen(f->first) + (f->second ? strlen(f->second) : 0));
     ck_assert_int_eq(pipe(done), 0);
-    fd->pid = fork();
-    ck_assert_int_ge(fd->pid, 0);
-    if (fd->pid == 0) {
+    fe->pid = fork();
+    ck_assert_int_ge(fe->pid, 0);
+    if (fe->pid == 0) {
         close(in[0]);
         close(done[1]);
-        feed(f, in[1], done[0]);
+        feed_input(f, in[1], done[0]);
     }
     close(in[1]);
     close(done[0]);
     ck_assert_int_eq(dup2(in[0], STDIN_FILENO), STDIN_FILENO);
     close(in[0]);
-    fd->done = done[1];
+    fe->done = done[1];
 }
 
 static void end_feeder(void *user)
 {
-    Feeder *fd = user;
-    close(fd->done);
+    Feeder *fe = user;
+    close(fe->done);
     int status;
-    ck_assert_int_eq(waitpid(fd->pid, &status, 0), fd->pid);
+    ck_assert_int_eq(waitpid(fe->pid, &status, 0), fe->pid);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "the feeder could not put the new rules in place");
 }
 
 OomCmdRun oomfeed_run(OomCommand cmd, char *const *argv, size_t fail, const OomFeed *feed)
 {
-    Feeder fd = {feed, -1, -1};
-    OomCmdHooks hooks = {start_feeder, end_feeder, &fd};
+    Feeder fe = {feed, -1, -1};
+    OomCmdHooks hooks = {start_feeder, end_feeder, &fe};
     return oomcmd_run_hooked(cmd, argv, fail, &hooks);
 }
