@@ -14,6 +14,13 @@ tests_test_state_oom_SOURCES = tests/test_state_oom.c $(STATE_OOM_SOURCES)
 tests_test_state_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_state_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_state_oom_LDADD = $(TEST_LIBS)
+# the same source with the stops (SIGTERM) instead, to keep each program short
+check_PROGRAMS += tests/test_stop_oom
+TESTS += tests/test_stop_oom
+tests_test_stop_oom_SOURCES = tests/test_state_oom.c $(STATE_OOM_SOURCES)
+tests_test_stop_oom_CFLAGS = $(TEST_CFLAGS) -DSTATE_OOM_STOPS
+tests_test_stop_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_stop_oom_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_reload_oom
 TESTS += tests/test_reload_oom
 tests_test_reload_oom_SOURCES = tests/test_reload_oom.c $(STATE_OOM_SOURCES)

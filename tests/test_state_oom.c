@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "tests/checkmain.h"
 #include "tests/oomcmd.h"
 #include "tests/oomfeed.h"
 #include "tests/testutil.h"
@@ -276,22 +275,28 @@ END_TEST
  * the file the restoring runs read (new to the checkpoint, so read from its start). */
 #define CUT (N_EVENTS / 2)
 
+/* What one run over all the events gives (sorted with two workers). Heap. */
+static char *one_run_alerts(const Tree *t, char *workers, bool sorted)
+{
+    char *all = make_events(0, N_EVENTS);
+    write_file(t->events, all);
+    free(all);
+    char *argv[] = {"run", "--workers", workers, "-i", (char *)t->events, "-o", (char *)t->out,
+                    (char *)t->rules, NULL};
+    OomCmdRun whole = oomcmd_run(cmd_run, argv, 0);
+    ck_assert_msg(whole.rc == EXIT_OK, "one run: exit %d\n%.1500s", whole.rc, whole.err);
+    char *want = alerts_in(t->out, sorted);
+    oomcmd_free(&whole);
+    shell("rm -f '%s'%s", t->out, "");
+    return want;
+}
+
 static void restoring_runs(const char *workers)
 {
     Tree t;
     make_tree(&t);
     bool sorted = strcmp(workers, "1") != 0;
-    /* what one run over all the events gives */
-    char *all = make_events(0, N_EVENTS);
-    write_file(t.events, all);
-    free(all);
-    char *whole_argv[] = {"run", "--workers", (char *)workers, "-i", t.events, "-o", t.out,
-                          t.rules, NULL};
-    OomCmdRun whole = oomcmd_run(cmd_run, whole_argv, 0);
-    ck_assert_msg(whole.rc == EXIT_OK, "one run: exit %d\n%.1500s", whole.rc, whole.err);
-    char *want = alerts_in(t.out, sorted);
-    oomcmd_free(&whole);
-    shell("rm -f '%s'%s", t.out, "");
+    char *want = one_run_alerts(&t, (char *)workers, sorted);
     /* the stopped run */
     char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
     write_file(t.events, second);
@@ -348,20 +353,108 @@ START_TEST(restores_with_two_workers_lose_and_repeat_nothing)
 }
 END_TEST
 
+/* ---- a stop (SIGTERM) with an allocation failing ---- */
+
+/* The stopped run of restoring_runs with allocation N failing (every STOP_STEP-th: each
+ * run waits up to a poll slice for the stop to be taken): exit 0, or exit 3 saying
+ * that memory ran out. After an exit 0 the restoring run must give what one run
+ * gives; after an exit 3 the first part, read from a pipe, cannot be read again, so
+ * only the message is judged. */
+#define STOP_STEP 23
+#define STOP_STEP_SANITIZED 97
+
+static void stopping_runs(const char *workers)
+{
+    Tree t;
+    make_tree(&t);
+    bool sorted = strcmp(workers, "1") != 0;
+    char *want = one_run_alerts(&t, (char *)workers, sorted);
+    char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
+    write_file(t.events, second);
+    char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
+                         t.rules, NULL};
+    char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
+                    "-o", t.out, t.rules, NULL};
+    OomFeed stop = {.first = first, .action = OOMFEED_STOP};
+    size_t step = getenv("VIGIL_TEST_SMALL") ? STOP_STEP_SANITIZED : STOP_STEP;
+    const char *env = getenv("VIGIL_OOM_STEP");
+    if (env && atoi(env) > 0)
+        step = (size_t)atoi(env);
+    size_t last = SIZE_MAX, exits_0 = 0, exits_3 = 0;
+    for (size_t fail = 0; fail <= last; fail += fail ? step : 1) {
+        shell("rm -rf '%s' '%s'", t.state, t.out);
+        OomCmdRun r = oomfeed_run(cmd_run, stop_argv, fail, &stop);
+        if (fail == 0)
+            last = r.n_allocs + r.n_allocs / 8;
+        bool exit_3 = fail > 0 && r.rc == EXIT_IO && says_out_of_memory(&r);
+        ck_assert_msg(r.rc == EXIT_OK || exit_3, "the stopped run, allocation %zu: exit %d, "
+                      "stderr\n%.2000s\nthe allocation that failed:\n%s", fail, r.rc, r.err,
+                      r.stack);
+        if (r.rc == EXIT_OK) {
+            char *err = strdup(r.err);
+            ck_assert_ptr_nonnull(err);
+            run_judged(argv, &t, 0, want, sorted, "the restoring run, without failure", fail,
+                       &err);
+            free(err);
+            exits_0++;
+        }
+        exits_3 += exit_3;
+        oomcmd_free(&r);
+    }
+    ck_assert_uint_gt(exits_0, 1);
+    ck_assert_uint_gt(exits_3, 0);
+    free(first);
+    free(second);
+    free(want);
+    remove_tree(&t);
+}
+
+START_TEST(stops_with_one_worker_lose_and_repeat_nothing)
+{
+    stopping_runs("1");
+}
+END_TEST
+
+START_TEST(stops_with_two_workers_lose_and_repeat_nothing)
+{
+    stopping_runs("2");
+}
+END_TEST
+
+/* Built twice (tests/state_oom.mk), so that each program's share of make check stays
+ * short: test_state_oom runs the checkpoints and restores, test_stop_oom (built with
+ * STATE_OOM_STOPS) the stops. */
+#ifdef STATE_OOM_STOPS
+#define STATE_OOM_CASE "stops"
+#else
+#define STATE_OOM_CASE "checkpoints"
+#endif
+
 static Suite *state_oom_suite(void)
 {
     Suite *s = suite_create("state_oom");
-    TCase *tc = tcase_create("oom");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, checkpoints_with_one_worker_lose_and_repeat_nothing);
-    tcase_add_test(tc, checkpoints_with_two_workers_lose_and_repeat_nothing);
-    tcase_add_test(tc, restores_with_one_worker_lose_and_repeat_nothing);
-    tcase_add_test(tc, restores_with_two_workers_lose_and_repeat_nothing);
-    suite_add_tcase(s, tc);
+    TCase *checkpoints = tcase_create("checkpoints"), *stops = tcase_create("stops");
+    tcase_set_timeout(checkpoints, 600);
+    tcase_set_timeout(stops, 600);
+    tcase_add_test(checkpoints, checkpoints_with_one_worker_lose_and_repeat_nothing);
+    tcase_add_test(checkpoints, checkpoints_with_two_workers_lose_and_repeat_nothing);
+    tcase_add_test(checkpoints, restores_with_one_worker_lose_and_repeat_nothing);
+    tcase_add_test(checkpoints, restores_with_two_workers_lose_and_repeat_nothing);
+    tcase_add_test(stops, stops_with_one_worker_lose_and_repeat_nothing);
+    tcase_add_test(stops, stops_with_two_workers_lose_and_repeat_nothing);
+    suite_add_tcase(s, checkpoints);
+    suite_add_tcase(s, stops);
     return s;
 }
 
+/* check_run_suite for one case of the suite (CK_RUN_CASE in the environment still
+ * picks another). */
 int main(void)
 {
-    return check_run_suite(state_oom_suite());
+    SRunner *sr = srunner_create(state_oom_suite());
+    const char *which = getenv("CK_RUN_CASE");
+    srunner_run(sr, NULL, which ? which : STATE_OOM_CASE, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
