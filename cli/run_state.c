@@ -311,7 +311,10 @@ static void capture_files(void *user)
     add_reject_file(c, c->rejects->errors.file, st->errors_path);
     add_reject_file(c, c->rejects->late.file, st->late_path);
     pthread_mutex_lock(&st->lock);
-    if (ckpt_files_each(st->known.data ? st->known.data : "", st->known.len, add_measured,
+    /* a file know_path had no memory to note would be missing from the checkpoint, and
+     * a crash after it would leave that file's later alerts to be written twice */
+    if (st->known.failed ||
+        ckpt_files_each(st->known.data ? st->known.data : "", st->known.len, add_measured,
                         &c->files) < 0)
         c->files.failed = true;
     pthread_mutex_unlock(&st->lock);
