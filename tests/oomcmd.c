@@ -5,6 +5,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,7 +195,17 @@ static int compare_lines(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-char *oomcmd_sorted_lines(const char *text)
+/* Ends line before its `fields`+1-th colon, if it has that many. */
+static void cut_after_colons(char *line, size_t fields)
+{
+    char *cut = line;
+    for (size_t f = 0; f < fields && cut; f++)
+        cut = strchr(cut + (f > 0), ':');
+    if (cut)
+        *cut = '\0';
+}
+
+char *oomcmd_sorted_lines_cut(const char *text, size_t fields)
 {
     char *copy = strdup(text);
     ck_assert_ptr_nonnull(copy);
@@ -205,13 +216,14 @@ char *oomcmd_sorted_lines(const char *text)
     char *out = malloc(len + 2);   /* a newline more if the last line had none */
     ck_assert(lines && out);
     size_t k = 0;
-    for (char *p = copy; *p; p += strlen(p) + 1) {
-        char *end = strchr(p, '\n');
+    for (char *p = copy; *p;) {
+        char *end = strchr(p, '\n');   /* none: the last line, cut short, a line still */
+        char *next = end ? end + 1 : p + strlen(p);
         if (end)
             *end = '\0';
+        cut_after_colons(p, fields);
         lines[k++] = p;
-        if (!end)
-            break;
+        p = next;
     }
     qsort(lines, k, sizeof *lines, compare_lines);
     size_t at = 0;
@@ -225,4 +237,22 @@ char *oomcmd_sorted_lines(const char *text)
     free(lines);
     free(copy);
     return out;
+}
+
+char *oomcmd_sorted_lines(const char *text)
+{
+    return oomcmd_sorted_lines_cut(text, SIZE_MAX);
+}
+
+size_t oomcmd_count(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+int oomcmd_says_out_of_memory(const char *err)
+{
+    return strstr(err, "out of memory") || strstr(err, "allocation failure");
 }

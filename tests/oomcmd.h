@@ -57,6 +57,17 @@ void oomcmd_big_pipe(int fds[2], size_t len);
 /* The lines of text sorted (the order two workers write alerts in differs from run
  * to run), each ending in a newline. Heap. */
 char *oomcmd_sorted_lines(const char *text);
+/* The same with each line cut before its `fields`+1-th colon (kept whole if it has
+ * fewer colons): a message's start without the details, which may be shorter when
+ * memory runs out. Heap. */
+char *oomcmd_sorted_lines_cut(const char *text, size_t fields);
+
+/* How many times `needle` stands in text (not overlapping). */
+size_t oomcmd_count(const char *text, const char *needle);
+
+/* Whether a command's stderr says that memory ran out: "out of memory", or "allocation
+ * failure" (what vigil run says when the failure surfaced in a worker or a job). */
+int oomcmd_says_out_of_memory(const char *err);
 
 /* How many allocations loading the rules at `path` makes (ruleset_load), in this
  * process: a command that loads them makes the same ones first. */

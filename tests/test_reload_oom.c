@@ -95,19 +95,6 @@ static void write_file(const char *path, const char *text)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static size_t count(const char *text, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static bool says_out_of_memory(const char *err)
-{
-    return strstr(err, "out of memory") || strstr(err, "allocation failure");
-}
-
 typedef struct Setup {
     char dir[48], rules[96], control[96];
     char *first, *second;
@@ -165,13 +152,13 @@ static void judge(const Setup *s, size_t fail, const char *with_new, const char 
     bool reloaded = r.rc == EXIT_OK && !strcmp(alerts, with_new) &&
                     strstr(r.err, "vigil run: reloaded");
     bool kept_old = r.rc == EXIT_OK && !strcmp(alerts, with_old) &&
-                    strstr(r.err, "reload failed (") && says_out_of_memory(r.err);
-    bool exit_3 = r.rc == EXIT_IO && says_out_of_memory(r.err);
+                    strstr(r.err, "reload failed (") && oomcmd_says_out_of_memory(r.err);
+    bool exit_3 = r.rc == EXIT_IO && oomcmd_says_out_of_memory(r.err);
     ck_assert_msg(reloaded || kept_old || exit_3,
                   "allocation %zu: exit %d, %zu alerts (%zu with the new rules, %zu with the "
                   "old), stderr\n%.2000s\nthe allocation that failed:\n%s", fail, r.rc,
-                  count(alerts, "\n"), count(with_new, "\n"), count(with_old, "\n"), r.err,
-                  r.stack);
+                  oomcmd_count(alerts, "\n"), oomcmd_count(with_new, "\n"),
+                  oomcmd_count(with_old, "\n"), r.err, r.stack);
     o->reloaded += reloaded;
     o->kept_old += kept_old;
     o->exits_3 += exit_3;
@@ -193,9 +180,9 @@ static void reload_with_failures(const char *workers)
     ck_assert_msg(old_run.rc == EXIT_OK && strstr(old_run.err, "4 kept state"),
                   "the reload to the same rules: exit %d\n%.1500s", old_run.rc, old_run.err);
     char *with_new = alerts_of(&s, &new_run), *with_old = alerts_of(&s, &old_run);
-    ck_assert_uint_gt(count(with_new, "pair again"), 0);
-    ck_assert_uint_gt(count(with_new, "\"rule\":\"shop\""), 0);
-    ck_assert_uint_gt(count(with_old, "\"rule\":\"big\""), 0);
+    ck_assert_uint_gt(oomcmd_count(with_new, "pair again"), 0);
+    ck_assert_uint_gt(oomcmd_count(with_new, "\"rule\":\"shop\""), 0);
+    ck_assert_uint_gt(oomcmd_count(with_old, "\"rule\":\"big\""), 0);
     /* where the reload's allocations start: a run stopped at the same point makes
      * those before it */
     OomFeed stop = {s.first, OOMFEED_STOP, NULL, NULL, NULL, NULL};

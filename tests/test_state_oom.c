@@ -138,14 +138,6 @@ static char *alerts_in(const char *path, bool sorted)
     return s;
 }
 
-static size_t count(const char *text, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
 /* Whether the line of text that holds `line` holds none of `a` and `b`. */
 static bool line_lacks(const char *text, const char *line, const char *a, const char *b)
 {
@@ -158,11 +150,6 @@ static bool line_lacks(const char *text, const char *line, const char *a, const 
     bool lacks = !strstr(copy, a) && !strstr(copy, b);
     free(copy);
     return lacks;
-}
-
-static bool says_out_of_memory(const OomCmdRun *r)
-{
-    return strstr(r->err, "out of memory") || strstr(r->err, "allocation failure");
 }
 
 typedef struct Pace {
@@ -199,12 +186,12 @@ static int run_judged(char **argv, const Tree *t, size_t fail, const char *want,
     OomCmdRun r = oomcmd_run(cmd_run, argv, fail);
     char *got = alerts_in(t->out, sorted);
     bool same = r.rc == EXIT_OK && !strcmp(got, want);
-    bool exit_3 = fail > 0 && r.rc == EXIT_IO && says_out_of_memory(&r);
+    bool exit_3 = fail > 0 && r.rc == EXIT_IO && oomcmd_says_out_of_memory(r.err);
     ck_assert_msg(same || exit_3,
                   "%s (allocation %zu failed in the first run): exit %d, %zu alert lines "
                   "of %zu, stderr\n%.2000s\nthe allocation that failed:\n%s\n"
-                  "the first run's stderr:\n%.2000s", how, attempt, r.rc, count(got, "\n"),
-                  count(want, "\n"), r.err, r.stack, err_out && *err_out ? *err_out : "");
+                  "the first run's stderr:\n%.2000s", how, attempt, r.rc, oomcmd_count(got, "\n"),
+                  oomcmd_count(want, "\n"), r.err, r.stack, err_out && *err_out ? *err_out : "");
     int rc = r.rc;
     if (err_out && !*err_out) {
         size_t len = strlen(r.err) + strlen(r.stack) + sizeof "the allocation that failed:\n";
@@ -237,8 +224,8 @@ static void checkpointing_runs(const char *workers)
                   !strstr(first.err, " 1 checkpoints in this run"),
                   "too few checkpoints: %s", first.err);
     char *want = alerts_in(t.out, sorted);
-    ck_assert_uint_gt(count(want, "\"kind\":\"timeout\""), 0);
-    ck_assert_uint_gt(count(want, "\"rule\":\"pair\""), 0);
+    ck_assert_uint_gt(oomcmd_count(want, "\"kind\":\"timeout\""), 0);
+    ck_assert_uint_gt(oomcmd_count(want, "\"rule\":\"pair\""), 0);
     run_judged(argv, &t, 0, want, sorted, "the second run without failure", 0, NULL);
     Pace pace = oom_pace(&t);
     size_t exits_3 = 0, last = first.n_allocs + first.n_allocs / 8;
@@ -319,7 +306,7 @@ static void restoring_runs(const char *workers)
                   restored.err);
     char *got = alerts_in(t.out, sorted);
     ck_assert_msg(!strcmp(got, want), "stopped and restored: %zu alert lines, one run %zu",
-                  count(got, "\n"), count(want, "\n"));
+                  oomcmd_count(got, "\n"), oomcmd_count(want, "\n"));
     free(got);
     Pace pace = oom_pace(&t);
     size_t exits_3 = 0, last = restored.n_allocs + restored.n_allocs / 8;
@@ -386,7 +373,7 @@ static void stopping_runs(const char *workers)
         OomCmdRun r = oomfeed_run(cmd_run, stop_argv, fail, &stop);
         if (fail == 0)
             last = r.n_allocs + r.n_allocs / 8;
-        bool exit_3 = fail > 0 && r.rc == EXIT_IO && says_out_of_memory(&r);
+        bool exit_3 = fail > 0 && r.rc == EXIT_IO && oomcmd_says_out_of_memory(r.err);
         ck_assert_msg(r.rc == EXIT_OK || exit_3, "the stopped run, allocation %zu: exit %d, "
                       "stderr\n%.2000s\nthe allocation that failed:\n%s", fail, r.rc, r.err,
                       r.stack);

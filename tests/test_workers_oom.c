@@ -143,52 +143,6 @@ static void remove_tree(Tree *t)
     free(t->text);
 }
 
-static int compare_lines(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The lines of text, each cut after its first `fields` colons (all of it if it has
- * fewer), sorted and joined again. Heap. */
-static char *sorted_lines(const char *text, size_t fields)
-{
-    char *copy = strdup(text);
-    ck_assert_ptr_nonnull(copy);
-    size_t n = 0, len = strlen(copy);
-    for (const char *p = copy; *p; p++)
-        n += *p == '\n';
-    char **lines = calloc(n + 1, sizeof *lines);
-    ck_assert_ptr_nonnull(lines);
-    size_t k = 0;
-    for (char *p = copy; *p;) {
-        char *end = strchr(p, '\n');   /* none: the last line, cut short, a line still */
-        char *next = end ? end + 1 : p + strlen(p);
-        if (end)
-            *end = '\0';
-        char *cut = p;
-        for (size_t f = 0; f < fields && cut; f++)
-            cut = strchr(cut + 1, ':');
-        if (cut)
-            *cut = '\0';
-        lines[k++] = p;
-        p = next;
-    }
-    qsort(lines, k, sizeof *lines, compare_lines);
-    char *out = malloc(len + 2);   /* a newline more if the last line had none */
-    ck_assert_ptr_nonnull(out);
-    size_t at = 0;
-    for (size_t i = 0; i < k; i++) {
-        size_t l = strlen(lines[i]);
-        memcpy(out + at, lines[i], l);
-        out[at + l] = '\n';
-        at += l + 1;
-    }
-    out[at] = '\0';
-    free(lines);
-    free(copy);
-    return out;
-}
-
 /* text with the value of each `"time":"...",` emptied. Heap. */
 static char *without_times(const char *text)
 {
@@ -213,7 +167,7 @@ static char *without_times(const char *text)
 static char *alerts_of(const OomCmdRun *r)
 {
     char *untimed = without_times(r->out);
-    char *sorted = sorted_lines(untimed, SIZE_MAX);
+    char *sorted = oomcmd_sorted_lines(untimed);
     free(untimed);
     return sorted;
 }
@@ -223,15 +177,7 @@ static char *alerts_of(const OomCmdRun *r)
  * Heap. */
 static char *rejections_of(const OomCmdRun *r)
 {
-    return sorted_lines(r->err, 4);
-}
-
-static size_t count(const char *text, const char *needle)
-{
-    size_t n = 0;
-    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
+    return oomcmd_sorted_lines_cut(r->err, 4);
 }
 
 typedef struct Pace {
@@ -265,13 +211,12 @@ static void same_or_exit_3(char **argv, const char *input, const Want *want, siz
     char *alerts = alerts_of(&got), *rejections = rejections_of(&got);
     bool same = got.rc == EXIT_OK && !strcmp(alerts, want->alerts) &&
                 !strcmp(rejections, want->rejections);
-    bool exit_3 = got.rc == EXIT_IO && (strstr(got.err, "out of memory") ||
-                                        strstr(got.err, "allocation failure"));
+    bool exit_3 = got.rc == EXIT_IO && oomcmd_says_out_of_memory(got.err);
     ck_assert_msg(same || exit_3,
                   "%s, allocation %zu of about %zu: exit %d, %zu alerts of %zu, stderr\n"
                   "%.1500s\nthe allocation that failed:\n%s", input ? "standard input" : "file",
-                  fail, want->run.n_allocs, got.rc, count(got.out, "\n"),
-                  count(want->run.out, "\n"), got.err, got.stack);
+                  fail, want->run.n_allocs, got.rc, oomcmd_count(got.out, "\n"),
+                  oomcmd_count(want->run.out, "\n"), got.err, got.stack);
     *exits_3 += exit_3;
     free(alerts);
     free(rejections);
@@ -285,12 +230,12 @@ static void each_allocation(char **argv, const char *input, bool event_time)
     Want want = {oomcmd_run_input(cmd_run, argv, 0, input), NULL, NULL};
     const OomCmdRun *w = &want.run;
     ck_assert_msg(w->rc == EXIT_OK, "without failure: exit %d\n%.1500s", w->rc, w->err);
-    ck_assert_uint_gt(count(w->out, "\"rule\":\"pair\""), 0);
-    ck_assert_uint_gt(count(w->out, "\"message\":\"left open "), 0);
-    ck_assert_uint_gt(count(w->out, "\"rule\":\"big\""), 0);
+    ck_assert_uint_gt(oomcmd_count(w->out, "\"rule\":\"pair\""), 0);
+    ck_assert_uint_gt(oomcmd_count(w->out, "\"message\":\"left open "), 0);
+    ck_assert_uint_gt(oomcmd_count(w->out, "\"rule\":\"big\""), 0);
     if (event_time)
-        ck_assert_uint_gt(count(w->err, ": late: "), 0);
-    ck_assert_uint_gt(count(w->err, ": malformed line: line longer than " MAX_LINE), 0);
+        ck_assert_uint_gt(oomcmd_count(w->err, ": late: "), 0);
+    ck_assert_uint_gt(oomcmd_count(w->err, ": malformed line: line longer than " MAX_LINE), 0);
     want.alerts = alerts_of(w);
     want.rejections = rejections_of(w);
     size_t exits_3 = 0;
