@@ -172,6 +172,29 @@ void oomcmd_free(OomCmdRun *r)
     r->out = r->err = r->stack = NULL;
 }
 
+size_t oomcmd_sized(size_t normal, size_t sanitized)
+{
+    return getenv("VIGIL_TEST_SMALL") ? sanitized : normal;
+}
+
+size_t oomcmd_step(size_t normal, size_t sanitized)
+{
+    const char *env = getenv("VIGIL_OOM_STEP");
+    if (env && atoi(env) > 0)
+        return (size_t)atoi(env);
+    return oomcmd_sized(normal, sanitized);
+}
+
+size_t oomcmd_next_fail(const OomPace *pace, size_t fail)
+{
+    return fail + (fail >= pace->from && fail < pace->to ? pace->inside : pace->outside);
+}
+
+size_t oomcmd_last_fail(size_t n_allocs)
+{
+    return n_allocs + n_allocs / 8;
+}
+
 size_t oomcmd_load_allocations(const char *path)
 {
     Diags d;

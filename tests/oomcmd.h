@@ -69,6 +69,23 @@ size_t oomcmd_count(const char *text, const char *needle);
  * failure" (what vigil run says when the failure surfaced in a worker or a job). */
 int oomcmd_says_out_of_memory(const char *err);
 
+/* Which allocations a test fails. `sanitized` under the sanitizer build (VIGIL_TEST_SMALL
+ * in the environment: a run takes some twenty times longer), else `normal`. */
+size_t oomcmd_sized(size_t normal, size_t sanitized);
+/* The step between the allocations that fail: VIGIL_OOM_STEP in the environment when it
+ * is a positive number (1: each in turn, which takes minutes), else
+ * oomcmd_sized(normal, sanitized). */
+size_t oomcmd_step(size_t normal, size_t sanitized);
+/* A sweep's allocations that fail: after `fail`, fail + `inside` while fail is in
+ * [from, to) (the part tried closely), else fail + `outside`. */
+typedef struct OomPace {
+    size_t from, to, inside, outside;
+} OomPace;
+size_t oomcmd_next_fail(const OomPace *pace, size_t fail);
+/* The last allocation to fail after a run without failure that made n_allocs: a little
+ * past them, since a run with a failure may make more. */
+size_t oomcmd_last_fail(size_t n_allocs);
+
 /* How many allocations loading the rules at `path` makes (ruleset_load), in this
  * process: a command that loads them makes the same ones first. */
 size_t oomcmd_load_allocations(const char *path);

@@ -192,18 +192,15 @@ static void reload_with_failures(const char *workers)
                                                              : 1;
     oomcmd_free(&stopped);
     size_t reload_end = reload_at + 2 * oomcmd_load_allocations(s.rules) + 200;
-    size_t step = OOM_STEP, reload_step = getenv("VIGIL_TEST_SMALL") ? OOM_RELOAD_STEP_SANITIZED
-                                                                     : OOM_RELOAD_STEP;
-    const char *env = getenv("VIGIL_OOM_STEP");
-    if (env && atoi(env) > 0)
-        step = reload_step = (size_t)atoi(env);
+    OomPace pace = {reload_at, reload_end,
+                    oomcmd_step(OOM_RELOAD_STEP, OOM_RELOAD_STEP_SANITIZED),
+                    oomcmd_step(OOM_STEP, OOM_STEP)};
     Outcomes o = {0};
-    size_t last = new_run.n_allocs + new_run.n_allocs / 8;
-    for (size_t fail = 1; fail <= last;
-         fail += fail >= reload_at && fail < reload_end ? reload_step : step)
+    size_t last = oomcmd_last_fail(new_run.n_allocs);
+    for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail))
         judge(&s, fail, with_new, with_old, &o);
     printf("workers %s: allocations %zu to %zu of %zu for the reload; %zu runs reloaded, "
-           "%zu kept the old rules, %zu exited 3\n", workers, reload_at, reload_end,
+           "%zu kept the old rules, %zu exited 3\n", workers, pace.from, pace.to,
            new_run.n_allocs, o.reloaded, o.kept_old, o.exits_3);
     fflush(stdout);
     ck_assert_uint_gt(o.kept_old, 0);

@@ -152,26 +152,13 @@ static bool line_lacks(const char *text, const char *line, const char *a, const 
     return lacks;
 }
 
-typedef struct Pace {
-    size_t each_from, each_to, step;
-} Pace;
-
-/* VIGIL_OOM_STEP (environment) sets the step: 1 fails each allocation in turn. */
-static Pace oom_pace(const Tree *t)
+/* Each allocation in turn for OOM_EACH after the rules are loaded, elsewhere every
+ * OOM_STEP-th (both smaller under the sanitizers; tests/oomcmd.h). */
+static OomPace oom_pace(const Tree *t)
 {
-    bool small = getenv("VIGIL_TEST_SMALL") != NULL;
     size_t from = oomcmd_load_allocations(t->rules);
-    Pace p = {from, from + (small ? OOM_EACH_SANITIZED : OOM_EACH),
-              small ? OOM_STEP_SANITIZED : OOM_STEP};
-    const char *env = getenv("VIGIL_OOM_STEP");
-    if (env && atoi(env) > 0)
-        p.step = (size_t)atoi(env);
-    return p;
-}
-
-static size_t next_fail(const Pace *p, size_t fail)
-{
-    return fail + (fail >= p->each_from && fail < p->each_to ? 1 : p->step);
+    return (OomPace){from, from + oomcmd_sized(OOM_EACH, OOM_EACH_SANITIZED), 1,
+                     oomcmd_step(OOM_STEP, OOM_STEP_SANITIZED)};
 }
 
 /* The run of `argv` on the state folder as it is, with allocation `fail` failing;
@@ -227,9 +214,9 @@ static void checkpointing_runs(const char *workers)
     ck_assert_uint_gt(oomcmd_count(want, "\"kind\":\"timeout\""), 0);
     ck_assert_uint_gt(oomcmd_count(want, "\"rule\":\"pair\""), 0);
     run_judged(argv, &t, 0, want, sorted, "the second run without failure", 0, NULL);
-    Pace pace = oom_pace(&t);
-    size_t exits_3 = 0, last = first.n_allocs + first.n_allocs / 8;
-    for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
+    OomPace pace = oom_pace(&t);
+    size_t exits_3 = 0, last = oomcmd_last_fail(first.n_allocs);
+    for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
         shell("rm -rf '%s' '%s'", t.state, t.out);
         char *first_err = NULL;
         exits_3 += run_judged(argv, &t, fail, want, sorted, "the run", fail, &first_err) ==
@@ -308,9 +295,9 @@ static void restoring_runs(const char *workers)
     ck_assert_msg(!strcmp(got, want), "stopped and restored: %zu alert lines, one run %zu",
                   oomcmd_count(got, "\n"), oomcmd_count(want, "\n"));
     free(got);
-    Pace pace = oom_pace(&t);
-    size_t exits_3 = 0, last = restored.n_allocs + restored.n_allocs / 8;
-    for (size_t fail = 1; fail <= last; fail = next_fail(&pace, fail)) {
+    OomPace pace = oom_pace(&t);
+    size_t exits_3 = 0, last = oomcmd_last_fail(restored.n_allocs);
+    for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
         shell("rm -rf '%s'%s", t.state, "");
         shell("cp '%s' '%s'", t.saved_out, t.out);
         shell("cp -a '%s' '%s'", t.pristine, t.state);
@@ -363,16 +350,13 @@ static void stopping_runs(const char *workers)
     char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
                     "-o", t.out, t.rules, NULL};
     OomFeed stop = {.first = first, .action = OOMFEED_STOP};
-    size_t step = getenv("VIGIL_TEST_SMALL") ? STOP_STEP_SANITIZED : STOP_STEP;
-    const char *env = getenv("VIGIL_OOM_STEP");
-    if (env && atoi(env) > 0)
-        step = (size_t)atoi(env);
+    OomPace pace = {0, 1, 1, oomcmd_step(STOP_STEP, STOP_STEP_SANITIZED)};
     size_t last = SIZE_MAX, exits_0 = 0, exits_3 = 0;
-    for (size_t fail = 0; fail <= last; fail += fail ? step : 1) {
+    for (size_t fail = 0; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
         shell("rm -rf '%s' '%s'", t.state, t.out);
         OomCmdRun r = oomfeed_run(cmd_run, stop_argv, fail, &stop);
         if (fail == 0)
-            last = r.n_allocs + r.n_allocs / 8;
+            last = oomcmd_last_fail(r.n_allocs);
         bool exit_3 = fail > 0 && r.rc == EXIT_IO && oomcmd_says_out_of_memory(r.err);
         ck_assert_msg(r.rc == EXIT_OK || exit_3, "the stopped run, allocation %zu: exit %d, "
                       "stderr\n%.2000s\nthe allocation that failed:\n%s", fail, r.rc, r.err,

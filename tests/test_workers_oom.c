@@ -180,22 +180,6 @@ static char *rejections_of(const OomCmdRun *r)
     return oomcmd_sorted_lines_cut(r->err, 4);
 }
 
-typedef struct Pace {
-    size_t each_first, step;
-} Pace;
-
-/* VIGIL_OOM_STEP (environment) sets the step: 1 fails each allocation in turn (which
- * takes minutes). */
-static Pace oom_pace(void)
-{
-    Pace p = getenv("VIGIL_TEST_SMALL") ? (Pace){OOM_EACH_FIRST_SANITIZED, OOM_STEP_SANITIZED}
-                                        : (Pace){OOM_EACH_FIRST, OOM_STEP};
-    const char *env = getenv("VIGIL_OOM_STEP");
-    if (env && atoi(env) > 0)
-        p.step = (size_t)atoi(env);
-    return p;
-}
-
 /* The run without failure, and what the others are compared with. */
 typedef struct Want {
     OomCmdRun run;
@@ -223,8 +207,9 @@ static void same_or_exit_3(char **argv, const char *input, const Want *want, siz
     oomcmd_free(&got);
 }
 
-/* The allocations oom_pace() says, up to a little past the count of the run without
- * failure (another run may make more). */
+/* Each of the first OOM_EACH_FIRST allocations, then every OOM_STEP-th (both smaller
+ * under the sanitizers; tests/oomcmd.h), up to a little past the count of the run
+ * without failure. */
 static void each_allocation(char **argv, const char *input, bool event_time)
 {
     Want want = {oomcmd_run_input(cmd_run, argv, 0, input), NULL, NULL};
@@ -239,9 +224,10 @@ static void each_allocation(char **argv, const char *input, bool event_time)
     want.alerts = alerts_of(w);
     want.rejections = rejections_of(w);
     size_t exits_3 = 0;
-    Pace pace = oom_pace();
-    size_t last = w->n_allocs + w->n_allocs / 8;
-    for (size_t fail = 1; fail <= last; fail += fail < pace.each_first ? 1 : pace.step)
+    OomPace pace = {0, oomcmd_sized(OOM_EACH_FIRST, OOM_EACH_FIRST_SANITIZED), 1,
+                    oomcmd_step(OOM_STEP, OOM_STEP_SANITIZED)};
+    size_t last = oomcmd_last_fail(w->n_allocs);
+    for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail))
         same_or_exit_3(argv, input, &want, fail, &exits_3);
     ck_assert_uint_gt(exits_3, 0);
     free(want.alerts);
