@@ -3,6 +3,7 @@
 check_PROGRAMS += tests/test_load_oom
 TESTS += tests/test_load_oom
 tests_test_load_oom_SOURCES = tests/test_load_oom.c tests/oomcmd.c tests/oomcmd.h \
+	tests/tmptree.c tests/tmptree.h \
 	cli/cmd_check.c $(OOM_SOURCES) $(TEST_UTIL)
 tests_test_load_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_load_oom_LDFLAGS = $(OOM_WRAP_FLAGS)

@@ -22,6 +22,7 @@
 #include "tests/checkmain.h"
 #include "tests/oomcmd.h"
 #include "tests/testutil.h"
+#include "tests/tmptree.h"
 
 /* Not canonical: spacing, a comment, parentheses fmt drops. */
 static const char MESSY[] =
@@ -65,37 +66,18 @@ typedef struct Tree {
     char cases[64];
 } Tree;
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static char *read_in(const char *dir, const char *name)
 {
     char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *text = test_read_file(path, NULL);
+    char *text = test_read_file(tmptree_path(path, sizeof path, dir, name), NULL);
     ck_assert_ptr_nonnull(text);
     return text;
 }
 
 static void make_tree(Tree *t)
 {
-    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-cli-oom-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
-    snprintf(t->cases, sizeof t->cases, "%s/cases", t->dir);
-}
-
-static void remove_tree(Tree *t)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tmptree_make(t->dir, sizeof t->dir, "cli-oom");
+    tmptree_path(t->cases, sizeof t->cases, t->dir, "cases");
 }
 
 /* The last line of text, with its newline, is `line`. */
@@ -126,8 +108,8 @@ static bool same_or_out_of_memory(const OomCmdRun *got, const OomCmdRun *want, s
 
 static void write_rules(const Tree *t)
 {
-    write_file(t->dir, "a.cep", MESSY);
-    write_file(t->dir, "b.cep", CANONICAL);
+    tmptree_write_in(t->dir, "a.cep", MESSY);
+    tmptree_write_in(t->dir, "b.cep", CANONICAL);
 }
 
 /* Fails each allocation of `vigil fmt OPTION DIR` in turn (files written afresh
@@ -158,7 +140,7 @@ START_TEST(fmt_prints_whole_files_or_exits_3)
     ck_assert_ptr_nonnull(strstr(want.out, CANONICAL));
     ck_assert_uint_gt(failures, 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -174,7 +156,7 @@ START_TEST(fmt_check_lists_or_exits_3)
     ck_assert_str_eq(want.out, listed);
     ck_assert_uint_gt(failures, 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -222,7 +204,7 @@ START_TEST(fmt_w_rewrites_whole_files_or_exits_3)
     ck_assert_uint_gt(failures, 0);
     free(canonical_a);
     oomcmd_free(&want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -266,7 +248,7 @@ static bool same_but_rejection_reasons(const OomCmdRun *got, const OomCmdRun *wa
 static void make_test_tree(Tree *t, const char *rules)
 {
     make_tree(t);
-    write_file(t->dir, "r.cep", rules);
+    tmptree_write_in(t->dir, "r.cep", rules);
     ck_assert_int_eq(mkdir(t->cases, 0755), 0);
 }
 
@@ -304,16 +286,16 @@ START_TEST(test_gives_every_verdict_or_exits_3)
 {
     Tree t;
     make_test_tree(&t, TEST_RULES);
-    write_file(t.cases, "fail.events.jsonl", EVENTS);
-    write_file(t.cases, "fail.expect.jsonl", FAIL_EXPECT);
-    write_file(t.cases, "pass.events.jsonl", EVENTS);
-    write_file(t.cases, "pass.expect.jsonl", PASS_EXPECT);
+    tmptree_write_in(t.cases, "fail.events.jsonl", EVENTS);
+    tmptree_write_in(t.cases, "fail.expect.jsonl", FAIL_EXPECT);
+    tmptree_write_in(t.cases, "pass.events.jsonl", EVENTS);
+    tmptree_write_in(t.cases, "pass.expect.jsonl", PASS_EXPECT);
     OomCmdRun want = test_without_failure(&t, EXIT_RULES, "1 passed, 1 failed\n");
     ck_assert_ptr_nonnull(strstr(want.out, "+ unexpected"));
     ck_assert_ptr_nonnull(strstr(want.err, "event line rejected"));
     ck_assert_uint_gt(each_allocation_of_test(&t, &want), 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -354,12 +336,12 @@ START_TEST(test_template_out_of_memory_exits_3)
                "\",\"fields\":{\"up\":\"");
     put_padded(expect + strlen(expect), sizeof expect - strlen(expect), "", 'P', PAD_LEN,
                "\",\"n\":\"1.5\"}}\n");
-    write_file(t.cases, "long.events.jsonl", events);
-    write_file(t.cases, "long.expect.jsonl", expect);
+    tmptree_write_in(t.cases, "long.events.jsonl", events);
+    tmptree_write_in(t.cases, "long.expect.jsonl", expect);
     OomCmdRun want = test_without_failure(&t, EXIT_OK, "1 passed, 0 failed\n");
     ck_assert_uint_gt(each_allocation_of_test(&t, &want), 0);
     oomcmd_free(&want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -376,9 +358,8 @@ typedef struct RunTree {
 static void make_run_tree(RunTree *r, const char *rules, const char *events)
 {
     make_test_tree(&r->t, rules);
-    write_file(r->t.dir, "events.jsonl", events);
-    snprintf(r->rules, sizeof r->rules, "%s/r.cep", r->t.dir);
-    snprintf(r->input, sizeof r->input, "%s/events.jsonl", r->t.dir);
+    tmptree_path(r->rules, sizeof r->rules, r->t.dir, "r.cep");
+    tmptree_write(tmptree_path(r->input, sizeof r->input, r->t.dir, "events.jsonl"), events);
     char *argv[] = {"run", "-i", r->input, r->rules, NULL};
     memcpy(r->argv, argv, sizeof argv);
 }
@@ -404,7 +385,7 @@ START_TEST(run_loads_every_rule_or_exits_3)
     }
     ck_assert_uint_gt(failures, 0);
     oomcmd_free(&want);
-    remove_tree(&r.t);
+    tmptree_remove(r.t.dir);
 }
 END_TEST
 
@@ -434,7 +415,7 @@ START_TEST(run_gives_every_alert_or_exits_3)
     }
     ck_assert_uint_gt(exits_3, 0);
     oomcmd_free(&want);
-    remove_tree(&r.t);
+    tmptree_remove(r.t.dir);
 }
 END_TEST
 

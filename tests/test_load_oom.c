@@ -29,6 +29,7 @@
 #include "tests/oomcmd.h"
 #include "tests/oomwrap.h"
 #include "tests/testutil.h"
+#include "tests/tmptree.h"
 
 /* ---- rule files ------------------------------------------------------------ */
 
@@ -76,35 +77,16 @@ typedef struct Tree {
     char lone[96];     /* a file named on its own, outside it */
 } Tree;
 
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[160];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static void make_tree(Tree *t)
 {
-    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-load-oom-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
-    snprintf(t->folder, sizeof t->folder, "%s/rules", t->dir);
+    tmptree_make(t->dir, sizeof t->dir, "load-oom");
+    tmptree_path(t->folder, sizeof t->folder, t->dir, "rules");
     ck_assert_int_eq(mkdir(t->folder, 0700), 0);
-    write_file(t->folder, "a_outputs.cep", OUTPUTS);
-    write_file(t->folder, "b_fraud.cep", FRAUD);
-    write_file(t->folder, "c_login.cep", LOGIN);
-    write_file(t->folder, "notes.txt", "not a rule file\n");
-    write_file(t->dir, "lone.cep", LONE);
-    snprintf(t->lone, sizeof t->lone, "%s/lone.cep", t->dir);
-}
-
-static void remove_tree(const Tree *t)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tmptree_write_in(t->folder, "a_outputs.cep", OUTPUTS);
+    tmptree_write_in(t->folder, "b_fraud.cep", FRAUD);
+    tmptree_write_in(t->folder, "c_login.cep", LOGIN);
+    tmptree_write_in(t->folder, "notes.txt", "not a rule file\n");
+    tmptree_write(tmptree_path(t->lone, sizeof t->lone, t->dir, "lone.cep"), LONE);
 }
 
 /* ---- one load -------------------------------------------------------------- */
@@ -224,7 +206,7 @@ START_TEST(a_folder_and_a_file_load_whole_or_not_at_all)
     make_tree(&t);
     const char *paths[] = {t.folder, t.lone};
     ck_assert_uint_gt(each_allocation_of_load(paths, 2, true), 0);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -232,10 +214,10 @@ START_TEST(a_rule_with_an_error_is_reported_whole_or_out_of_memory)
 {
     Tree t;
     make_tree(&t);
-    write_file(t.folder, "d_broken.cep", BROKEN);
+    tmptree_write_in(t.folder, "d_broken.cep", BROKEN);
     const char *paths[] = {t.folder};
     ck_assert_uint_gt(each_allocation_of_load(paths, 1, false), 0);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 
@@ -287,9 +269,9 @@ START_TEST(vigil_check_exits_3_on_out_of_memory)
     make_tree(&t);
     const char *paths[] = {t.folder, t.lone};
     ck_assert_uint_gt(each_allocation_of_vigil_check(paths, 2, "exit 0\n4 files, 4 rules"), 0);
-    write_file(t.folder, "d_broken.cep", BROKEN);
+    tmptree_write_in(t.folder, "d_broken.cep", BROKEN);
     ck_assert_uint_gt(each_allocation_of_vigil_check(paths, 2, "exit 1\nstderr:\n"), 0);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 END_TEST
 

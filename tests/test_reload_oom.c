@@ -25,6 +25,7 @@
 #include "tests/oomcmd.h"
 #include "tests/oomfeed.h"
 #include "tests/testutil.h"
+#include "tests/tmptree.h"
 
 #define N_EVENTS 600
 #define CUT 300
@@ -87,14 +88,6 @@ static char *make_events(int from, int to)
     return text;
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 typedef struct Setup {
     char dir[48], rules[96], control[96];
     char *first, *second;
@@ -104,10 +97,9 @@ typedef struct Setup {
 
 static void setup(Setup *s, const char *workers)
 {
-    snprintf(s->dir, sizeof s->dir, "/tmp/vigil-reload-oom-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(s->dir));
-    snprintf(s->rules, sizeof s->rules, "%s/r.cep", s->dir);
-    snprintf(s->control, sizeof s->control, "%s/ctl", s->dir);
+    tmptree_make(s->dir, sizeof s->dir, "reload-oom");
+    tmptree_path(s->rules, sizeof s->rules, s->dir, "r.cep");
+    tmptree_path(s->control, sizeof s->control, s->dir, "ctl");
     s->first = make_events(0, CUT);
     s->second = make_events(CUT, N_EVENTS);
     char *argv[] = {"run", "--workers", (char *)workers, "--control", s->control, s->rules,
@@ -118,9 +110,7 @@ static void setup(Setup *s, const char *workers)
 
 static void teardown(Setup *s)
 {
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tmptree_remove(s->dir);
     free(s->first);
     free(s->second);
 }
@@ -129,7 +119,7 @@ static void teardown(Setup *s)
  * parts, allocation `fail` failing. */
 static OomCmdRun run_reloading(const Setup *s, const char *new_rules, size_t fail)
 {
-    write_file(s->rules, OLD_RULES);
+    tmptree_write(s->rules, OLD_RULES);
     OomFeed feed = {s->first, OOMFEED_RELOAD, s->control, s->rules, new_rules, s->second};
     return oomfeed_run(cmd_run, (char **)s->argv, fail, &feed);
 }
@@ -186,7 +176,7 @@ static void reload_with_failures(const char *workers)
     /* where the reload's allocations start: a run stopped at the same point makes
      * those before it */
     OomFeed stop = {s.first, OOMFEED_STOP, NULL, NULL, NULL, NULL};
-    write_file(s.rules, OLD_RULES);
+    tmptree_write(s.rules, OLD_RULES);
     OomCmdRun stopped = oomfeed_run(cmd_run, s.argv, 0, &stop);
     size_t reload_at = stopped.n_allocs > OOM_BEFORE_RELOAD ? stopped.n_allocs - OOM_BEFORE_RELOAD
                                                              : 1;

@@ -31,6 +31,7 @@
 #include "tests/oomcmd.h"
 #include "tests/oomfeed.h"
 #include "tests/testutil.h"
+#include "tests/tmptree.h"
 
 /* Events over 128 KiB (the input layer's first read), so a run reads its file in
  * several turns and checkpoints between them. */
@@ -93,25 +94,16 @@ typedef struct Tree {
     char rules[96], events[96], out[96], state[96], pristine[96], saved_out[96];
 } Tree;
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 static void make_tree(Tree *t)
 {
-    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-state-oom-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
-    snprintf(t->rules, sizeof t->rules, "%s/r.cep", t->dir);
-    snprintf(t->events, sizeof t->events, "%s/events.jsonl", t->dir);
-    snprintf(t->out, sizeof t->out, "%s/out.jsonl", t->dir);
-    snprintf(t->state, sizeof t->state, "%s/state", t->dir);
-    snprintf(t->pristine, sizeof t->pristine, "%s/pristine", t->dir);
-    snprintf(t->saved_out, sizeof t->saved_out, "%s/saved-out.jsonl", t->dir);
-    write_file(t->rules, RULES);
+    tmptree_make(t->dir, sizeof t->dir, "state-oom");
+    tmptree_path(t->rules, sizeof t->rules, t->dir, "r.cep");
+    tmptree_path(t->events, sizeof t->events, t->dir, "events.jsonl");
+    tmptree_path(t->out, sizeof t->out, t->dir, "out.jsonl");
+    tmptree_path(t->state, sizeof t->state, t->dir, "state");
+    tmptree_path(t->pristine, sizeof t->pristine, t->dir, "pristine");
+    tmptree_path(t->saved_out, sizeof t->saved_out, t->dir, "saved-out.jsonl");
+    tmptree_write(t->rules, RULES);
 }
 
 static void shell(const char *fmt, const char *a, const char *b)
@@ -119,11 +111,6 @@ static void shell(const char *fmt, const char *a, const char *b)
     char cmd[512];
     snprintf(cmd, sizeof cmd, fmt, a, b);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
-}
-
-static void remove_tree(Tree *t)
-{
-    shell("rm -rf '%s'%s", t->dir, "");
 }
 
 /* The output file's alerts ("" if there is none); sorted with two workers. Heap. */
@@ -198,7 +185,7 @@ static void checkpointing_runs(const char *workers)
     Tree t;
     make_tree(&t);
     char *events = make_events(0, N_EVENTS);
-    write_file(t.events, events);
+    tmptree_write(t.events, events);
     free(events);
     char *argv[] = {"run", "--state", t.state, "--checkpoint-every", "1ms", "--workers",
                     (char *)workers, "-i", t.events, "-o", t.out, t.rules, NULL};
@@ -227,7 +214,7 @@ static void checkpointing_runs(const char *workers)
     ck_assert_uint_gt(exits_3, 0);
     free(want);
     oomcmd_free(&first);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 
 START_TEST(checkpoints_with_one_worker_lose_and_repeat_nothing)
@@ -253,7 +240,7 @@ END_TEST
 static char *one_run_alerts(const Tree *t, char *workers, bool sorted)
 {
     char *all = make_events(0, N_EVENTS);
-    write_file(t->events, all);
+    tmptree_write(t->events, all);
     free(all);
     char *argv[] = {"run", "--workers", workers, "-i", (char *)t->events, "-o", (char *)t->out,
                     (char *)t->rules, NULL};
@@ -273,7 +260,7 @@ static void restoring_runs(const char *workers)
     char *want = one_run_alerts(&t, (char *)workers, sorted);
     /* the stopped run */
     char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
-    write_file(t.events, second);
+    tmptree_write(t.events, second);
     char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
                          t.rules, NULL};
     OomFeed stop = {.first = first, .action = OOMFEED_STOP};
@@ -312,7 +299,7 @@ static void restoring_runs(const char *workers)
     free(first);
     free(second);
     free(want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 
 START_TEST(restores_with_one_worker_lose_and_repeat_nothing)
@@ -344,7 +331,7 @@ static void stopping_runs(const char *workers)
     bool sorted = strcmp(workers, "1") != 0;
     char *want = one_run_alerts(&t, (char *)workers, sorted);
     char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
-    write_file(t.events, second);
+    tmptree_write(t.events, second);
     char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
                          t.rules, NULL};
     char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
@@ -377,7 +364,7 @@ static void stopping_runs(const char *workers)
     free(first);
     free(second);
     free(want);
-    remove_tree(&t);
+    tmptree_remove(t.dir);
 }
 
 START_TEST(stops_with_one_worker_lose_and_repeat_nothing)

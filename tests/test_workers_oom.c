@@ -31,6 +31,7 @@
 #include "tests/checkmain.h"
 #include "tests/oomcmd.h"
 #include "tests/testutil.h"
+#include "tests/tmptree.h"
 
 /* Enough events for several batches of the decoding jobs (512 lines, or a 40 KiB read
  * when the workers read), over enough keys that both workers own some. */
@@ -110,36 +111,25 @@ static char *make_events(bool disorder)
     return text;
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 /* The rules (time declaration `time_decl`) and the events, written in a fresh folder. */
 static void make_tree(Tree *t, const char *time_decl, bool disorder)
 {
-    snprintf(t->dir, sizeof t->dir, "/tmp/vigil-workers-oom-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t->dir));
-    snprintf(t->rules, sizeof t->rules, "%s/r.cep", t->dir);
-    snprintf(t->events, sizeof t->events, "%s/events.jsonl", t->dir);
+    tmptree_make(t->dir, sizeof t->dir, "workers-oom");
+    tmptree_path(t->rules, sizeof t->rules, t->dir, "r.cep");
+    tmptree_path(t->events, sizeof t->events, t->dir, "events.jsonl");
     t->text = make_events(disorder);
     size_t len = strlen(time_decl) + sizeof RULES + 1;
     char *rules = malloc(len);
     ck_assert_ptr_nonnull(rules);
     snprintf(rules, len, "%s\n%s", time_decl, RULES);
-    write_file(t->rules, rules);
+    tmptree_write(t->rules, rules);
     free(rules);
-    write_file(t->events, t->text);
+    tmptree_write(t->events, t->text);
 }
 
 static void remove_tree(Tree *t)
 {
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tmptree_remove(t->dir);
     free(t->text);
 }
 
