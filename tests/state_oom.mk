@@ -4,7 +4,7 @@
 # (tests/oomwrap.h), each run in a child (tests/oomcmd.h); tests/oomfeed.h feeds
 # standard input around a stop or a reload.
 STATE_OOM_SOURCES = tests/oomcmd.c tests/oomcmd.h tests/oomfeed.c tests/oomfeed.h \
-	tests/tmptree.c tests/tmptree.h \
+	tests/oomevents.c tests/oomevents.h tests/tmptree.c tests/tmptree.h \
 	tests/sockutil.c tests/sockutil.h \
 	cli/cmd_run.c cli/rejects.c cli/rejects.h cli/run_state.c cli/run_state.h \
 	cli/watch.c cli/watch.h cli/control.c cli/control.h \

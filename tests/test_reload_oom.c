@@ -15,7 +15,6 @@
  * to the read loop's poll slice (100 ms) before the reload is served, hence few. */
 #include <check.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "cli/commands.h"
 #include "tests/checkmain.h"
 #include "tests/oomcmd.h"
+#include "tests/oomevents.h"
 #include "tests/oomfeed.h"
 #include "tests/testutil.h"
 #include "tests/tmptree.h"
@@ -60,32 +60,10 @@ static const char NEW_RULES[] =
     "rule shop { key u; begin a where t == \"buy\"; followed_by b where t == \"buy\";\n"
     "  within 10s; on match alert \"two buys {u}\"; }\n";
 
-static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
-
-/* Events `from` to `to` of a fixed sequence: times rising by 1 or 2 s, every fifth two
- * seconds early (within the lateness), a pseudo-random user and type. Heap. */
+/* Events `from` to `to` of the sequence (tests/oomevents.h). Heap. */
 static char *make_events(int from, int to)
 {
-    size_t room = (size_t)(to - from) * 80 + 1;
-    char *text = malloc(room);
-    ck_assert_ptr_nonnull(text);
-    size_t at = 0;
-    uint32_t rnd = 4711;
-    long ts = 1000000;
-    for (int i = 0; i < to; i++) {
-        rnd = rnd * 1103515245u + 12345u;
-        unsigned r = rnd >> 8;
-        ts += 1 + (long)(r % 2);
-        if (i < from)
-            continue;
-        int n = snprintf(text + at, room - at, "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n",
-                         i % 5 == 2 ? ts - 2 : ts, (r >> 4) % N_USERS, TYPES[(r >> 12) % 5],
-                         (r >> 16) % 100);
-        ck_assert(n > 0 && (size_t)n < room - at);
-        at += (size_t)n;
-    }
-    text[at] = '\0';
-    return text;
+    return oomevents_lines(4711, N_USERS, from, to, NULL);
 }
 
 typedef struct Setup {

@@ -29,6 +29,7 @@
 
 #include "cli/commands.h"
 #include "tests/oomcmd.h"
+#include "tests/oomevents.h"
 #include "tests/oomfeed.h"
 #include "tests/testutil.h"
 #include "tests/tmptree.h"
@@ -46,47 +47,17 @@
 #define OOM_EACH_SANITIZED 30
 #define OOM_STEP_SANITIZED 151
 
-/* A rule that matches, one whose partial matches time out, one with a filter and one
- * with suppression: state of each kind in a checkpoint. */
+/* tests/oomevents.h's rules and one with suppression: state of each kind in a
+ * checkpoint. */
 static const char RULES[] =
-    "time ts lateness 3s;\n"
-    "rule pair { key u; begin a where t == \"login\"; followed_by b where t == \"buy\" and\n"
-    "  n > a.n; within 30s; on match alert \"pair {u}\" fields { first: a.n, then: b.n }; }\n"
-    "rule quiet { key u; begin a where t == \"open\"; followed_by b where t == \"close\";\n"
-    "  within 5s; on match alert \"closed {u}\"; on timeout alert \"left open {u}\"; }\n"
-    "rule big { filter n > 90; key u; begin a where t == \"buy\";\n"
-    "  on match alert \"big {u + \\\"/\\\" + str(a.n)}\"; }\n"
+    "time ts lateness 3s;\n" OOMEVENTS_RULES
     "rule calm { key u; begin a where t == \"view\"; suppress 20s; on match alert \"viewed\"; }\n";
 
-static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
-
-/* Events `from` to `to` of a fixed sequence: times rising by 1 or 2 s, every fifth two
- * seconds early (out of order within the lateness), a pseudo-random user and type,
- * and padding. Heap. */
+/* Events `from` to `to` of the sequence (tests/oomevents.h), padded. Heap. */
 static char *make_events(int from, int to)
 {
-    size_t room = (size_t)(to - from) * 200 + 1;
-    char *text = malloc(room);
-    ck_assert_ptr_nonnull(text);
-    size_t at = 0;
-    uint32_t rnd = 12345;
-    long ts = 1000000;
-    for (int i = 0; i < to; i++) {
-        rnd = rnd * 1103515245u + 12345u;
-        unsigned r = rnd >> 8;
-        ts += 1 + (long)(r % 2);
-        if (i < from)
-            continue;
-        int n = snprintf(text + at, room - at,
-                         "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u,\"pad\":\"%s\"}\n",
-                         i % 5 == 2 ? ts - 2 : ts, (r >> 4) % N_USERS, TYPES[(r >> 12) % 5],
-                         (r >> 16) % 100,
-                         "................................................................");
-        ck_assert(n > 0 && (size_t)n < room - at);
-        at += (size_t)n;
-    }
-    text[at] = '\0';
-    return text;
+    return oomevents_lines(12345, N_USERS, from, to,
+                           "................................................................");
 }
 
 typedef struct Tree {

@@ -22,14 +22,15 @@
  * 1 fails each in turn, which takes minutes). */
 #include <check.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "cli/commands.h"
 #include "tests/checkmain.h"
 #include "tests/oomcmd.h"
+#include "tests/oomevents.h"
 #include "tests/testutil.h"
 #include "tests/tmptree.h"
 
@@ -45,24 +46,15 @@
 #define OOM_EACH_FIRST_SANITIZED 40
 #define OOM_STEP_SANITIZED 101
 
-/* A rule that matches, one whose partial matches time out (`on timeout`), one with a
- * filter, and one whose template builds a string: everything a worker allocates for.
- * After the time declaration. */
-static const char RULES[] =
-    "rule pair { key u; begin a where t == \"login\"; followed_by b where t == \"buy\" and\n"
-    "  n > a.n; within 30s; on match alert \"pair {u}\" fields { first: a.n, then: b.n }; }\n"
-    "rule quiet { key u; begin a where t == \"open\"; followed_by b where t == \"close\";\n"
-    "  within 5s; on match alert \"closed {u}\"; on timeout alert \"left open {u}\"; }\n"
-    "rule big { filter n > 90; key u; begin a where t == \"buy\";\n"
-    "  on match alert \"big {u + \\\"/\\\" + str(a.n)}\"; }\n";
+/* tests/oomevents.h's rules, after the time declaration. */
+static const char RULES[] = OOMEVENTS_RULES;
 
 /* --max-line, and what makes a line longer (an over-long line: rejected). */
 #define MAX_LINE "200"
 #define PAD "over-long over-long over-long over-long over-long over-long over-long over-long " \
             "over-long over-long over-long over-long over-long over-long over-long over-long "
 
-/* Events up to this many seconds out of order, with that much lateness. */
-#define DISORDER 2
+/* Enough lateness for the early events (OOMEVENTS_EARLY seconds out of order). */
 #define LATENESS "3s"
 
 typedef struct Tree {
@@ -71,43 +63,33 @@ typedef struct Tree {
     char *text;                /* the events, heap */
 } Tree;
 
-static const char *const TYPES[] = {"login", "buy", "open", "close", "view"};
-
-/* The events: times (in seconds) rising by 1 or 2, a pseudo-random user and type
- * each (a fixed sequence). Among the first FIRST_BATCH lines (the first batch of
- * either way in) now and then an event from the past (late, whatever the lateness),
- * a line that is not JSON, one with no time and one over --max-line. With
- * `disorder`, every fifth event DISORDER seconds before its time (out of order, not
- * late with LATENESS); without, the lines after the first batch are all good and in
- * order. Heap. */
+/* The events: the sequence of tests/oomevents.h. Among the first FIRST_BATCH lines
+ * (the first batch of either way in) now and then an event from the past (late,
+ * whatever the lateness), a line that is not JSON, one with no time and one over
+ * --max-line. With `disorder`, the early events early (out of order, not late with
+ * LATENESS); without, the lines after the first batch are all good and in order.
+ * Heap. */
 #define FIRST_BATCH 512
 static char *make_events(bool disorder)
 {
-    size_t room = (size_t)N_EVENTS * 80 + sizeof PAD;
-    char *text = malloc(room);
-    ck_assert_ptr_nonnull(text);
-    size_t at = 0;
-    uint32_t rnd = 12345;
-    long ts = 1000000;
+    Buf b = BUF_INIT;
+    OomEventSeq seq = oomevents_start(12345, N_USERS);
     for (int i = 0; i < N_EVENTS; i++) {
-        rnd = rnd * 1103515245u + 12345u;
-        unsigned r = rnd >> 8;
-        ts += 1 + (long)(r % 2);
+        OomEvent e = oomevents_next(&seq);
         const char *line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n";
-        long t = disorder && i % 5 == 2 ? ts - DISORDER : ts;
+        long t = disorder && e.early ? e.ts - OOMEVENTS_EARLY : e.ts;
         if (i < FIRST_BATCH && i % 97 == 50)
-            t = ts - 20;   /* late */
+            t = e.ts - 20;   /* late */
         if (i < FIRST_BATCH && i % 331 == 100)
             line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u\n";   /* not JSON */
         if (i < FIRST_BATCH && i % 409 == 200)
             line_fmt = "{\"at\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u}\n";   /* no time */
         if (i < FIRST_BATCH && i % 293 == 150)
             line_fmt = "{\"ts\":%ld,\"u\":\"u%u\",\"t\":\"%s\",\"n\":%u,\"pad\":\"%s\"}\n";
-        int n = snprintf(text + at, room - at, line_fmt, t, (r >> 4) % N_USERS,
-                         TYPES[(r >> 12) % 5], (r >> 16) % 100, PAD);
-        ck_assert(n > 0 && (size_t)n < room - at);
-        at += (size_t)n;
+        buf_printf(&b, line_fmt, t, e.user, e.type, e.n, PAD);
     }
+    char *text = buf_steal(&b);
+    ck_assert_ptr_nonnull(text);
     return text;
 }
 

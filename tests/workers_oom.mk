@@ -4,7 +4,7 @@
 check_PROGRAMS += tests/test_workers_oom
 TESTS += tests/test_workers_oom
 tests_test_workers_oom_SOURCES = tests/test_workers_oom.c tests/oomcmd.c tests/oomcmd.h \
-	tests/tmptree.c tests/tmptree.h \
+	tests/oomevents.c tests/oomevents.h tests/tmptree.c tests/tmptree.h \
 	cli/cmd_run.c cli/rejects.c cli/rejects.h cli/run_state.c cli/run_state.h \
 	cli/watch.c cli/watch.h cli/control.c cli/control.h \
 	$(OOM_SOURCES) $(TEST_UTIL)
