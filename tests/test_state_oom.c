@@ -149,6 +149,18 @@ static int run_judged(char **argv, const Tree *t, size_t fail, const char *want,
     return rc;
 }
 
+/* run_judged of the run with allocation `fail` failing (`how`), then of the next run,
+ * without failure, on the state folder it left. Returns whether the first exited 3. */
+static bool pair_judged(char **argv, const Tree *t, size_t fail, const char *want, bool sorted,
+                        const char *how)
+{
+    char *first_err = NULL;
+    bool exit_3 = run_judged(argv, t, fail, want, sorted, how, fail, &first_err) == EXIT_IO;
+    run_judged(argv, t, 0, want, sorted, "the next run, without failure", fail, &first_err);
+    free(first_err);
+    return exit_3;
+}
+
 /* ---- checkpoints written with an allocation failing ---- */
 
 static void checkpointing_runs(const char *workers)
@@ -176,11 +188,7 @@ static void checkpointing_runs(const char *workers)
     size_t exits_3 = 0, last = oomcmd_last_fail(first.n_allocs);
     for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
         shell("rm -rf '%s' '%s'", t.state, t.out);
-        char *first_err = NULL;
-        exits_3 += run_judged(argv, &t, fail, want, sorted, "the run", fail, &first_err) ==
-                   EXIT_IO;
-        run_judged(argv, &t, 0, want, sorted, "the next run, without failure", fail, &first_err);
-        free(first_err);
+        exits_3 += pair_judged(argv, &t, fail, want, sorted, "the run");
     }
     ck_assert_uint_gt(exits_3, 0);
     free(want);
@@ -223,54 +231,78 @@ static char *one_run_alerts(const Tree *t, char *workers, bool sorted)
     return want;
 }
 
+/* What the restores and the stops start from: a tree, what one run over all the events
+ * gives, and the events cut in two, the second part in the events file; the stopped
+ * run's argv (the first part on standard input: `stop`) and the restoring run's (the
+ * second part from the file). */
+typedef struct Split {
+    Tree t;
+    bool sorted;                 /* two workers: alerts compared in any order */
+    char *want;                  /* one run's alerts; heap */
+    char *first, *second;        /* heap */
+    char *stop_argv[9], *argv[11];
+    OomFeed stop;
+} Split;
+
+/* The argvs point into s->t: s stays where it is until split_end. */
+static void split_start(Split *s, const char *workers)
+{
+    make_tree(&s->t);
+    Tree *t = &s->t;
+    s->sorted = strcmp(workers, "1") != 0;
+    s->want = one_run_alerts(t, (char *)workers, s->sorted);
+    s->first = make_events(0, CUT);
+    s->second = make_events(CUT, N_EVENTS);
+    tmptree_write(t->events, s->second);
+    char *stop_argv[] = {"run", "--state", t->state, "--workers", (char *)workers, "-o", t->out,
+                         t->rules, NULL};
+    char *argv[] = {"run", "--state", t->state, "--workers", (char *)workers, "-i", t->events,
+                    "-o", t->out, t->rules, NULL};
+    memcpy(s->stop_argv, stop_argv, sizeof stop_argv);
+    memcpy(s->argv, argv, sizeof argv);
+    s->stop = (OomFeed){.first = s->first, .action = OOMFEED_STOP};
+}
+
+static void split_end(Split *s)
+{
+    free(s->first);
+    free(s->second);
+    free(s->want);
+    tmptree_remove(s->t.dir);
+}
+
 static void restoring_runs(const char *workers)
 {
-    Tree t;
-    make_tree(&t);
-    bool sorted = strcmp(workers, "1") != 0;
-    char *want = one_run_alerts(&t, (char *)workers, sorted);
-    /* the stopped run */
-    char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
-    tmptree_write(t.events, second);
-    char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
-                         t.rules, NULL};
-    OomFeed stop = {.first = first, .action = OOMFEED_STOP};
-    OomCmdRun stopped = oomfeed_run(cmd_run, stop_argv, 0, &stop);
+    Split s;
+    split_start(&s, workers);
+    const Tree *t = &s.t;
+    OomCmdRun stopped = oomfeed_run(cmd_run, s.stop_argv, 0, &s.stop);
     ck_assert_msg(stopped.rc == EXIT_OK && line_lacks(stopped.err, "state saved in",
                                                       " 0 partial matches", "of which 0 buffered"),
                   "the stopped run: exit %d\n%.1500s", stopped.rc, stopped.err);
     oomcmd_free(&stopped);
-    shell("cp -a '%s' '%s'", t.state, t.pristine);
-    shell("cp -a '%s' '%s'", t.out, t.saved_out);
-    char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
-                    "-o", t.out, t.rules, NULL};
-    OomCmdRun restored = oomcmd_run(cmd_run, argv, 0);
+    shell("cp -a '%s' '%s'", t->state, t->pristine);
+    shell("cp -a '%s' '%s'", t->out, t->saved_out);
+    OomCmdRun restored = oomcmd_run(cmd_run, s.argv, 0);
     ck_assert_msg(restored.rc == EXIT_OK && line_lacks(restored.err, "restored checkpoint",
                                                        " 0 partial matches", " 0 buffered events"),
                   "the restoring run without failure: exit %d\n%.1500s", restored.rc,
                   restored.err);
-    char *got = alerts_in(t.out, sorted);
-    ck_assert_msg(!strcmp(got, want), "stopped and restored: %zu alert lines, one run %zu",
-                  oomcmd_count(got, "\n"), oomcmd_count(want, "\n"));
+    char *got = alerts_in(t->out, s.sorted);
+    ck_assert_msg(!strcmp(got, s.want), "stopped and restored: %zu alert lines, one run %zu",
+                  oomcmd_count(got, "\n"), oomcmd_count(s.want, "\n"));
     free(got);
-    OomPace pace = oom_pace(&t);
+    OomPace pace = oom_pace(t);
     size_t exits_3 = 0, last = oomcmd_last_fail(restored.n_allocs);
     for (size_t fail = 1; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
-        shell("rm -rf '%s'%s", t.state, "");
-        shell("cp '%s' '%s'", t.saved_out, t.out);
-        shell("cp -a '%s' '%s'", t.pristine, t.state);
-        char *first_err = NULL;
-        exits_3 += run_judged(argv, &t, fail, want, sorted, "the restoring run", fail,
-                              &first_err) == EXIT_IO;
-        run_judged(argv, &t, 0, want, sorted, "the next run, without failure", fail, &first_err);
-        free(first_err);
+        shell("rm -rf '%s'%s", t->state, "");
+        shell("cp '%s' '%s'", t->saved_out, t->out);
+        shell("cp -a '%s' '%s'", t->pristine, t->state);
+        exits_3 += pair_judged(s.argv, t, fail, s.want, s.sorted, "the restoring run");
     }
     ck_assert_uint_gt(exits_3, 0);
     oomcmd_free(&restored);
-    free(first);
-    free(second);
-    free(want);
-    tmptree_remove(t.dir);
+    split_end(&s);
 }
 
 START_TEST(restores_with_one_worker_lose_and_repeat_nothing)
@@ -297,22 +329,13 @@ END_TEST
 
 static void stopping_runs(const char *workers)
 {
-    Tree t;
-    make_tree(&t);
-    bool sorted = strcmp(workers, "1") != 0;
-    char *want = one_run_alerts(&t, (char *)workers, sorted);
-    char *first = make_events(0, CUT), *second = make_events(CUT, N_EVENTS);
-    tmptree_write(t.events, second);
-    char *stop_argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-o", t.out,
-                         t.rules, NULL};
-    char *argv[] = {"run", "--state", t.state, "--workers", (char *)workers, "-i", t.events,
-                    "-o", t.out, t.rules, NULL};
-    OomFeed stop = {.first = first, .action = OOMFEED_STOP};
+    Split s;
+    split_start(&s, workers);
     OomPace pace = {0, 1, 1, oomcmd_step(STOP_STEP, STOP_STEP_SANITIZED)};
     size_t last = SIZE_MAX, exits_0 = 0, exits_3 = 0;
     for (size_t fail = 0; fail <= last; fail = oomcmd_next_fail(&pace, fail)) {
-        shell("rm -rf '%s' '%s'", t.state, t.out);
-        OomCmdRun r = oomfeed_run(cmd_run, stop_argv, fail, &stop);
+        shell("rm -rf '%s' '%s'", s.t.state, s.t.out);
+        OomCmdRun r = oomfeed_run(cmd_run, s.stop_argv, fail, &s.stop);
         if (fail == 0)
             last = oomcmd_last_fail(r.n_allocs);
         bool exit_3 = fail > 0 && r.rc == EXIT_IO && oomcmd_says_out_of_memory(r.err);
@@ -322,8 +345,8 @@ static void stopping_runs(const char *workers)
         if (r.rc == EXIT_OK) {
             char *err = strdup(r.err);
             ck_assert_ptr_nonnull(err);
-            run_judged(argv, &t, 0, want, sorted, "the restoring run, without failure", fail,
-                       &err);
+            run_judged(s.argv, &s.t, 0, s.want, s.sorted, "the restoring run, without failure",
+                       fail, &err);
             free(err);
             exits_0++;
         }
@@ -332,10 +355,7 @@ static void stopping_runs(const char *workers)
     }
     ck_assert_uint_gt(exits_0, 1);
     ck_assert_uint_gt(exits_3, 0);
-    free(first);
-    free(second);
-    free(want);
-    tmptree_remove(t.dir);
+    split_end(&s);
 }
 
 START_TEST(stops_with_one_worker_lose_and_repeat_nothing)
