@@ -207,26 +207,32 @@ static void each_allocation(char **argv, const char *input, bool event_time)
     oomcmd_free(&want.run);
 }
 
+/* each_allocation over a fresh tree (its rules after `time_decl`, its events made
+ * with `disorder`): the events on standard input, or with `from_file` in the file the
+ * workers read. */
+static void each_allocation_of_tree(const char *time_decl, bool disorder, bool from_file)
+{
+    Tree t;
+    make_tree(&t, time_decl, disorder);
+    char *stdin_argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
+    char *file_argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, "-i", t.events, t.rules,
+                         NULL};
+    each_allocation(from_file ? file_argv : stdin_argv, from_file ? NULL : t.text,
+                    time_decl[0] != '\0');
+    remove_tree(&t);
+}
+
 /* The input layer reads the pipe; the workers decode, route and split. */
 START_TEST(standard_input_gives_every_alert_or_exits_3)
 {
-    Tree t;
-    make_tree(&t, "time ts;", false);
-    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
-    each_allocation(argv, t.text, true);
-    remove_tree(&t);
+    each_allocation_of_tree("time ts;", false, false);
 }
 END_TEST
 
 /* The workers read the file themselves (one regular file, event time, no --state). */
 START_TEST(file_read_by_workers_gives_every_alert_or_exits_3)
 {
-    Tree t;
-    make_tree(&t, "time ts;", false);
-    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, "-i", t.events, t.rules,
-                    NULL};
-    each_allocation(argv, NULL, true);
-    remove_tree(&t);
+    each_allocation_of_tree("time ts;", false, true);
 }
 END_TEST
 
@@ -234,11 +240,7 @@ END_TEST
  * dispatches them with the routes their decoding job found. */
 START_TEST(reordered_input_gives_every_alert_or_exits_3)
 {
-    Tree t;
-    make_tree(&t, "time ts lateness " LATENESS ";", true);
-    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
-    each_allocation(argv, t.text, true);
-    remove_tree(&t);
+    each_allocation_of_tree("time ts lateness " LATENESS ";", true, false);
 }
 END_TEST
 
@@ -247,11 +249,7 @@ END_TEST
  * the timeouts at the end. */
 START_TEST(processing_time_gives_every_alert_or_exits_3)
 {
-    Tree t;
-    make_tree(&t, "", false);
-    char *argv[] = {"run", "--workers", "2", "--max-line", MAX_LINE, t.rules, NULL};
-    each_allocation(argv, t.text, false);
-    remove_tree(&t);
+    each_allocation_of_tree("", false, false);
 }
 END_TEST
 
