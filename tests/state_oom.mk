@@ -3,12 +3,8 @@
 # with one worker and two. Allocations fail in turn, counted over every thread
 # (tests/oomwrap.h), each run in a child (tests/oomcmd.h); tests/oomfeed.h feeds
 # standard input around a stop or a reload.
-STATE_OOM_SOURCES = tests/oomcmd.c tests/oomcmd.h tests/oomfeed.c tests/oomfeed.h \
-	tests/oomevents.c tests/oomevents.h tests/tmptree.c tests/tmptree.h \
-	tests/sockutil.c tests/sockutil.h \
-	cli/cmd_run.c cli/rejects.c cli/rejects.h cli/run_state.c cli/run_state.h \
-	cli/watch.c cli/watch.h cli/control.c cli/control.h \
-	$(OOM_SOURCES) $(TEST_UTIL)
+STATE_OOM_SOURCES = tests/oomfeed.c tests/oomfeed.h tests/oomevents.c tests/oomevents.h \
+	tests/sockutil.c tests/sockutil.h $(RUN_OOM_SOURCES)
 check_PROGRAMS += tests/test_state_oom
 TESTS += tests/test_state_oom
 tests_test_state_oom_SOURCES = tests/test_state_oom.c $(STATE_OOM_SOURCES)

@@ -3,11 +3,8 @@
 # (tests/oomwrap.h), each run in a child (tests/oomcmd.h).
 check_PROGRAMS += tests/test_workers_oom
 TESTS += tests/test_workers_oom
-tests_test_workers_oom_SOURCES = tests/test_workers_oom.c tests/oomcmd.c tests/oomcmd.h \
-	tests/oomevents.c tests/oomevents.h tests/tmptree.c tests/tmptree.h \
-	cli/cmd_run.c cli/rejects.c cli/rejects.h cli/run_state.c cli/run_state.h \
-	cli/watch.c cli/watch.h cli/control.c cli/control.h \
-	$(OOM_SOURCES) $(TEST_UTIL)
+tests_test_workers_oom_SOURCES = tests/test_workers_oom.c \
+	tests/oomevents.c tests/oomevents.h $(RUN_OOM_SOURCES)
 tests_test_workers_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_workers_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_workers_oom_LDADD = $(TEST_LIBS)
