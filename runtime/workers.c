@@ -1056,18 +1056,14 @@ int workers_finish(Workers *ws, bool fire_timeouts, uint64_t *pending)
                 ws->w[i].started = false;
             }
     }
-    uint64_t left = 0;
-    bool failed = ws->failed;
     if (!ws->w)
         return -1;
-    for (size_t i = 0; i < ws->n; i++) {
+    uint64_t left = 0;
+    for (size_t i = 0; i < ws->n; i++)
         left += ws->w[i].pending;
-        if (ws->w[i].shard && shard_failed(ws->w[i].shard))
-            failed = true;
-    }
     if (pending)
         *pending = left;
-    return failed ? -1 : 0;
+    return workers_failed(ws) ? -1 : 0;
 }
 
 /* ---- hot reload ------------------------------------------------------------- */
