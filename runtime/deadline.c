@@ -1,6 +1,5 @@
-/* runtime/deadline.c — per-rule timers: sorted rings of partition entries by
- * deadline, with a heap for the deadlines out of their order (see deadline.h), and
- * the rules' clock. */
+/* runtime/deadline.c — timers: sorted rings of partition entries by deadline, with a
+ * heap for the deadlines out of their order (see deadline.h). */
 #include "runtime/deadline.h"
 
 #include <stdlib.h>
@@ -547,6 +546,20 @@ PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead)
     return e;
 }
 
+void deadline_moved(DeadlineHeap *d, const PartEntry *was, PartEntry *e)
+{
+    uint32_t pos = e->heap_pos;
+    if (pos == PART_NOT_TIMED)
+        return;
+    DeadlineCore *c = d->core;
+    if (pos & IN_HEAP)
+        c->h[pos & ~IN_HEAP] = e;
+    else
+        *ring_at(&c->ring[pos >> RING_SHIFT], pos & (SEQ_LIMIT - 1)) = e;
+    if (d->top == was)
+        d->top = e;
+}
+
 /* ---- checks for tests ------------------------------------------------------------ */
 
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e)
@@ -643,101 +656,5 @@ const char *deadline_verify(const DeadlineHeap *d)
     if (d->top != best ||
         d->top_deadline != (best ? best->deadline : INT64_MAX))
         return "cached top is not the earliest entry";
-    return NULL;
-}
-
-/* ---- the rules' clock ---------------------------------------------------------- */
-
-int rule_clock_init(RuleClock *c, size_t n_rules)
-{
-    /* one more slot in at and heap: the sentinel (below) */
-    c->at = n_rules < UINT32_MAX ? malloc((n_rules + 1) * sizeof *c->at) : NULL;
-    c->heap = c->at ? malloc((n_rules + 1) * sizeof *c->heap) : NULL;
-    c->pos = malloc((n_rules ? n_rules : 1) * sizeof *c->pos);
-    c->n = 0;
-    if (!c->at || !c->heap || !c->pos) {
-        rule_clock_free(c);
-        return -1;
-    }
-    /* all at INT64_MAX: rule order is already a heap */
-    for (size_t i = 0; i < n_rules; i++) {
-        c->at[i] = INT64_MAX;
-        c->heap[i] = c->pos[i] = (uint32_t)i;
-    }
-    c->at[n_rules] = INT64_MAX;
-    c->heap[n_rules] = (uint32_t)n_rules;
-    c->n = n_rules;
-    return 0;
-}
-
-void rule_clock_free(RuleClock *c)
-{
-    free(c->at);
-    free(c->heap);
-    free(c->pos);
-    c->at = NULL;
-    c->heap = c->pos = NULL;
-    c->n = 0;
-}
-
-/* Does deadline t of rule r come before deadline u of rule q? */
-static inline bool clock_before(int64_t t, uint32_t r, int64_t u, uint32_t q)
-{
-    return t != u ? t < u : r < q;
-}
-
-/* The moving rule's deadline and number stay in registers while the others move
- * into the hole, whose slot is written once, at the end. Past the last node, heap[n]
- * is a sentinel, rule number n at INT64_MAX, which every rule precedes: the second
- * child needs no bounds check. */
-void rule_clock_move(RuleClock *c, size_t rule, int64_t at)
-{
-    int64_t *ats = c->at;
-    uint32_t *heap = c->heap, *pos = c->pos;
-    uint32_t r = (uint32_t)rule;
-    size_t n = c->n, i = pos[r];
-    ats[r] = at;
-    while (i > 0) {
-        uint32_t parent = heap[(i - 1) / 2];
-        if (!clock_before(at, r, ats[parent], parent))
-            break;
-        heap[i] = parent;
-        pos[parent] = (uint32_t)i;
-        i = (i - 1) / 2;
-    }
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        uint32_t q = heap[child], q2 = heap[child + 1];
-        int64_t t = ats[q], t2 = ats[q2];
-        if (clock_before(t2, q2, t, q)) {
-            q = q2;
-            t = t2;
-            child++;
-        }
-        if (!clock_before(t, q, at, r))
-            break;
-        heap[i] = q;
-        pos[q] = (uint32_t)i;
-        i = child;
-    }
-    heap[i] = r;
-    pos[r] = (uint32_t)i;
-}
-
-const char *rule_clock_verify(const RuleClock *c)
-{
-    if (!c->at)
-        return c->n ? "rules without arrays" : NULL;
-    if (c->heap[c->n] != c->n || c->at[c->n] != INT64_MAX)
-        return "the sentinel is not in place";
-    for (size_t i = 0; i < c->n; i++) {
-        uint32_t r = c->heap[i];
-        if (r >= c->n || c->pos[r] != i)
-            return "a rule's position disagrees with the heap";
-        if (i && clock_before(c->at[r], r, c->at[c->heap[(i - 1) / 2]], c->heap[(i - 1) / 2]))
-            return "heap out of order";
-    }
     return NULL;
 }

@@ -1,5 +1,4 @@
-/* runtime/deadline.h — per-rule timers: partition entries by their next deadline,
- * and the clock that says which rule's timers are due first.
+/* runtime/deadline.h — timers: partition entries by their next deadline.
  *
  * Owns: a few sorted rings and a 4-ary heap of entry slots, and the cached earliest
  * entry; the entries are borrowed. A slot is the entry's address alone (8 bytes per
@@ -119,83 +118,13 @@ PartEntry *deadline_peek(const DeadlineHeap *d, size_t ahead);
  * locals, it was measured: scenario 4's 1M lines took 8,753.2M instructions against
  * 8,772.1M, -0.2%, too little to expose the layout of heap_pos here; not kept.) */
 void deadline_peek_many(const DeadlineHeap *d, const size_t *ahead, PartEntry **out, size_t n);
+/* Tells the timers that the entry they held as `was` is now e (part_regrow moved it;
+ * e->heap_pos and e->deadline are was's). */
+void deadline_moved(DeadlineHeap *d, const PartEntry *was, PartEntry *e);
 /* For tests: true if e is held where its heap_pos says, under its current deadline. */
 bool deadline_holds(const DeadlineHeap *d, const PartEntry *e);
 /* For tests: checks every internal invariant (the rings' order and ends, the heap's
  * order, positions, counts, the cached top). Returns NULL, or what is wrong. */
 const char *deadline_verify(const DeadlineHeap *d);
-
-/* Which rule's timers hold the earliest deadline. Finding the next timer among many
- * rules by scanning every rule's timers touches one cold cache line per rule, on every
- * event and every fired timer; this indexed min-heap of rule numbers, ordered by
- * (next deadline, rule number), answers in O(1) and follows a change in O(log rules).
- * Every rule is always in it, at INT64_MAX while its timers are empty. Owns its arrays.
- * Past the last rule, heap[n] holds a sentinel, rule number n with at[n] INT64_MAX,
- * which every rule precedes: a sift reads a second child without a bounds check.
- * (Measured and not kept, in instructions on scenario 4's lines:
- *  - a 4-ary heap whose slots hold each rule's deadline beside its number: on the
- *    first 100k lines 1,040.2M against 1,029.5M, 240 instead of 150 per move;
- *  - a bottom-up sift for a later deadline, down to a leaf at one comparison a level
- *    and back up: 8,675.5M against 8,628.8M on the 1M lines (at 823f99e), since a
- *    rule's next deadline after firing mostly settles midway;
- *  and on the 1M lines against 8,469.5M for this heap with the same timers (before
- *  deadline_add and deadline_drop had their paths that call nothing, and before the
- *  sift kept the moving rule in registers):
- *  - a binary heap whose 16-byte slots hold (deadline, rule): 8,483.1M;
- *  - a tournament (winner) tree over the rules padded to a power of two, each inner
- *    node holding the earlier (deadline, rule) of its children, ties to the left
- *    child (it holds the lower numbers, so no level compares rule numbers), an update
- *    walking leaf to root over one sibling pair per level, the runner-up the earliest
- *    of the siblings along the winner's path: 8,509.1M. A move costs 121 instructions
- *    (seven levels for 100 rules, none skipped: most moves are the winner's, whose
- *    every node changes), below this heap's 185 then, but the runner-up, read once
- *    per batch of firings (nearly every batch is one firing, so once per move),
- *    costs 104 against the heap's 15 (heap[1] or heap[2]); written branch-free, 115;
- *  - that tree with each node also holding the second earliest of its leaves, so
- *    that the runner-up is the root's: 8,489.3M, 201 instructions per move.) */
-typedef struct RuleClock {
-    int64_t *at;       /* per rule: its next deadline as last told; n + 1 (sentinel) */
-    uint32_t *heap;    /* rule numbers; n + 1 (sentinel) */
-    uint32_t *pos;     /* per rule: its index in heap */
-    size_t n;
-} RuleClock;
-
-/* -1 on allocation failure (c is then empty but safe to free). */
-int rule_clock_init(RuleClock *c, size_t n_rules);
-void rule_clock_free(RuleClock *c);
-void rule_clock_move(RuleClock *c, size_t rule, int64_t at);
-/* Tells the clock a rule's timers now start at `at` (deadline_next). */
-static inline void rule_clock_set(RuleClock *c, size_t rule, int64_t at)
-{
-    if (c->at[rule] != at)
-        rule_clock_move(c, rule, at);
-}
-/* Ties go to the lower rule number, as a scan in rule order would find them. */
-static inline bool rule_clock_before(const RuleClock *c, uint32_t a, uint32_t b)
-{
-    return c->at[a] != c->at[b] ? c->at[a] < c->at[b] : a < b;
-}
-/* The earliest deadline of any rule but the earliest one (INT64_MAX: none) and, if
- * any, its rule: how far the earliest rule may fire its own timers, telling the clock
- * once at the end, before another rule's come first. */
-static inline int64_t rule_clock_runner_up(const RuleClock *c, size_t *rule)
-{
-    if (c->n < 2)
-        return INT64_MAX;
-    size_t i = c->n > 2 && rule_clock_before(c, c->heap[2], c->heap[1]) ? 2 : 1;
-    *rule = c->heap[i];
-    return c->at[c->heap[i]];
-}
-/* The earliest deadline of any rule (INT64_MAX: none) and, if any, its rule. */
-static inline int64_t rule_clock_next(const RuleClock *c, size_t *rule)
-{
-    if (!c->n)
-        return INT64_MAX;
-    *rule = c->heap[0];
-    return c->at[c->heap[0]];
-}
-/* For tests: checks the heap's order, the positions and the sentinel. Returns NULL,
- * or what is wrong. */
-const char *rule_clock_verify(const RuleClock *c);
 
 #endif

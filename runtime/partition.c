@@ -74,7 +74,7 @@ static void *entry_alloc(PartPool *pool, size_t bytes)
  * median in 15 runs each in turns, with nfa_key_prefetch inline too; not kept.) */
 static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
 {
-    size_t bytes = part_entry_bytes(entry->klen, pre);
+    size_t bytes = part_entry_bytes(entry->klen, pre, entry->room);
     size_t cls = slab_class(bytes);
     void *e = (char *)entry - pre;
     if (cls == SLAB_CLASSES) {
@@ -313,23 +313,34 @@ static bool addressable(const PartEntry *e)
     return (uint64_t)(uintptr_t)e >> (PART_PTR_BITS - 1) >> 1 == 0;
 }
 
-PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
+/* Room for an entry of klen key bytes and `room` slots, its header's sizes set; NULL
+ * on allocation failure or an address the slots cannot hold. */
+static PartEntry *entry_new(PartTable *t, size_t klen, size_t room)
 {
-    if (klen >= UINT32_MAX || !room_for_one(t))
+    char *at = entry_alloc(pool_of(t), part_entry_bytes(klen, t->pre, room));
+    if (!at)
         return NULL;
-    char *room = entry_alloc(pool_of(t), part_entry_bytes(klen, t->pre));
-    if (!room)
-        return NULL;
-    PartEntry *e = (PartEntry *)(void *)(room + t->pre);
+    PartEntry *e = (PartEntry *)(void *)(at + t->pre);
     e->klen = (uint32_t)klen;
+    e->room = (uint16_t)room;
     if (!addressable(e)) {
         entry_release(pool_of(t), e, t->pre);
         return NULL;
     }
-    nfa_key_init(&e->nfa);
+    return e;
+}
+
+PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash,
+                    size_t room)
+{
+    if (klen >= UINT32_MAX || room > PART_MAX_SLOTS || !room_for_one(t))
+        return NULL;
+    PartEntry *e = entry_new(t, klen, room);
+    if (!e)
+        return NULL;
     if (t->extras & PART_X_SUPPRESS)
         *part_suppress_until(e) = INT64_MIN;
-    e->held = 0;
+    e->n_slots = 0;
     e->deadline = INT64_MAX;
     e->heap_pos = PART_NOT_TIMED;
     if (klen)
@@ -527,6 +538,27 @@ static size_t slot_of_entry(const PartTable *t, const PartEntry *e, uint64_t has
     while (t->slots[i] && part_slot_entry(t->slots[i]) != e)
         i = (i + 1) & mask;
     return t->slots[i] ? i : t->n_slots;
+}
+
+PartEntry *part_regrow(PartTable *t, PartEntry *e, uint64_t hash, size_t room)
+{
+    if (room < e->n_slots || room > PART_MAX_SLOTS)
+        return NULL;
+    size_t at = slot_of_entry(t, e, hash);
+    if (at == t->n_slots && (at = slot_of_entry(t, e, part_entry_hash(e))) == t->n_slots)
+        return NULL;
+    PartEntry *moved = entry_new(t, e->klen, room);
+    if (!moved)
+        return NULL;
+    uint16_t kept_room = moved->room;
+    memcpy((char *)moved - t->pre, (char *)e - t->pre,
+           t->pre + part_slots_offset(e->klen) + e->n_slots * sizeof(PartSlot));
+    moved->room = kept_room;
+    uint64_t word = t->slots[at];
+    t->slots[at] = (word & ~(((UINT64_C(1) << PART_PTR_BITS) - 1) & ~(uint64_t)PART_DIST_MAX)) |
+                   (uint64_t)(uintptr_t)moved;
+    entry_release(pool_of(t), e, t->pre);
+    return moved;
 }
 
 void part_remove(PartTable *t, PartEntry *e)

@@ -1,15 +1,16 @@
-/* runtime/partition.h — per-rule partition table: key -> that key's matcher state.
+/* runtime/partition.h — partition table: key -> every rule's matcher state for it.
  *
- * Owns: the hash table, its entries and the slabs they are carved from. An entry holds
- * its state and the key bytes (the canonical text of the key values, the hash-table
- * key); the key values themselves are not kept, since part_key_values derives them
- * from the bytes where they are needed (alerts, checkpoints), which is rare next to the
- * keys that start and die between two alerts. The entry holds its key's NfaKey inline
- * (one allocation and one cache miss per key, not two); the table does not know the
- * NFA, so the caller clears a key that is not idle (nfa_key_clear) before part_remove.
- * Entries are removed when a key goes idle, and the slot array and the slabs shrink
- * with them, so memory follows the number of live keys (but for a table that empties
- * for good: part_table_keep_size). Not thread-safe: one table per rule per worker. */
+ * Owns: the hash table, its entries and the slabs they are carved from. An entry is
+ * one key's record: the key bytes (the canonical text of the key values, the hash-table
+ * key) and a slot per rule holding state for that key. The key values themselves are
+ * not kept, since part_key_values derives them from the bytes where they are needed
+ * (alerts, checkpoints), which is rare next to the keys that start and die between two
+ * alerts. The slots hold each rule's NfaKey inline (one allocation and one cache miss
+ * per key, not one per rule); the table does not know the NFA, so the caller clears
+ * the slots (nfa_key_clear) before part_remove. Entries are removed when no rule
+ * holds state for the key, and the slot array and the slabs shrink with them, so
+ * memory follows the number of live keys (but for a table that empties for good:
+ * part_table_keep_size). Not thread-safe: one table per worker. */
 #ifndef VIGIL_RUNTIME_PARTITION_H
 #define VIGIL_RUNTIME_PARTITION_H
 
@@ -23,41 +24,68 @@
 #include "nfa/nfa.h"
 #include "nfa/value.h"
 
+/* One rule's state for the key of the entry that holds it (48 bytes): its matcher,
+ * and what the shard needs of it without running the matcher. */
+typedef struct PartSlot {
+    int64_t due;              /* when the rule next needs to run for this key: the
+                                 matcher's deadline, or the end of the key's suppression
+                                 while the matcher is idle; INT64_MAX: never */
+    uint32_t rule;            /* the rule's number in the shard's rule set */
+    uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
+                                 of the events and nodes its matches hold; saturates */
+    NfaKey nfa;               /* this rule's partial matches for the key (nfa/nfa.h: 32
+                                 bytes, the first partial match inline) */
+} PartSlot;
+
 /* Every byte is paid once per live key (scenario 5 holds a million), so each field
- * says what it is for. 52 bytes before the key bytes, so that an entry with a key of up
- * to 11 bytes (`"k123456"` is 9) is 64: one cache line (slabs place such entries on
- * line boundaries). What is not here, and why:
+ * says what it is for. An entry is one key's record, shared by every rule whose key
+ * has these bytes: a header of 20 bytes, the key bytes, then (8-aligned) the slots of
+ * the rules holding state for the key, in increasing rule order. One lookup finds a
+ * key's state in every rule, one timer serves them all, and the rules' states sit side
+ * by side (scenario 4: a user's event touches one record, where it touched a table
+ * slot, an entry and a timer per rule). What is not here, and why:
  *   - the key's hash: the caller has it on every lookup and add; the table
  *     recomputes it from the key bytes where it needs it without a caller (a growth:
  *     a shrink places entries from their slots' distances; a removal whose caller
  *     kept no hash, part_remove_hashed; a probe distance past PART_DIST_MAX, the
  *     timers' tie order and their look-ahead), a few nanoseconds for a short key;
- *   - a pointer to the key bytes: they are always the entry's own `tail`;
- *   - the matcher's own deadline: nfa_key_deadline computes it from the runs (the
- *     timers' time, here, may differ: the end of a suppression, or one past the time
- *     just handled);
+ *   - a pointer to the key bytes or the slots: they follow the header;
  *   - what the key counts for in the --max-memory estimate: a function of the entry's
- *     size, its partial matches and `held`, recomputed to take it back (runtime/shard.c);
- *   - the end of suppression: only rules with suppression use it, so their tables
- *     hold it before their entries (part_table_set_extras), at a negative offset, and
- *     the other tables pay nothing.
+ *     size and its slots, recomputed to take it back (runtime/shard.c);
+ *   - the end of suppression: only rules with suppression use it, so they keep it in
+ *     a table of their own (runtime/shard.c), and the others pay nothing.
  * The entry lives in a slab of its size class (part_entry_bytes: 8-byte steps, no
- * allocator header). */
+ * allocator header); it moves when its slots outgrow their room (part_regrow). */
 typedef struct PartEntry {
     int64_t deadline;         /* the time the timers hold it under (runtime/deadline.h),
                                  INT64_MAX while they do not: they read it from here */
     uint32_t heap_pos;        /* where the timers hold it (runtime/deadline.c), or
                                  PART_NOT_TIMED */
     uint32_t klen;            /* length of the key bytes */
-    NfaKey nfa;               /* this key's partial matches (nfa_key_idle while none), 32
-                                 bytes: their count 4, the room for them 4, and the first
-                                 one inline (nfa/nfa.h): its newest node 8, its first
-                                 event 8 (the start of `within`, and the order), the state
-                                 it waits in 8 (4 used; a completed match's time there) */
-    uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
-                                 of the events and nodes its matches hold; saturates */
-    char tail[];              /* the key bytes (canonical, part_key_bytes), NUL-terminated */
+    uint16_t n_slots;         /* rules holding state for the key */
+    uint16_t room;            /* slots the entry has room for */
+    char tail[];              /* the key bytes (canonical, part_key_bytes), NUL-terminated;
+                                 then, from the next multiple of 8, the slots */
 } PartEntry;
+
+/* Where an entry's slots start, from its start: past the key bytes and their NUL. */
+static inline size_t part_slots_offset(size_t klen)
+{
+    return (offsetof(PartEntry, tail) + klen + 1 + 7) & ~(size_t)7;
+}
+
+static inline PartSlot *part_slots(PartEntry *e)
+{
+    return (PartSlot *)(void *)((char *)e + part_slots_offset(e->klen));
+}
+
+static inline const PartSlot *part_slots_c(const PartEntry *e)
+{
+    return (const PartSlot *)(const void *)((const char *)e + part_slots_offset(e->klen));
+}
+
+/* Most slots a record holds: rules with state for one key. */
+#define PART_MAX_SLOTS UINT16_MAX
 
 #define PART_NOT_TIMED UINT32_MAX
 
@@ -221,24 +249,31 @@ static inline bool part_entry_is(const PartEntry *e, const char *kbytes, size_t 
 {
     return e->klen == klen && !memcmp(e->tail, kbytes, klen);
 }
-/* A new idle entry with a copy of the key bytes (nothing held; no suppression); hash
- * is part_hash of the bytes. NULL on allocation failure (or a
+/* A new entry with a copy of the key bytes, room for `room` slots and none in use (no
+ * suppression); hash is part_hash of the bytes. NULL on allocation failure (or a
  * key of 4 GiB or more, or an address beyond PART_PTR_BITS). */
-PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
-/* The bytes an entry with klen key bytes takes in its slab (or its own malloc), its
- * optional fields (pre bytes: PartTable.pre) included. */
-static inline size_t part_entry_bytes(size_t klen, size_t pre)
+PartEntry *part_add(PartTable *t, const char *kbytes, size_t klen, uint64_t hash,
+                    size_t room);
+/* Moves e (whose key hashes to hash) to a new entry with room for `room` slots (at
+ * least its n_slots), with the same header, key and slots, in the same table slot;
+ * frees e. The caller re-points what else holds e (the timers: deadline_moved). NULL
+ * on allocation failure, e unchanged. */
+PartEntry *part_regrow(PartTable *t, PartEntry *e, uint64_t hash, size_t room);
+/* The bytes an entry with klen key bytes and room for `room` slots takes in its slab
+ * (or its own malloc), its optional fields (pre bytes: PartTable.pre) included. */
+static inline size_t part_entry_bytes(size_t klen, size_t pre, size_t room)
 {
-    size_t n = pre + offsetof(PartEntry, tail) + klen + 1;   /* no tail padding */
+    size_t n = pre + (room ? part_slots_offset(klen) + room * sizeof(PartSlot)
+                           : offsetof(PartEntry, tail) + klen + 1);
     return (n + 7) & ~(size_t)7;                             /* entries are 8-aligned */
 }
-/* Starts loading all of an entry a lookup and the matcher read (its fixed part and a
- * short key's bytes: one cache line, or two), from its address alone. */
+/* Starts loading what a lookup and the first slots read (the header, a short key's
+ * bytes and the slot after them: two cache lines), from its address alone. */
 static inline void part_entry_prefetch(const PartEntry *e)
 {
     const char *p = (const char *)e;
     __builtin_prefetch(p);
-    __builtin_prefetch(p + sizeof *e + 7);
+    __builtin_prefetch(p + 64);
 }
 /* Starts loading what removing e reads besides e and its slot: its slab's header (an
  * address computed, not read: nothing happens for an entry outside any slab). */
@@ -246,7 +281,7 @@ static inline void part_slab_prefetch(const PartEntry *e)
 {
     __builtin_prefetch(slab_of(e), 1);
 }
-/* Unlinks and frees an entry (its NfaKey must be idle: nfa_key_clear). */
+/* Unlinks and frees an entry (its slots' NfaKeys must be idle: nfa_key_clear). */
 void part_remove(PartTable *t, PartEntry *e);
 /* The same, starting from hash, which should be part_entry_hash(e) (a caller may have
  * computed it already): a wrong one costs only time, since the entry is then looked

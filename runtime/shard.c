@@ -9,31 +9,26 @@
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 
-/* A key's hash, computed to fetch its table slot before it fires (prefetch_due) and
- * kept for when it leaves its table. */
-typedef struct DueHash {
-    const PartEntry *entry;    /* NULL: none */
-    uint64_t hash;
-} DueHash;
-
-/* Per rule (the firings of other rules in between do not evict them), by timer
- * position: more than the firings between the prefetch and the removal (DUE_SLOT), so
- * the hashes in flight never share a place. */
-#define DUE_HASHES 8u
-
 typedef struct RuleState {
-    PartTable keys;
-    DeadlineHeap timers;
+    PartTable suppress;        /* a rule with suppression: for each key under it, an
+                                  entry without slots holding its end (PART_X_SUPPRESS);
+                                  its keys' slots stay while it lasts. Else unused. */
     NfaCounters counters;
     EngineRuleStats stats;
+    uint64_t keys_live;        /* slots of this rule in the shard's records */
     uint64_t cap_hits_warned;  /* counters.cap_hits at the last warning */
     int64_t cap_warned_ms;     /* when (monotonic), or INT64_MIN */
     uint64_t refused_warned;   /* stats.keys_refused at the last warning */
     int64_t refuse_warned_ms;  /* when (monotonic), or INT64_MIN */
-    MemShare *mem;             /* the shard's part of the budget (drop_entry) */
-    DueHash due_hash[DUE_HASHES]; /* by timer position (due_hash_at): a stale one, of
-                                  an entry freed and reused since, only costs time */
 } RuleState;
+
+/* A record an event reaches (one per distinct key among the rules it routes to, mostly
+ * one or two): found once, then settled once after every rule ran. */
+typedef struct Touch {
+    const RouteKey *key;
+    PartEntry *rec;            /* NULL: the key has no record (yet) */
+    uint32_t charged;          /* what rec counted for in the budget before the event */
+} Touch;
 
 struct Shard {
     const CompiledRuleSet *rs;
@@ -41,63 +36,61 @@ struct Shard {
     const NfaLimits *limits;
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
+    bool *lazy_timeouts;       /* per rule: it alerts on no timeout (rule_alerts_on) */
     Router *router;            /* grouped filter/key evaluation for shard_event; owned */
     NfaCondShare *cond_share;  /* step conditions shared across rules (nfa.h); owned */
     NfaCondCache *cond_cache;  /* their results for the current event; owned */
     NfaWork *work;             /* the matcher's scratch for every rule; owned */
-    RuleClock clock;           /* which rule's timers are due first; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
     RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
-    size_t *routed_order;      /* the rules whose filter this event passed, in order;
-                                  then (stage_slots) those of them to feed */
-    PartEntry **found;         /* per rule: the routed key's entry, or NULL */
-    PartProbe *probes;         /* per rule: what a lookup in its table reads first (kept
-                                  by the table), side by side for the staged lookups */
+    size_t *routed_order;      /* the rules whose filter this event passed, in order */
     const Nfa **nfas;          /* per rule: its Nfa, side by side: most rules only ask
                                   nfa_key_wakes, which should not cost a line each */
     NfaRunCtx *ctxs;           /* per rule: its matcher's context, side by side for the
                                   same reason (the wake test reads its gate) */
-    size_t *probe_order;       /* the routed rules whose table may hold this event's key
-                                  (stage_slots), in order: the later stages visit only
-                                  these */
-    bool *woke;                /* per rule: its table cannot hold this event's key, and
-                                  the key wakes (nfa_key_wakes, asked by stage_slots) */
+    Touch *touched;            /* the records of this event (n_rules of room) */
+    size_t n_touched;
+    PartTable keys;            /* every key with state in any rule: its record */
+    DeadlineHeap timers;       /* the records by their next deadline */
     Value *key_vals;           /* room for the widest key; heap, owned */
     Buf key_text;              /* unescaped strings of the key values of an alert */
     int64_t fired_upto;        /* every deadline <= this has fired (new ones are armed later) */
     MemShare mem;              /* this shard's keys in the --max-memory budget */
-    PartPool pool;             /* every rule's partition entries; owned */
+    PartPool pool;             /* the records' and suppression entries' slabs; owned */
     bool refused;              /* the pending key was refused (budget spent) */
     bool failed;
-    /* the (rule, key) whose NFA is running, for the result callback; cur_entry is
-     * NULL while a key without an entry runs (pending says which key that is) */
+    /* the (rule, key) whose NFA is running, for the result callback: cur_touch is the
+     * key's record as the event found it, and while it has none, on_result makes it */
     size_t cur_rule;
-    PartEntry *cur_entry;
-    const RouteKey *pending;
+    PartEntry *cur_rec;
+    Touch *cur_touch;          /* NULL: a timer, whose record exists */
 };
 
 static void on_result(void *user, const NfaResult *r);
-static PartEntry *materialize(Shard *s, size_t ri);
-static uint32_t charge_now(const PartTable *t, const PartEntry *pe);
 
 static bool rule_suppresses(const CompiledRule *rule)
 {
     return rule->suppress_ms != DURATION_NONE && rule->suppress_ms > 0;
 }
 
-/* The optional entry fields (partition.h) a rule's keys need: the end of suppression
- * for a rule with suppression. */
-static unsigned entry_extras(const CompiledRule *rule)
+/* A rule with no `on` clause at all alerts on match (alerts.h). */
+static bool rule_alerts_on(const CompiledRule *rule, NfaResultKind kind)
 {
-    return rule_suppresses(rule) ? PART_X_SUPPRESS : 0u;
+    if (kind == NFA_TIMEOUT)
+        return rule->n_on_timeout > 0;
+    return rule->n_on_match > 0 || rule->n_on_timeout == 0;
+}
+
+static int64_t add_saturating(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
 static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
                             const CompiledRule *rule)
 {
-    part_table_init_shared(&st->keys, &s->pool);
-    part_table_set_extras(&st->keys, entry_extras(rule));
-    deadline_init(&st->timers);
+    part_table_init_shared(&st->suppress, &s->pool);
+    part_table_set_extras(&st->suppress, rule_suppresses(rule) ? PART_X_SUPPRESS : 0u);
     ctx->scratch = s->scratch;
     ctx->limits = limits;
     ctx->counters = &st->counters;
@@ -105,8 +98,6 @@ static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLi
     ctx->sink.user = s;
     st->cap_warned_ms = INT64_MIN;
     st->refuse_warned_ms = INT64_MIN;
-    st->mem = &s->mem;
-    memset(st->due_hash, 0, sizeof st->due_hash);
 }
 
 /* Every rule's Nfa, in rule order; heap (NULL on allocation failure). */
@@ -116,6 +107,15 @@ static const Nfa **nfa_list(const CompiledRuleSet *rs)
     for (size_t i = 0; nfas && i < rs->n_rules; i++)
         nfas[i] = rs->rules[i].nfa;
     return nfas;
+}
+
+/* Per rule: whether its timeouts may wait (no `on timeout`); heap, NULL on failure. */
+static bool *lazy_list(const CompiledRuleSet *rs)
+{
+    bool *lazy = malloc(rs->n_rules ? rs->n_rules : 1);
+    for (size_t i = 0; lazy && i < rs->n_rules; i++)
+        lazy[i] = !rule_alerts_on(&rs->rules[i], NFA_TIMEOUT);
+    return lazy;
 }
 
 /* What the matchers of rs share on one thread: the shared conditions (one share and
@@ -176,113 +176,219 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->hooks = hooks;
     s->mem.budget = hooks->budget;
     part_pool_init(&s->pool);
+    part_table_init_shared(&s->keys, &s->pool);
+    deadline_init(&s->timers);
     s->fired_upto = INT64_MIN;
+    size_t n = rs->n_rules ? rs->n_rules : 1;
     s->scratch = expr_scratch_new();
-    s->rules = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->rules);
+    s->rules = calloc(n, sizeof *s->rules);
+    s->lazy_timeouts = lazy_list(rs);
     s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
     s->router = router_new(rs);
-    s->routed = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed);
-    s->routed_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_key);
-    s->routed_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->routed_order);
-    s->found = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->found);
-    s->probes = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probes);
+    s->routed = calloc(n, sizeof *s->routed);
+    s->routed_key = calloc(n, sizeof *s->routed_key);
+    s->routed_order = calloc(n, sizeof *s->routed_order);
+    s->touched = calloc(n, sizeof *s->touched);
     s->nfas = nfa_list(rs);
-    s->probe_order = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->probe_order);
-    s->woke = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->woke);
-    s->ctxs = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *s->ctxs);
-    if (!s->scratch || !s->rules || !s->key_vals || !s->router || !s->routed ||
-        !s->routed_key || !s->routed_order || !s->found || !s->probes || !s->nfas ||
-        !s->probe_order || !s->woke || !s->ctxs ||
-        matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0 ||
-        rule_clock_init(&s->clock, rs->n_rules) < 0) {
+    s->ctxs = calloc(n, sizeof *s->ctxs);
+    if (!s->scratch || !s->rules || !s->lazy_timeouts || !s->key_vals || !s->router ||
+        !s->routed || !s->routed_key || !s->routed_order || !s->touched || !s->nfas ||
+        !s->ctxs || matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0) {
         shard_free(s);
         return NULL;
     }
     s->limits = limits;
-    for (size_t i = 0; i < rs->n_rules; i++) {
+    for (size_t i = 0; i < rs->n_rules; i++)
         rule_state_init(s, &s->rules[i], &s->ctxs[i], limits, &rs->rules[i]);
-        part_table_set_probe(&s->rules[i].keys, &s->probes[i]);
-    }
     wire_matcher_parts(s);
     return s;
 }
 
-/* The end of a key's suppression (INT64_MIN: none, always so without the field). */
-static int64_t suppressed_until(const RuleState *st, PartEntry *pe)
+/* ---- suppression ------------------------------------------------------------- */
+
+/* The end of a key's suppression in rule ri (INT64_MIN: none). */
+static int64_t suppressed_until(const Shard *s, size_t ri, const PartEntry *rec)
 {
-    return st->keys.extras & PART_X_SUPPRESS ? *part_suppress_until(pe) : INT64_MIN;
+    const PartTable *t = &s->rules[ri].suppress;
+    if (!t->count)
+        return INT64_MIN;
+    PartEntry *e = part_lookup(t, rec->tail, rec->klen, part_entry_hash(rec));
+    return e ? *part_suppress_until(e) : INT64_MIN;
 }
 
-static void drop_entry(PartEntry *pe, void *user)
+/* Sets it; false on allocation failure. */
+static bool suppress_set(Shard *s, size_t ri, const PartEntry *rec, int64_t until)
 {
-    RuleState *st = user;
-    budget_add(st->mem, -(int64_t)charge_now(&st->keys, pe));
-    nfa_key_clear(&pe->nfa, &st->counters);
+    PartTable *t = &s->rules[ri].suppress;
+    uint64_t hash = part_entry_hash(rec);
+    PartEntry *e = part_lookup(t, rec->tail, rec->klen, hash);
+    if (!e && !(e = part_add(t, rec->tail, rec->klen, hash, 0)))
+        return false;
+    *part_suppress_until(e) = until;
+    return true;
 }
 
-static void rule_state_free(RuleState *st)
+/* The key's slot in rule ri leaves: its suppression goes with it. */
+static void suppress_forget(Shard *s, size_t ri, const PartEntry *rec)
 {
-    deadline_free(&st->timers);
-    part_table_free(&st->keys, drop_entry, st);
-}
-
-/* Frees what a shard holds per rule set (the rule states' array, not their contents,
- * which the caller frees or hands over to a new set): at teardown and at a reload swap. */
-static void free_rule_set_parts(Shard *s)
-{
-    free(s->rules);
-    free(s->key_vals);
-    router_free(s->router);
-    nfa_cond_cache_free(s->cond_cache);
-    nfa_cond_share_free(s->cond_share);
-    nfa_work_free(s->work);
-    rule_clock_free(&s->clock);
-    free(s->routed);
-    free(s->routed_key);
-    free(s->routed_order);
-    free(s->found);
-    free(s->probes);
-    free(s->nfas);
-    free(s->probe_order);
-    free(s->woke);
-    free(s->ctxs);
-}
-
-void shard_free(Shard *s)
-{
-    if (!s)
+    PartTable *t = &s->rules[ri].suppress;
+    if (!t->count)
         return;
-    if (s->rules)
-        for (size_t i = 0; i < s->rs->n_rules; i++)
-            rule_state_free(&s->rules[i]);
-    free_rule_set_parts(s);
-    part_pool_free(&s->pool);   /* after the tables that use it */
-    buf_free(&s->key_text);
-    if (s->scratch)
-        expr_scratch_free(s->scratch);
-    free(s);
+    PartEntry *e = part_lookup(t, rec->tail, rec->klen, part_entry_hash(rec));
+    if (e)
+        part_remove(t, e);
 }
 
-/* ---- results and suppression ---------------------------------------------- */
+/* ---- slots ------------------------------------------------------------------- */
 
-/* A rule with no `on` clause at all alerts on match (alerts.h). */
-static bool rule_alerts_on(const CompiledRule *rule, NfaResultKind kind)
+/* The slot of rule ri in rec, or NULL. Slots are in rule order. */
+static PartSlot *slot_find(PartEntry *rec, uint32_t ri)
 {
-    if (kind == NFA_TIMEOUT)
-        return rule->n_on_timeout > 0;
-    return rule->n_on_match > 0 || rule->n_on_timeout == 0;
+    PartSlot *sl = part_slots(rec);
+    for (size_t i = 0; i < rec->n_slots; i++)
+        if (sl[i].rule >= ri)
+            return sl[i].rule == ri ? &sl[i] : NULL;
+    return NULL;
 }
 
-static int64_t add_saturating(int64_t a, int64_t b)
+/* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
+static void slot_remove(Shard *s, PartEntry *rec, size_t i)
 {
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
+    PartSlot *sl = part_slots(rec);
+    uint32_t ri = sl[i].rule;
+    memmove(&sl[i], &sl[i + 1], (rec->n_slots - i - 1) * sizeof *sl);
+    rec->n_slots--;
+    s->rules[ri].keys_live--;
+    suppress_forget(s, ri, rec);
 }
 
-/* Every result of the matcher, through NfaSink. (Timeouts of rules without `on
- * timeout`, which this only counts, were once counted by the matcher itself, through
- * a counter in NfaSink, without this call: scenario 4's 1M lines took 8,562.9M
- * instructions against 8,610.9M, -0.56%, but CPU time did not move in 42 runs each in
- * turns (median 1.29 s both); not kept.) */
+/* Moves rec to an entry with room for one more slot, re-pointing the timers, the
+ * event's touch and the running key; NULL on allocation failure (rec unchanged). */
+static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
+{
+    size_t room = (size_t)rec->room < 4 ? (size_t)rec->room + 1 : (size_t)rec->room * 2;
+    if (room > PART_MAX_SLOTS)
+        room = PART_MAX_SLOTS;
+    PartEntry *moved = room > rec->room ? part_regrow(&s->keys, rec, hash, room) : NULL;
+    if (!moved)
+        return NULL;
+    deadline_moved(&s->timers, rec, moved);
+    for (size_t i = 0; i < s->n_touched; i++)
+        if (s->touched[i].rec == rec)
+            s->touched[i].rec = moved;
+    if (s->cur_rec == rec)
+        s->cur_rec = moved;
+    return moved;
+}
+
+/* A new slot for rule ri in *rec (growing it if full: *rec may move), in rule order;
+ * NULL on allocation failure. */
+static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t ri)
+{
+    PartEntry *r = *rec;
+    if (r->n_slots == r->room) {
+        if (!(r = rec_regrow(s, r, hash)))
+            return NULL;
+        *rec = r;
+    }
+    PartSlot *sl = part_slots(r);
+    size_t at = r->n_slots;
+    while (at > 0 && sl[at - 1].rule > ri)
+        at--;
+    memmove(&sl[at + 1], &sl[at], (r->n_slots - at) * sizeof *sl);
+    r->n_slots++;
+    s->rules[ri].keys_live++;
+    sl[at] = (PartSlot){.due = INT64_MAX, .rule = ri, .held = 0};
+    nfa_key_init(&sl[at].nfa);
+    return &sl[at];
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* --max-memory estimates (nfa/SEMANTICS.md 10): a rule's first partial match for a key
+ * beyond its slot (the node: the NfaKey and its first run are inside the slot), each
+ * further one, and a node holding an event; a record's table slots and timer slot. */
+#define KEY_MATCHER_BYTES 32
+#define PARTIAL_BYTES 128
+#define NODE_BYTES 32
+#define ENTRY_OVERHEAD_BYTES 64
+
+static uint32_t saturate32(size_t n)
+{
+    return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
+}
+
+/* What a record counts for in the budget: its entry's bytes rounded up as a malloc
+ * chunk's would be (an 8-byte header, 16-byte steps: its slab holds it in fewer, but
+ * partly filled slabs cost about the difference), its overhead, and for each slot its
+ * partial matches and held bytes. A function of the record alone, so that it is
+ * recomputed, exactly, to take it back. */
+static uint32_t rec_charge(const PartEntry *rec)
+{
+    size_t n = (part_entry_bytes(rec->klen, 0, rec->room) + 8 + 15) & ~(size_t)15;
+    n += ENTRY_OVERHEAD_BYTES;
+    const PartSlot *sl = part_slots_c(rec);
+    for (size_t i = 0; i < rec->n_slots; i++) {
+        size_t partials = nfa_key_partials(&sl[i].nfa);
+        if (partials)
+            n += KEY_MATCHER_BYTES + (partials - 1) * PARTIAL_BYTES + sl[i].held;
+    }
+    return saturate32(n);
+}
+
+/* A slot's held bytes after a run that found `before` partial matches and took `takes`
+ * nodes of ev (NULL: a timer). Which events the dropped partial matches released is
+ * not known here: the held bytes shrink in proportion to the partial matches that went
+ * (an approximation). Counted by takes, not by the event's references: rules starting
+ * on one event share its first node (nfa/event.h), so only the first of them adds a
+ * reference, yet each key holds the event for as long as its own partial match lives.
+ * Every key holding the event is charged for it: the estimate errs on the safe side. */
+static void slot_reheld(PartSlot *sl, size_t before, const Event *ev, uint64_t takes)
+{
+    size_t after = nfa_key_partials(&sl->nfa);
+    if (!after) {
+        sl->held = 0;
+        return;
+    }
+    if (after < before)
+        sl->held = (uint32_t)(sl->held / before * after);
+    if (ev && takes)
+        sl->held = saturate32((size_t)sl->held + budget_event_bytes(ev) +
+                              (size_t)takes * NODE_BYTES);
+}
+
+/* With the budget spent a new key gets no slot: its results are dropped and the
+ * refusal counted once per event. */
+static bool refuse_key(Shard *s, size_t ri)
+{
+    if (!budget_full(&s->mem))
+        return false;
+    if (!s->refused) {
+        s->rules[ri].stats.keys_refused++;
+        s->refused = true;
+    }
+    return true;
+}
+
+/* ---- results ----------------------------------------------------------------- */
+
+/* The record of the event's key, made now (a rule's first state for it, or a result of
+ * a key without a record: its alert needs the key bytes); NULL on allocation failure,
+ * or the budget spent. */
+static PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
+{
+    if (t->rec)
+        return t->rec;
+    if (refuse_key(s, ri))
+        return NULL;
+    t->rec = part_add(&s->keys, t->key->bytes, t->key->len, t->key->hash, 1);
+    t->charged = 0;
+    if (!t->rec)
+        s->failed = true;
+    return t->rec;
+}
+
+/* Every result of the matcher, through NfaSink. */
 static void on_result(void *user, const NfaResult *r)
 {
     Shard *s = user;
@@ -293,8 +399,8 @@ static void on_result(void *user, const NfaResult *r)
     }
     const CompiledRule *rule = &s->rs->rules[s->cur_rule];
     RuleState *st = &s->rules[s->cur_rule];
-    PartEntry *pe = s->cur_entry;
-    if (!pe && !(pe = s->cur_entry = materialize(s, s->cur_rule)))
+    PartEntry *rec = s->cur_rec;
+    if (!rec && !(rec = s->cur_rec = touch_record(s, s->cur_touch, s->cur_rule)))
         return;   /* no memory for the key: the run ends with an error */
     if (r->kind == NFA_MATCH)
         st->stats.matches++;
@@ -302,158 +408,21 @@ static void on_result(void *user, const NfaResult *r)
         st->stats.timeouts++;
     if (!rule_alerts_on(rule, r->kind))
         return;
-    if (rule_suppresses(rule) && (st->keys.extras & PART_X_SUPPRESS)) {
-        int64_t *until = part_suppress_until(pe);
-        if (r->time_ms < *until) {
+    if (rule_suppresses(rule)) {
+        if (r->time_ms < suppressed_until(s, s->cur_rule, rec)) {
             st->stats.suppressed++;
             return;
         }
-        *until = add_saturating(r->time_ms, rule->suppress_ms);
+        if (!suppress_set(s, s->cur_rule, rec, add_saturating(r->time_ms, rule->suppress_ms)))
+            s->failed = true;
     }
-    if (!part_key_values(pe->tail, pe->klen, s->key_vals, rule->n_keys, &s->key_text)) {
+    if (!part_key_values(rec->tail, rec->klen, s->key_vals, rule->n_keys, &s->key_text)) {
         s->failed = true;   /* the bytes are ours: only allocation can fail */
         return;
     }
     st->stats.alerts++;
     s->hooks->sink.alert(s->hooks->sink.user, s->cur_rule, s->key_vals, rule->n_keys, r,
                          s->scratch);
-}
-
-/* --max-memory estimates (nfa/SEMANTICS.md 10): a key's first partial match beyond
- * its entry (the node: the NfaKey and its first run are inside the entry), each further
- * one, and a node holding an event; an entry's table slots and timer slot. */
-#define KEY_MATCHER_BYTES 32
-#define PARTIAL_BYTES 128
-#define NODE_BYTES 32
-#define ENTRY_OVERHEAD_BYTES 64
-
-/* The entry's bytes rounded up as a malloc chunk's would be (an 8-byte header, 16-byte
- * steps): its slab holds it in fewer, but partly filled slabs cost about the
- * difference. The entry holds the NfaKey, so it is most of a key's memory. */
-static size_t entry_chunk(const PartTable *t, const PartEntry *pe)
-{
-    return (part_entry_bytes(pe->klen, t->pre) + 8 + 15) & ~(size_t)15;
-}
-
-static uint32_t saturate32(size_t n)
-{
-    return n < UINT32_MAX ? (uint32_t)n : UINT32_MAX;
-}
-
-/* What a key counts for in the budget with `partials` partial matches: a function of
- * its entry's size, that count and its held bytes, so that the entry keeps only `held`
- * and the charge is recomputed, exactly, to take it back (between two runs of a key
- * neither changes). */
-static uint32_t charge_of(const PartTable *t, const PartEntry *pe, size_t partials)
-{
-    size_t matcher = partials ? KEY_MATCHER_BYTES + (partials - 1) * PARTIAL_BYTES : 0;
-    return saturate32(entry_chunk(t, pe) + ENTRY_OVERHEAD_BYTES + matcher + pe->held);
-}
-
-static uint32_t charge_now(const PartTable *t, const PartEntry *pe)
-{
-    return charge_of(t, pe, nfa_key_partials(&pe->nfa));
-}
-
-/* What one NFA run did to a key's memory: `before` partial matches on entry (`fresh`:
- * an entry made by this run, charged nothing yet), and `retained` bytes of the event
- * it took into new nodes. Which events the dropped partial matches released is not
- * known here: the held bytes shrink in proportion to the partial matches that went
- * (an approximation). */
-typedef struct KeyGrowth {
-    size_t before;
-    size_t retained;
-    bool fresh;
-} KeyGrowth;
-
-/* The growth of a run of `ev` (NULL: a timer) that took `takes` nodes of it. Counted
- * by takes, not by the event's references: rules starting on one event share its
- * first node (nfa/event.h), so only the first of them adds a reference, yet each key
- * holds the event for as long as its own partial match lives. Every key holding the
- * event is charged for it: the estimate errs on the safe side. */
-static KeyGrowth growth_of(size_t before, const Event *ev, uint64_t takes)
-{
-    KeyGrowth g = {before, 0, false};
-    if (ev && takes)
-        g.retained = budget_event_bytes(ev) + (size_t)takes * NODE_BYTES;
-    return g;
-}
-
-static void recharge(Shard *s, const PartTable *t, PartEntry *pe, KeyGrowth g)
-{
-    uint32_t was = g.fresh ? 0 : charge_of(t, pe, g.before);
-    size_t after = nfa_key_partials(&pe->nfa);
-    if (!after)
-        pe->held = 0;
-    else if (after < g.before)
-        pe->held = (uint32_t)(pe->held / g.before * after);
-    pe->held = saturate32((size_t)pe->held + (after ? g.retained : 0));
-    budget_add(&s->mem, (int64_t)charge_of(t, pe, after) - (int64_t)was);
-}
-
-/* By where the timers hold the entry (PartEntry.heap_pos): the keys about to fire
- * are consecutive slots of one ring, so they never share a place here. */
-static DueHash *due_hash_at(RuleState *st, uint32_t timer_pos)
-{
-    return &st->due_hash[timer_pos % DUE_HASHES];
-}
-
-/* Removes pe, which the timers held at timer_pos, from its table with the hash of its
- * key: the event's (k, NULL for a timer), else the one prefetch_due kept, if it kept
- * one, else computed from the key bytes. */
-static void remove_key(RuleState *st, PartEntry *pe, uint32_t timer_pos, const RouteKey *k)
-{
-    DueHash *dh = due_hash_at(st, timer_pos);
-    if (k) {
-        part_remove_hashed(&st->keys, pe, k->hash);
-    } else if (dh->entry == pe) {
-        dh->entry = NULL;
-        part_remove_hashed(&st->keys, pe, dh->hash);
-    } else {
-        part_remove(&st->keys, pe);
-    }
-}
-
-/* After the NFA ran for a key at time `now`, for an event with key k or for a timer
- * (k NULL): drop the entry if the key went idle and holds no suppression, else re-arm
- * its timer (the NFA deadline, or the end of suppression so that the idle entry is
- * collected then). The caller tells the rules' clock (clock_rule): the timers tell it
- * once per run of firings of one rule. (Its two ways as two functions out of line, so
- * that neither saves the other's registers, were measured: scenario 4's 1M lines took
- * 8,596.7M instructions against 8,610.9M, -0.16%; not kept.) */
-static void settle(Shard *s, size_t ri, PartEntry *pe, int64_t now, KeyGrowth g,
-                   const RouteKey *k)
-{
-    RuleState *st = &s->rules[ri];
-    bool idle = nfa_key_idle(&pe->nfa);
-    int64_t until = suppressed_until(st, pe);
-    if (idle && until <= now) {
-        /* recharge, then taking the charge back, would sum to this */
-        if (!g.fresh)
-            budget_add(&s->mem, -(int64_t)charge_of(&st->keys, pe, g.before));
-        uint32_t timer_pos = pe->heap_pos;
-        deadline_remove(&st->timers, pe);
-        remove_key(st, pe, timer_pos, k);
-        return;
-    }
-    recharge(s, &st->keys, pe, g);
-    int64_t due = idle ? until : nfa_key_deadline(s->nfas[ri], &pe->nfa);
-    if (due <= now)
-        due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
-    if (deadline_set(&st->timers, pe, due) < 0)
-        s->failed = true;
-}
-
-static void clock_rule(Shard *s, size_t ri)
-{
-    rule_clock_set(&s->clock, ri, deadline_next(&s->rules[ri].timers));
-}
-
-/* The rule whose next deadline is earliest, if it is <= t. */
-static bool next_due(const Shard *s, int64_t t, size_t *rule)
-{
-    int64_t best = rule_clock_next(&s->clock, rule);
-    return best != INT64_MAX && best <= t;
 }
 
 /* A partial match the matcher lost for want of memory may have been an alert: the run
@@ -464,77 +433,146 @@ static inline void fail_if_out_of_memory(Shard *s, const RuleState *st)
         s->failed = true;
 }
 
-static void run_advance(Shard *s, size_t ri, PartEntry *pe, int64_t t)
+/* ---- records ----------------------------------------------------------------- */
+
+/* After a run of slot i of rec at time now: the slot's next time, or its end (an idle
+ * matcher and no suppression left). */
+static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
 {
-    KeyGrowth g = growth_of(nfa_key_partials(&pe->nfa), NULL, 0);
-    if (!nfa_key_idle(&pe->nfa)) {
-        s->cur_rule = ri;
-        s->cur_entry = pe;
-        nfa_key_advance_in(s->rs->rules[ri].nfa, &pe->nfa, t, &s->ctxs[ri]);
-        fail_if_out_of_memory(s, &s->rules[ri]);
+    PartSlot *sl = &part_slots(rec)[i];
+    if (!nfa_key_idle(&sl->nfa)) {
+        sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
+        return;
     }
-    settle(s, ri, pe, t, g, NULL);
+    int64_t until = suppressed_until(s, sl->rule, rec);
+    if (until > now)
+        sl->due = until;
+    else
+        slot_remove(s, rec, i);
 }
 
-/* Timers fire in order, so the keys about to come due are known: firing one touches
- * its entry (with its NfaKey inside), the newest node and that node's event, each
- * cold after a window's worth of other events. Each firing starts one link of the
- * keys a few places behind it, so by the time a key fires the chain is in cache, each
- * link having been fetched (from a link already there) while earlier keys ran. A key
- * that goes idle when it fires leaves its table: its slot (found from the entry's
- * hash) and its slab's header are fetched too. The distances are counted in this
- * rule's firings: other rules' firings in between only add time. */
-enum { DUE_ENTRY, DUE_SLOT, DUE_NODE, DUE_EVENT, DUE_LINKS };
-static const size_t due_ahead[DUE_LINKS] = {[DUE_ENTRY] = 8, [DUE_SLOT] = 4,
-                                            [DUE_NODE] = 2, [DUE_EVENT] = 1};
-
-static void prefetch_due(RuleState *st, const PartProbe *probe)
+/* Whether a slot's next time may pass unattended, to be handled whenever the record
+ * runs next: what it shows then is nothing but timeouts of a rule that does not alert
+ * on them (counted late, but counted), or the end of a suppression. A slot that may
+ * release a match when time passes (nfa_key_end_only_timeouts) is not. */
+static bool slot_may_wait(const Shard *s, const PartSlot *sl)
 {
-    const DeadlineHeap *timers = &st->timers;
+    return nfa_key_idle(&sl->nfa) ||
+           (s->lazy_timeouts[sl->rule] && nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa));
+}
+
+/* When the record must run next: the earliest slot that must run on time, or once
+ * every slot that may wait is due, the latest of those. A record then runs about once
+ * per key, where it ran once per (rule, key) with each rule's deadline; a key whose
+ * rules' partial matches end unseen is visited once to be freed. */
+static int64_t rec_due(const Shard *s, const PartEntry *rec)
+{
+    int64_t on_time = INT64_MAX, waits = INT64_MIN;
+    const PartSlot *sl = part_slots_c(rec);
+    for (size_t i = 0; i < rec->n_slots; i++) {
+        if (slot_may_wait(s, &sl[i])) {
+            if (sl[i].due > waits)
+                waits = sl[i].due;
+        } else if (sl[i].due < on_time) {
+            on_time = sl[i].due;
+        }
+    }
+    return waits < on_time ? (waits == INT64_MIN ? on_time : waits) : on_time;
+}
+
+/* After the runs of an event or a firing at `now`, rec counting `charged` before
+ * them: the budget follows it, and it is re-armed, or leaves with its last slot. */
+static void rec_settle(Shard *s, PartEntry *rec, uint32_t charged, int64_t now,
+                       const uint64_t *hash)
+{
+    if (!rec->n_slots) {
+        budget_add(&s->mem, -(int64_t)charged);
+        deadline_remove(&s->timers, rec);
+        if (hash)
+            part_remove_hashed(&s->keys, rec, *hash);
+        else
+            part_remove(&s->keys, rec);
+        return;
+    }
+    budget_add(&s->mem, (int64_t)rec_charge(rec) - (int64_t)charged);
+    int64_t due = rec_due(s, rec);
+    if (due <= now)
+        due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
+    if (deadline_set(&s->timers, rec, due) < 0)
+        s->failed = true;
+}
+
+/* Runs every slot of rec due at `at` to that time (all of them with every_slot). */
+static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
+{
+    s->cur_touch = NULL;
+    for (size_t i = 0; i < rec->n_slots;) {
+        PartSlot *sl = &part_slots(rec)[i];
+        if (sl->due > at && !every_slot) {
+            i++;
+            continue;
+        }
+        size_t ri = sl->rule, before = nfa_key_partials(&sl->nfa), n = rec->n_slots;
+        if (!nfa_key_idle(&sl->nfa)) {
+            s->cur_rule = ri;
+            s->cur_rec = rec;
+            nfa_key_advance_in(s->nfas[ri], &sl->nfa, at, &s->ctxs[ri]);
+            fail_if_out_of_memory(s, &s->rules[ri]);
+            slot_reheld(sl, before, NULL, 0);
+        }
+        slot_settle(s, rec, i, at);
+        i += rec->n_slots == n;   /* the next slot took this one's place if it left */
+    }
+}
+
+/* Timers fire in order, so the records about to come due are known: firing one
+ * touches the record (its slots inside), each running slot's newest node and that
+ * node's event, each cold after a window's worth of other events. Each firing starts
+ * one link of the records a few places behind it, so that by the time a record fires
+ * the chain is in cache. */
+enum { DUE_ENTRY, DUE_NODE, DUE_EVENT, DUE_LINKS };
+static const size_t due_ahead[DUE_LINKS] = {[DUE_ENTRY] = 8, [DUE_NODE] = 3,
+                                            [DUE_EVENT] = 1};
+
+static void prefetch_slots(const PartEntry *rec, bool deep)
+{
+    const PartSlot *sl = part_slots_c(rec);
+    for (size_t i = 0; i < rec->n_slots; i++)
+        if (sl[i].due <= rec->deadline)
+            nfa_key_prefetch(&sl[i].nfa, deep);
+}
+
+static void prefetch_due(const DeadlineHeap *timers)
+{
     PartEntry *e[DUE_LINKS];
     deadline_peek_many(timers, due_ahead, e, DUE_LINKS);
     if (e[DUE_ENTRY])
         part_entry_prefetch(e[DUE_ENTRY]);
-    if (e[DUE_SLOT]) {
-        uint64_t hash = part_entry_hash(e[DUE_SLOT]);
-        *due_hash_at(st, e[DUE_SLOT]->heap_pos) = (DueHash){e[DUE_SLOT], hash};
-        part_probe_prefetch(probe, hash);
-        part_slab_prefetch(e[DUE_SLOT]);
-    }
     if (e[DUE_NODE])
-        nfa_key_prefetch(&e[DUE_NODE]->nfa, false);
+        prefetch_slots(e[DUE_NODE], false);
     if (e[DUE_EVENT])
-        nfa_key_prefetch(&e[DUE_EVENT]->nfa, true);
+        prefetch_slots(e[DUE_EVENT], true);
 }
 
 void shard_fire_due(Shard *s, int64_t t)
 {
-    /* settle() arms every timer after the time it handles, so nothing new can be due
+    /* rec_settle arms every timer after the time it handles, so nothing new can be due
      * at or before a time already fired: many events at one time cost one check. */
     if (t <= s->fired_upto)
         return;
     s->fired_upto = t;
-    size_t ri = 0;
-    while (next_due(s, t, &ri)) {
-        /* Firing changes only this rule's timers: it fires them up to where another
-         * rule's come first (ties to the lower rule number), then tells the clock. */
-        size_t other = SIZE_MAX;
-        int64_t until = rule_clock_runner_up(&s->clock, &other);
-        const DeadlineHeap *timers = &s->rules[ri].timers;
-        int64_t next;
-        do {
-            prefetch_due(&s->rules[ri], &s->probes[ri]);
-            PartEntry *pe = deadline_top(timers);
-            run_advance(s, ri, pe, pe->deadline);
-            next = deadline_next(timers);
-        } while (next <= t && next != INT64_MAX &&
-                 (next < until || (next == until && ri < other)));
-        clock_rule(s, ri);
+    while (deadline_next(&s->timers) <= t) {
+        prefetch_due(&s->timers);
+        PartEntry *rec = deadline_top(&s->timers);
+        int64_t at = rec->deadline;
+        uint32_t charged = rec_charge(rec);
+        rec_run_due(s, rec, at, false);
+        rec_settle(s, rec, charged, at, NULL);
     }
     expr_scratch_reset(s->scratch);
 }
 
-/* ---- events ----------------------------------------------------------------- */
+/* ---- events ------------------------------------------------------------------ */
 
 /* A cap that bites loses partial matches: say so, at most once per period per rule. */
 static void warn_caps(Shard *s, size_t ri)
@@ -583,178 +621,91 @@ static inline void warn_if_needed(Shard *s, size_t ri)
         warn_refused(s, ri);
 }
 
-static void feed_entry(Shard *s, size_t ri, const RouteKey *k, PartEntry *pe, Event *ev)
+static bool same_key(const RouteKey *a, const RouteKey *b)
 {
-    s->cur_rule = ri;
-    s->cur_entry = pe;
-    size_t before = nfa_key_partials(&pe->nfa);
+    return a->hash == b->hash && a->len == b->len &&
+           (a->bytes == b->bytes || !memcmp(a->bytes, b->bytes, a->len));
+}
+
+/* The event's touch of key k: the same for every rule with the same key bytes (rules
+ * keyed alike share their key's text, so mostly a pointer compare), else a new one,
+ * whose record is looked up now. */
+static Touch *touch_key(Shard *s, const RouteKey *k)
+{
+    for (size_t i = 0; i < s->n_touched; i++)
+        if (same_key(s->touched[i].key, k))
+            return &s->touched[i];
+    Touch *t = &s->touched[s->n_touched++];
+    t->key = k;
+    t->rec = part_may_hold(&s->keys, k->hash)
+                 ? part_lookup(&s->keys, k->bytes, k->len, k->hash) : NULL;
+    t->charged = t->rec ? rec_charge(t->rec) : 0;
+    return t;
+}
+
+/* One event for rule ri and the key of touch t, whose record has a slot for the rule. */
+static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
+{
+    PartEntry *rec = t->rec;
+    size_t before = nfa_key_partials(&sl->nfa);
     uint64_t takes0 = s->rules[ri].counters.takes;
-    nfa_key_event_in(s->rs->rules[ri].nfa, &pe->nfa, ev, &s->ctxs[ri]);
-    settle(s, ri, pe, ev->time_ms,
-           growth_of(before, ev, s->rules[ri].counters.takes - takes0), k);
-    clock_rule(s, ri);
-    warn_if_needed(s, ri);
+    s->cur_rule = ri;
+    s->cur_rec = rec;
+    s->cur_touch = t;
+    nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
+    slot_reheld(sl, before, ev, s->rules[ri].counters.takes - takes0);
+    slot_settle(s, rec, (size_t)(sl - part_slots(rec)), ev->time_ms);
 }
 
-/* With the budget spent a new key gets no entry: its results are dropped and the
- * refusal counted once per event. */
-static bool refuse_key(Shard *s, size_t ri)
-{
-    if (!budget_full(&s->mem))
-        return false;
-    if (!s->refused) {
-        s->rules[ri].stats.keys_refused++;
-        s->refused = true;
-    }
-    return true;
-}
-
-/* The entry of the pending key, made now; NULL on allocation failure. */
-static PartEntry *materialize(Shard *s, size_t ri)
-{
-    if (refuse_key(s, ri))
-        return NULL;
-    const RouteKey *k = s->pending;
-    PartEntry *pe = part_add(&s->rules[ri].keys, k->bytes, k->len, k->hash);
-    if (!pe)
-        s->failed = true;
-    return pe;
-}
-
-static PartEntry *find_key(const RuleState *st, const RouteKey *k)
-{
-    return part_may_hold(&st->keys, k->hash)
-               ? part_lookup(&st->keys, k->bytes, k->len, k->hash) : NULL;
-}
-
-/* One event for one rule and a key without an entry. Most events start nothing for
- * most rules (nfa_key_wakes says so cheaply), so a key seen for the first time gets its
- * entry only once its NFA keeps state or alerts. The caller has started fetching the
- * slot that entry would take. */
-static void feed_new(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+/* One event for rule ri and a key it holds no state for. Most events start nothing
+ * for most rules (nfa_key_wakes says so cheaply), so the rule gets a slot only once
+ * its NFA keeps state (or the key a record, once it alerts). */
+static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
 {
     RuleState *st = &s->rules[ri];
     NfaKey fresh;
     nfa_key_init(&fresh);
     s->cur_rule = ri;
-    s->cur_entry = NULL;
-    s->pending = k;
+    s->cur_rec = t->rec;
+    s->cur_touch = t;
     s->refused = false;
     uint64_t takes0 = st->counters.takes;
-    nfa_key_event_in(s->rs->rules[ri].nfa, &fresh, ev, &s->ctxs[ri]);
-    PartEntry *pe = s->cur_entry;   /* made by on_result if the event alerted */
-    bool idle = nfa_key_idle(&fresh);
-    if (!idle && !pe)
-        pe = materialize(s, ri);
-    s->pending = NULL;
-    if (!pe) {
+    nfa_key_event_in(s->nfas[ri], &fresh, ev, &s->ctxs[ri]);
+    if (nfa_key_idle(&fresh))
+        return;
+    PartSlot *sl = NULL;
+    if (touch_record(s, t, ri))
+        sl = slot_insert(s, &t->rec, t->key->hash, (uint32_t)ri);
+    if (!sl) {
+        if (!s->refused)
+            s->failed = true;
         nfa_key_clear(&fresh, &st->counters);
-    } else {
-        pe->nfa = fresh;   /* the key moves into its entry (made idle) */
-        KeyGrowth g = growth_of(0, ev, st->counters.takes - takes0);
-        g.fresh = true;
-        settle(s, ri, pe, ev->time_ms, g, k);
-        clock_rule(s, ri);
+        return;
     }
-    warn_if_needed(s, ri);
-}
-
-/* One event for one rule and key, whose entry (find_key) is pe; `woke`: a key without
- * an entry is known to wake (nfa_key_wakes was asked already). */
-static inline void feed_found(Shard *s, size_t ri, const RouteKey *k, Event *ev, PartEntry *pe,
-                              bool woke)
-{
-    if (pe)
-        feed_entry(s, ri, k, pe, ev);
-    else if (woke || nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
-        feed_new(s, ri, k, ev);
+    sl->nfa = fresh;   /* the key moves into its slot */
+    slot_reheld(sl, 0, ev, st->counters.takes - takes0);
+    sl->due = nfa_key_deadline(s->nfas[ri], &sl->nfa);
 }
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
-    part_probe_prefetch(&s->probes[ri], k->hash);   /* its entry's, or a new one's */
-    feed_found(s, ri, k, ev, find_key(&s->rules[ri], k), false);
+    Touch *t = touch_key(s, k);
+    PartSlot *sl = t->rec ? slot_find(t->rec, (uint32_t)ri) : NULL;
+    if (sl)
+        feed_slot(s, ri, t, sl, ev);
+    else if (nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
+        feed_new(s, ri, t, ev);
+    warn_if_needed(s, ri);
 }
 
-/* Finding a routed key's state is a chain of dependent loads: the table's bitmap
- * word, the slot, the entry (its NfaKey inside), the newest node of its partial match.
- * With many rules each link is a cache miss in a different place; taking one link of
- * every rule before the next link of any makes those misses overlap instead of
- * queueing. Feeding one rule changes only that rule's table, so every entry found
- * stays valid until its rule runs. The stages below each take one link for the rules
- * the event reached. (One hint table per key, naming the rules that hold it, was
- * tried in place of the per-rule bitmaps: 31% fewer L1 misses in callgrind, but its
- * own misses and upkeep made scenario 4 about 4% slower in CPU time on the
- * development machine, so it went. Prefetching every routed rule's bitmap word in a
- * pass before stage_slots moved the wait from those words to the slots: scenario 4
- * took 1.435 s of CPU against 1.440, 8 runs each in turns, so it went too.)
- *
- * A rule whose table cannot hold the key is asked here whether the key wakes
- * (nfa_key_wakes: the answer depends on the event alone), so that the slot a new entry
- * takes is fetched while the rules before it are fed; a rule with nothing to do is
- * left out of the feeding.
- *
- * stage_slots keeps the rules to feed in routed_order (*n_feed of them, in order) and
- * returns how many go on to the later stages (probe_order). */
-static size_t stage_slots(Shard *s, size_t n, Event *ev, size_t *n_feed)
+/* Every record the event reached, once every rule ran. */
+static void settle_touched(Shard *s, int64_t now)
 {
-    size_t n_probe = 0, kept = 0;
-    for (size_t j = 0; j < n; j++) {
-        size_t ri = s->routed_order[j];
-        RouteResult rr = s->routed[ri];
-        if (rr == ROUTE_KEYED) {
-            uint64_t hash = s->routed_key[ri].hash;
-            s->found[ri] = NULL;
-            s->woke[ri] = !part_probe_may_hold(&s->probes[ri], hash);
-            if (!s->woke[ri])
-                s->probe_order[n_probe++] = ri;
-            else if (!nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
-                continue;
-            part_probe_prefetch(&s->probes[ri], hash);   /* its entry's, or a new one's */
-            s->routed_order[kept++] = ri;
-        } else if (rr == ROUTE_NO_KEY) {
-            s->rules[ri].stats.missing_key++;
-        } else if (rr == ROUTE_FAILED) {
-            s->failed = true;
-        }
-    }
-    *n_feed = kept;
-    return n_probe;
-}
-
-static void stage_entries(Shard *s, size_t n_probe)
-{
-    for (size_t j = 0; j < n_probe; j++) {
-        size_t ri = s->probe_order[j];
-        PartEntry *pe = s->found[ri] = part_probe_candidate(&s->probes[ri],
-                                                            s->routed_key[ri].hash);
-        if (pe)
-            part_entry_prefetch(pe);
-    }
-}
-
-/* Confirms each candidate: a different key under the same 64-bit hash takes the full
- * lookup. */
-static void stage_confirm(Shard *s, size_t n_probe)
-{
-    for (size_t j = 0; j < n_probe; j++) {
-        size_t ri = s->probe_order[j];
-        PartEntry *pe = s->found[ri];
-        if (!pe)
-            continue;
-        const RouteKey *k = &s->routed_key[ri];
-        if (!part_entry_is(pe, k->bytes, k->len))
-            pe = s->found[ri] = part_lookup(&s->rules[ri].keys, k->bytes, k->len, k->hash);
-    }
-}
-
-static void stage_nodes(Shard *s, size_t n_probe)
-{
-    for (size_t j = 0; j < n_probe; j++) {
-        const PartEntry *pe = s->found[s->probe_order[j]];
-        if (pe)
-            nfa_key_prefetch(&pe->nfa, false);
-    }
+    for (size_t i = 0; i < s->n_touched; i++)
+        if (s->touched[i].rec)
+            rec_settle(s, s->touched[i].rec, s->touched[i].charged, now,
+                       &s->touched[i].key->hash);
+    s->n_touched = 0;
 }
 
 void shard_event(Shard *s, Event *ev)
@@ -764,15 +715,17 @@ void shard_event(Shard *s, Event *ev)
         nfa_cond_cache_next_event(s->cond_cache);
     size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
                                 s->routed_key);
-    size_t n_feed;
-    size_t n_probe = stage_slots(s, n, ev, &n_feed);
-    stage_entries(s, n_probe);
-    stage_confirm(s, n_probe);
-    stage_nodes(s, n_probe);
-    for (size_t j = 0; j < n_feed; j++) {
+    for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
-        feed_found(s, ri, &s->routed_key[ri], ev, s->found[ri], s->woke[ri]);
+        RouteResult rr = s->routed[ri];
+        if (rr == ROUTE_KEYED)
+            feed_key(s, ri, &s->routed_key[ri], ev);
+        else if (rr == ROUTE_NO_KEY)
+            s->rules[ri].stats.missing_key++;
+        else if (rr == ROUTE_FAILED)
+            s->failed = true;
     }
+    settle_touched(s, ev->time_ms);
     expr_scratch_reset(s->scratch);
 }
 
@@ -785,76 +738,14 @@ void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen,
         nfa_cond_cache_next_event(s->cond_cache);
     RouteKey k = {kbytes, klen, hash, NULL};
     feed_key(s, ri, &k, ev);
+    settle_touched(s, ev->time_ms);
     expr_scratch_reset(s->scratch);
 }
 
 /* ---- the end ---------------------------------------------------------------- */
 
-/* At the end of input every timer fires, in (deadline, rule, key) order, and then
- * every key left runs to INT64_MAX. Most keys' ends show nothing: a key whose matcher
- * gives only timeouts (nfa_key_end_only_timeouts), in a rule that alerts on none, only
- * counts them; an idle entry (kept for its suppression) only leaves. Such keys have no
- * order to keep, so they are dropped at once, counted as their timeouts would have
- * counted them; the others still fire in order. (A key with partial matches is taken
- * as showing something in a rule that alerts on timeouts, even if none of its partial
- * matches has a deadline: that is rare, and only costs time.) */
-static bool key_end_silent(const CompiledRule *rule, const PartEntry *pe, size_t *timeouts)
-{
-    *timeouts = 0;
-    if (nfa_key_idle(&pe->nfa))
-        return true;
-    if (rule_alerts_on(rule, NFA_TIMEOUT) || !nfa_key_end_only_timeouts(rule->nfa, &pe->nfa))
-        return false;
-    *timeouts = nfa_key_end_timeouts(rule->nfa, &pe->nfa);
-    return true;
-}
-
-/* Keys left after every timer (a partial match without a deadline) run in the order
- * of their table's slots, which depends on how the table shrank on the way: if such a
- * key may also release a match, the rule's table must go down exactly as it would have. */
-static bool key_end_in_slot_order(const Nfa *nfa, const PartEntry *pe)
-{
-    return !nfa_key_end_only_timeouts(nfa, &pe->nfa) &&
-           nfa_key_end_timeouts(nfa, &pe->nfa) < nfa_key_partials(&pe->nfa);
-}
-
-/* How many keys ahead of the one it looks at rule_end_scan prefetches: an entry, and
- * nearer, what counting that key's timeouts reads (nfa_key_end_timeouts reads the
- * partial matches' events, which nfa_key_prefetch finds through the entry: hence the
- * entry further ahead). */
-enum { END_AHEAD_ENTRY = 16, END_AHEAD_KEY = 8 };
-
-/* What one look at each key of a rule found: its keys whose end is silent, moved to
- * the front of the array scanned, how many timeouts they would count, and whether the
- * others' order needs the table's shape (key_end_in_slot_order). */
-typedef struct RuleEnd {
-    size_t n_silent;
-    uint64_t timeouts;
-    bool slot_order;
-} RuleEnd;
-
-static RuleEnd rule_end_scan(const CompiledRule *rule, PartEntry **keys, size_t n)
-{
-    RuleEnd end = {0, 0, false};
-    bool counts = !rule_alerts_on(rule, NFA_TIMEOUT);
-    for (size_t i = 0; i < n; i++) {
-        if (i + END_AHEAD_ENTRY < n)
-            part_entry_prefetch(keys[i + END_AHEAD_ENTRY]);
-        if (counts && i + END_AHEAD_KEY < n)
-            nfa_key_prefetch(&keys[i + END_AHEAD_KEY]->nfa, false);
-        size_t timeouts;
-        if (key_end_silent(rule, keys[i], &timeouts)) {
-            keys[end.n_silent++] = keys[i];
-            end.timeouts += timeouts;
-        } else if (key_end_in_slot_order(rule->nfa, keys[i])) {
-            end.slot_order = true;
-        }
-    }
-    return end;
-}
-
-/* Every entry of a table, in slot order (heap, t->count of them); NULL on allocation
- * failure. */
+/* Every record of the table (heap, t->count of them), in slot order; NULL on
+ * allocation failure. */
 static PartEntry **table_entries(const PartTable *t)
 {
     PartEntry **all = malloc((t->count ? t->count : 1) * sizeof *all);
@@ -863,83 +754,105 @@ static PartEntry **table_entries(const PartTable *t)
     return all;
 }
 
-/* Drops the keys of rule ri whose end is silent, as if their timers had fired, and
- * keeps its table's slots from shrinking while the rest leave, unless their order
- * depends on it. Without memory for the look, every key goes the usual way. (Leaving
- * the other keys in their kept table when they go idle, charged as idle, to be freed
- * with it after the last timer, was measured too: scenario 4's 1M lines took 8,489.1M
- * instructions against 8,470.9M: the table removals it saved at the end were 12M, and
- * settle, with the test and a second recharge call, took 15M more over the run; not
- * kept.) */
-static void drop_silent_keys(Shard *s, size_t ri)
+/* At the end of input every timer fires, in (deadline, key, rule) order, and then
+ * every slot left runs to INT64_MAX. Most slots' ends show nothing: a rule's matcher
+ * that gives only timeouts (nfa_key_end_only_timeouts), in a rule that alerts on none,
+ * only counts them; an idle slot (kept for its suppression) only leaves. Such slots
+ * have no order to keep, so they are dropped at once, counted as their timeouts would
+ * have counted them; the others still fire in order. */
+static bool slot_end_silent(const Shard *s, const PartSlot *sl, size_t *timeouts)
 {
-    RuleState *st = &s->rules[ri];
-    PartEntry **keys = st->keys.count ? table_entries(&st->keys) : NULL;
-    if (!keys)
-        return;
-    RuleEnd end = rule_end_scan(&s->rs->rules[ri], keys, st->keys.count);
-    if (!end.slot_order) {
-        st->stats.timeouts += end.timeouts;
-        if (end.n_silent == st->keys.count) {
-            deadline_free(&st->timers);
-            part_table_free(&st->keys, drop_entry, st);
-        } else {
-            part_table_keep_size(&st->keys, true);
-            for (size_t i = 0; i < end.n_silent; i++) {
-                drop_entry(keys[i], st);
-                deadline_remove(&st->timers, keys[i]);
-                part_remove(&st->keys, keys[i]);
-            }
-        }
-        clock_rule(s, ri);
-    }
-    free(keys);
+    *timeouts = 0;
+    if (nfa_key_idle(&sl->nfa))
+        return true;
+    if (!s->lazy_timeouts[sl->rule] || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
+        return false;
+    *timeouts = nfa_key_end_timeouts(s->nfas[sl->rule], &sl->nfa);
+    return true;
 }
 
-/* Runs the keys of rule ri left after every timer to INT64_MAX, in slot order; false
- * on allocation failure (the shard has failed). */
-static bool advance_left(Shard *s, size_t ri)
+/* How many records ahead of the one it looks at drop_silent_slots prefetches. */
+enum { END_AHEAD = 8 };
+
+static void drop_silent_slots(Shard *s)
 {
-    RuleState *st = &s->rules[ri];
-    size_t n = st->keys.count;
+    PartEntry **recs = s->keys.count ? table_entries(&s->keys) : NULL;
+    if (!recs)
+        return;
+    size_t n = s->keys.count;
+    part_table_keep_size(&s->keys, true);
+    for (size_t j = 0; j < n; j++) {
+        if (j + END_AHEAD < n)
+            part_entry_prefetch(recs[j + END_AHEAD]);
+        PartEntry *rec = recs[j];
+        uint32_t charged = rec_charge(rec);
+        for (size_t i = 0; i < rec->n_slots;) {
+            PartSlot *sl = &part_slots(rec)[i];
+            size_t timeouts;
+            if (!slot_end_silent(s, sl, &timeouts)) {
+                i++;
+                continue;
+            }
+            RuleState *st = &s->rules[sl->rule];
+            st->stats.timeouts += timeouts;
+            nfa_key_clear(&sl->nfa, &st->counters);
+            slot_remove(s, rec, i);
+        }
+        rec_settle(s, rec, charged, INT64_MIN, NULL);
+    }
+    free(recs);
+}
+
+/* Keys in the order of their bytes (shorter first), as the timers order ties. */
+static int key_order(const void *a, const void *b)
+{
+    const PartEntry *x = *(PartEntry *const *)a, *y = *(PartEntry *const *)b;
+    if (x->klen != y->klen)
+        return x->klen < y->klen ? -1 : 1;
+    return memcmp(x->tail, y->tail, x->klen);
+}
+
+/* Runs the slots left after every timer (partial matches without a deadline) to
+ * INT64_MAX, key by key in the order of their bytes, so that the alerts' order does
+ * not depend on the table's history; false on allocation failure (the shard has
+ * failed). */
+static bool advance_left(Shard *s)
+{
+    size_t n = s->keys.count;
     if (!n)
         return true;
-    /* collected first: advancing may remove entries and resize the table */
-    PartEntry **live = table_entries(&st->keys);
-    if (!live) {
+    /* collected first: running may remove records and resize the table */
+    PartEntry **left = table_entries(&s->keys);
+    if (!left) {
         s->failed = true;
         return false;
     }
-    for (size_t j = 0; j < n; j++)
-        run_advance(s, ri, live[j], INT64_MAX);
-    clock_rule(s, ri);
-    free(live);
+    qsort(left, n, sizeof *left, key_order);
+    for (size_t j = 0; j < n; j++) {
+        uint32_t charged = rec_charge(left[j]);
+        rec_run_due(s, left[j], INT64_MAX, true);
+        rec_settle(s, left[j], charged, INT64_MAX, NULL);
+    }
+    free(left);
     return true;
 }
 
 void shard_advance_all(Shard *s)
 {
     /* an evaluation that ran out of memory leaves results uncounted (on_result): the
-     * silent keys' counts would then differ, and the run fails anyway */
+     * silent slots' counts would then differ, and the run fails anyway */
     if (!shard_failed(s))
-        for (size_t ri = 0; ri < s->rs->n_rules; ri++)
-            drop_silent_keys(s, ri);
+        drop_silent_slots(s);
     shard_fire_due(s, INT64_MAX - 1);
-    for (size_t ri = 0; ri < s->rs->n_rules; ri++) {
-        if (!advance_left(s, ri))
-            return;
-        PartTable *t = &s->rules[ri].keys;
-        if (t->keep_size && !t->count)
-            part_table_free(t, NULL, NULL);   /* its slots, kept from shrinking */
-        part_table_keep_size(t, false);
-    }
+    if (advance_left(s) && s->keys.keep_size && !s->keys.count)
+        part_table_free(&s->keys, NULL, NULL);   /* its slots, kept from shrinking */
+    part_table_keep_size(&s->keys, false);
     expr_scratch_reset(s->scratch);
 }
 
 int64_t shard_next_deadline(const Shard *s)
 {
-    size_t rule;
-    return rule_clock_next(&s->clock, &rule);
+    return deadline_next(&s->timers);
 }
 
 uint64_t shard_partials_live(const Shard *s)
@@ -958,7 +871,7 @@ void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
     acc->alerts += st->stats.alerts;
     acc->suppressed += st->stats.suppressed;
     acc->missing_key += st->stats.missing_key;
-    acc->keys_live += st->keys.count;
+    acc->keys_live += st->keys_live;
     acc->partials_live += st->counters.partials_live;
     acc->partials_dropped += st->counters.partials_dropped;
     acc->partials_refused += st->counters.partials_refused;
@@ -975,6 +888,58 @@ bool shard_failed(const Shard *s)
 uint64_t shard_regex_limit_hits(const Shard *s)
 {
     return expr_scratch_regex_limit_hits(s->scratch);
+}
+
+/* ---- teardown ---------------------------------------------------------------- */
+
+static void drop_record(PartEntry *rec, void *user)
+{
+    Shard *s = user;
+    budget_add(&s->mem, -(int64_t)rec_charge(rec));
+    PartSlot *sl = part_slots(rec);
+    for (size_t i = 0; i < rec->n_slots; i++) {
+        RuleState *st = &s->rules[sl[i].rule];
+        nfa_key_clear(&sl[i].nfa, &st->counters);
+        st->keys_live--;
+    }
+    rec->n_slots = 0;
+}
+
+/* Frees what a shard holds per rule set (the rule states' array, not their contents,
+ * which the caller frees or hands over to a new set): at teardown and at a reload swap. */
+static void free_rule_set_parts(Shard *s)
+{
+    free(s->rules);
+    free(s->lazy_timeouts);
+    free(s->key_vals);
+    router_free(s->router);
+    nfa_cond_cache_free(s->cond_cache);
+    nfa_cond_share_free(s->cond_share);
+    nfa_work_free(s->work);
+    free(s->routed);
+    free(s->routed_key);
+    free(s->routed_order);
+    free(s->touched);
+    free(s->nfas);
+    free(s->ctxs);
+}
+
+void shard_free(Shard *s)
+{
+    if (!s)
+        return;
+    deadline_free(&s->timers);
+    if (s->rules) {
+        part_table_free(&s->keys, drop_record, s);
+        for (size_t i = 0; i < s->rs->n_rules; i++)
+            part_table_free(&s->rules[i].suppress, NULL, NULL);
+    }
+    free_rule_set_parts(s);
+    part_pool_free(&s->pool);   /* after the tables that use it */
+    buf_free(&s->key_text);
+    if (s->scratch)
+        expr_scratch_free(s->scratch);
+    free(s);
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */
@@ -1029,32 +994,69 @@ static bool get_value(SnapReader *r, Value *v)
     return !r->bad && type <= V_DUR && len <= VALUE_MAX_LEN && raw_len <= VALUE_MAX_LEN;
 }
 
+
 int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)
 {
-    const RuleState *st = &s->rules[ri];
     const CompiledRule *rule = &s->rs->rules[ri];
     Value *vals = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *vals);
     Buf text = BUF_INIT;
     int rc = vals ? 0 : -1;
     size_t bucket = 0;
-    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && rc == 0;
-         pe = part_next(&st->keys, &bucket, pe)) {
+    for (PartEntry *rec = part_next(&s->keys, &bucket, NULL); rec && rc == 0;
+         rec = part_next(&s->keys, &bucket, rec)) {
+        PartSlot *sl = slot_find(rec, (uint32_t)ri);
+        if (!sl)
+            continue;
         snap_put_u64(out, 1);
-        snap_put_bytes(out, pe->tail, pe->klen);
-        if (!part_key_values(pe->tail, pe->klen, vals, rule->n_keys, &text)) {
+        snap_put_bytes(out, rec->tail, rec->klen);
+        if (!part_key_values(rec->tail, rec->klen, vals, rule->n_keys, &text)) {
             rc = -1;
             break;
         }
         snap_put_u64(out, rule->n_keys);
         for (size_t k = 0; k < rule->n_keys; k++)
             put_value(out, &vals[k]);
-        snap_put_i64(out, suppressed_until(st, pe));
-        rc = nfa_key_snapshot(rule->nfa, nfa_key_idle(&pe->nfa) ? NULL : &pe->nfa, out,
+        snap_put_i64(out, suppressed_until(s, ri, rec));
+        rc = nfa_key_snapshot(rule->nfa, nfa_key_idle(&sl->nfa) ? NULL : &sl->nfa, out,
                               index, user);
     }
     free(vals);
     buf_free(&text);
     return rc < 0 || out->failed ? -1 : 0;
+}
+
+/* The restored state of rule ri for a key: its matcher nk (NULL: idle; taken) and
+ * its suppression, in the key's record. -1 with *err on failure. */
+static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, NfaKey *nk,
+                        int64_t suppress_until, const char **err)
+{
+    uint64_t hash = part_hash(kbytes, klen);
+    PartEntry *rec = part_lookup(&s->keys, kbytes, klen, hash);
+    uint32_t charged = rec ? rec_charge(rec) : 0;
+    if (!rec)
+        rec = part_add(&s->keys, kbytes, klen, hash, 1);
+    bool twice = rec && slot_find(rec, (uint32_t)ri);
+    PartSlot *sl = NULL;
+    if (rec && !twice &&
+        (suppress_until == INT64_MIN || suppress_set(s, ri, rec, suppress_until)) &&
+        !(sl = slot_insert(s, &rec, hash, (uint32_t)ri)))
+        suppress_forget(s, ri, rec);
+    if (!sl) {
+        nfa_key_free(nk, &s->rules[ri].counters);
+        if (rec && !rec->n_slots)
+            part_remove_hashed(&s->keys, rec, hash);
+        *err = twice ? "a key twice" : "out of memory";
+        return -1;
+    }
+    nfa_key_move_in(&sl->nfa, nk);
+    /* the events it holds are not known here */
+    sl->due = nk ? nfa_key_deadline(s->nfas[ri], &sl->nfa) : suppress_until;
+    rec_settle(s, rec, charged, INT64_MIN, &hash);
+    if (s->failed) {
+        *err = "out of memory";
+        return -1;
+    }
+    return 0;
 }
 
 int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
@@ -1074,7 +1076,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
         }
     }
     int64_t suppress_until = snap_get_i64(r);
-    if (!(st->keys.extras & PART_X_SUPPRESS))
+    if (!rule_suppresses(rule))
         suppress_until = INT64_MIN;   /* a rule that no longer suppresses */
     NfaKey *nk = NULL;
     if (r->bad || nfa_key_restore(rule->nfa, r, &nk, &st->counters, lookup, user, err) < 0) {
@@ -1084,27 +1086,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
     }
     if (!nk && suppress_until == INT64_MIN)
         return 0;   /* nothing to keep: the key would have been removed */
-    uint64_t hash = part_hash(kbytes, klen);
-    PartEntry *pe = part_lookup(&st->keys, kbytes, klen, hash)
-                        ? NULL : part_add(&st->keys, kbytes, klen, hash);
-    if (!pe) {
-        nfa_key_free(nk, &st->counters);
-        *err = "out of memory, or a key twice";
-        return -1;
-    }
-    nfa_key_move_in(&pe->nfa, nk);
-    if (st->keys.extras & PART_X_SUPPRESS)
-        *part_suppress_until(pe) = suppress_until;
-    /* the events it holds are not known here */
-    recharge(s, &st->keys, pe, (KeyGrowth){0, 0, true});
-    int rc = deadline_set(&st->timers, pe,
-                          nk ? nfa_key_deadline(rule->nfa, &pe->nfa) : suppress_until);
-    clock_rule(s, ri);
-    if (rc < 0) {
-        *err = "out of memory";
-        return -1;
-    }
-    return 0;
+    return restore_slot(s, ri, kbytes, klen, nk, suppress_until, err);
 }
 
 void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
@@ -1128,89 +1110,43 @@ void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
 struct ShardSwap {
     const CompiledRuleSet *next;
     RuleState *rules;          /* next->n_rules, zeroed */
+    bool *lazy_timeouts;
     Value *key_vals;           /* room for next's widest key */
-    bool *taken;               /* per current rule: moved to the new set */
+    uint32_t *renumber;        /* per current rule: its number in next, or UINT32_MAX */
     Router *router;
     NfaCondShare *cond_share;
     NfaCondCache *cond_cache;
     NfaWork *work;
-    RuleClock clock;
     RouteResult *routed;
     RouteKey *routed_key;
     size_t *routed_order;
-    PartEntry **found;
-    PartProbe *probes;
+    Touch *touched;
     const Nfa **nfas;
-    size_t *probe_order;
-    bool *woke;
     NfaRunCtx *ctxs;
 };
-
-/* A kept rule whose suppression came or went (fingerprints leave it out) moves its keys
- * to entries with the fields it needs now, re-arming their timers; the matchers move
- * as they are. On allocation failure the keys not moved are dropped, and the shard
- * fails. */
-static void relayout(Shard *s, RuleState *st, unsigned extras)
-{
-    if (st->keys.extras == extras)
-        return;
-    PartTable next;
-    part_table_init_shared(&next, &s->pool);
-    part_table_set_extras(&next, extras);
-    DeadlineHeap timers;
-    deadline_init(&timers);
-    bool with_suppress = extras & st->keys.extras & PART_X_SUPPRESS;
-    size_t bucket = 0;
-    for (PartEntry *pe = part_next(&st->keys, &bucket, NULL); pe && !s->failed;
-         pe = part_next(&st->keys, &bucket, pe)) {
-        PartEntry *moved = part_add(&next, pe->tail, pe->klen, part_entry_hash(pe));
-        if (!moved) {
-            s->failed = true;
-            break;
-        }
-        int64_t was = charge_now(&st->keys, pe);
-        moved->nfa = pe->nfa;
-        moved->held = pe->held;
-        nfa_key_init(&pe->nfa);
-        if (with_suppress)
-            *part_suppress_until(moved) = *part_suppress_until(pe);
-        /* the entry's size changed, and with it the charge; part_table_free below takes
-         * back what the old entry, idle now, counts for */
-        budget_add(&s->mem, (int64_t)charge_now(&next, moved) - was +
-                                (int64_t)charge_now(&st->keys, pe));
-        if (pe->deadline != INT64_MAX && deadline_set(&timers, moved, pe->deadline) < 0)
-            s->failed = true;
-    }
-    deadline_free(&st->timers);
-    part_table_free(&st->keys, drop_entry, st);
-    st->keys = next;
-    st->timers = timers;
-}
 
 ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
 {
     ShardSwap *sw = calloc(1, sizeof *sw);
     if (!sw)
         return NULL;
+    size_t n = next->n_rules ? next->n_rules : 1;
     sw->next = next;
-    sw->rules = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->rules);
+    sw->rules = calloc(n, sizeof *sw->rules);
+    sw->lazy_timeouts = lazy_list(next);
     sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
-    sw->taken = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->taken);
+    sw->renumber = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->renumber);
     sw->router = router_new(next);
-    sw->routed = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed);
-    sw->routed_key = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_key);
-    sw->routed_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->routed_order);
-    sw->found = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->found);
-    sw->probes = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probes);
+    sw->routed = calloc(n, sizeof *sw->routed);
+    sw->routed_key = calloc(n, sizeof *sw->routed_key);
+    sw->routed_order = calloc(n, sizeof *sw->routed_order);
+    sw->touched = calloc(n, sizeof *sw->touched);
     sw->nfas = nfa_list(next);
-    sw->probe_order = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->probe_order);
-    sw->woke = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->woke);
-    sw->ctxs = calloc(next->n_rules ? next->n_rules : 1, sizeof *sw->ctxs);
-    if (!sw->rules || !sw->key_vals || !sw->taken || !sw->router || !sw->routed ||
-        !sw->routed_key || !sw->routed_order || !sw->found || !sw->probes || !sw->nfas ||
-        !sw->probe_order || !sw->woke || !sw->ctxs ||
-        matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0 ||
-        rule_clock_init(&sw->clock, next->n_rules) < 0) {
+    sw->ctxs = calloc(n, sizeof *sw->ctxs);
+    if (!sw->rules || !sw->lazy_timeouts || !sw->key_vals || !sw->renumber || !sw->router ||
+        !sw->routed || !sw->routed_key || !sw->routed_order || !sw->touched || !sw->nfas ||
+        !sw->ctxs ||
+        matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0) {
         shard_swap_abort(sw);
         return NULL;
     }
@@ -1222,27 +1158,79 @@ void shard_swap_abort(ShardSwap *sw)
     if (!sw)
         return;
     free(sw->rules);
+    free(sw->lazy_timeouts);
     free(sw->key_vals);
-    free(sw->taken);
+    free(sw->renumber);
     router_free(sw->router);
     nfa_cond_cache_free(sw->cond_cache);
     nfa_cond_share_free(sw->cond_share);
     nfa_work_free(sw->work);
-    rule_clock_free(&sw->clock);
     free(sw->routed);
     free(sw->routed_key);
     free(sw->routed_order);
-    free(sw->found);
-    free(sw->probes);
+    free(sw->touched);
     free(sw->nfas);
-    free(sw->probe_order);
-    free(sw->woke);
     free(sw->ctxs);
     free(sw);
 }
 
+/* A kept rule whose suppression came or went (fingerprints leave it out): its table of
+ * suppressions is emptied, or made ready for them. A slot kept only for a suppression
+ * that no longer exists leaves when its time comes. */
+static void resuppress(RuleState *st, const CompiledRule *rule)
+{
+    unsigned extras = rule_suppresses(rule) ? PART_X_SUPPRESS : 0u;
+    if (st->suppress.extras == extras)
+        return;
+    part_table_free(&st->suppress, NULL, NULL);
+    part_table_set_extras(&st->suppress, extras);
+}
+
+/* Gives each slot of rec its rule's number in the new set (sw->renumber), dropping the
+ * slots of rules that do not stay (their state is freed, counted in the old rules'
+ * counters), and sorts the slots by the new numbers. */
+static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
+{
+    PartSlot *sl = part_slots(rec);
+    size_t kept = 0;
+    for (size_t i = 0; i < rec->n_slots; i++) {
+        uint32_t to = renumber[sl[i].rule];
+        if (to == UINT32_MAX) {
+            nfa_key_clear(&sl[i].nfa, &s->rules[sl[i].rule].counters);
+            continue;
+        }
+        PartSlot moved = sl[i];
+        moved.rule = to;
+        size_t at = kept++;
+        while (at > 0 && sl[at - 1].rule > to) {
+            sl[at] = sl[at - 1];
+            at--;
+        }
+        sl[at] = moved;
+    }
+    rec->n_slots = (uint16_t)kept;
+}
+
+/* Re-arms every record for the new set (a kept rule's timeouts may now alert, or no
+ * longer); a record left without slots fires at once, and leaves. */
+static void rearm_records(Shard *s)
+{
+    int64_t now = s->fired_upto;
+    size_t bucket = 0;
+    for (PartEntry *rec = part_next(&s->keys, &bucket, NULL); rec;
+         rec = part_next(&s->keys, &bucket, rec)) {
+        int64_t due = rec->n_slots ? rec_due(s, rec) : INT64_MIN;
+        if (due <= now)
+            due = add_saturating(now, 1);
+        if (deadline_set(&s->timers, rec, due) < 0)
+            s->failed = true;
+    }
+}
+
 void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
 {
+    for (size_t i = 0; i < s->rs->n_rules; i++)
+        sw->renumber[i] = UINT32_MAX;
     for (size_t j = 0; j < sw->next->n_rules; j++) {
         RuleState *st = &sw->rules[j];
         if (from[j] == SIZE_MAX) {
@@ -1250,27 +1238,29 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
             continue;
         }
         *st = s->rules[from[j]];
-        relayout(s, st, entry_extras(&sw->next->rules[j]));
+        resuppress(st, &sw->next->rules[j]);
         sw->ctxs[j] = s->ctxs[from[j]];
         sw->ctxs[j].counters = &st->counters;   /* it pointed into the old array */
-        sw->taken[from[j]] = true;
+        sw->renumber[from[j]] = (uint32_t)j;
     }
-    for (size_t j = 0; j < sw->next->n_rules; j++)
-        part_table_set_probe(&sw->rules[j].keys, &sw->probes[j]);
+    size_t bucket = 0;
+    for (PartEntry *rec = part_next(&s->keys, &bucket, NULL); rec;
+         rec = part_next(&s->keys, &bucket, rec)) {
+        uint32_t charged = rec_charge(rec);
+        renumber_slots(s, rec, sw->renumber);
+        budget_add(&s->mem, (int64_t)rec_charge(rec) - (int64_t)charged);
+    }
     for (size_t i = 0; i < s->rs->n_rules; i++)
-        if (!sw->taken[i])
-            rule_state_free(&s->rules[i]);
-    free(sw->taken);
+        if (sw->renumber[i] == UINT32_MAX)
+            part_table_free(&s->rules[i].suppress, NULL, NULL);
+    free(sw->renumber);
     free_rule_set_parts(s);
     s->rules = sw->rules;
+    s->lazy_timeouts = sw->lazy_timeouts;
     s->routed_order = sw->routed_order;
-    s->found = sw->found;
-    s->probes = sw->probes;
+    s->touched = sw->touched;
     s->nfas = sw->nfas;
-    s->probe_order = sw->probe_order;
-    s->woke = sw->woke;
     s->ctxs = sw->ctxs;
-    s->clock = sw->clock;
     s->key_vals = sw->key_vals;
     s->router = sw->router;
     s->cond_share = sw->cond_share;
@@ -1280,7 +1270,6 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->routed_key = sw->routed_key;
     s->rs = sw->next;
     wire_matcher_parts(s);
-    for (size_t j = 0; j < s->rs->n_rules; j++)
-        clock_rule(s, j);
+    rearm_records(s);
     free(sw);
 }
