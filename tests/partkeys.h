@@ -11,14 +11,15 @@
 #include "base/hash.h"
 #include "runtime/partition.h"
 
-/* Adds keys "k0" .. "k<n-1>" to t, e[i] the entry of "k<i>"; fails the running test on
- * allocation failure. */
+/* Adds keys "k0" .. "k<n-1>" to t, e[i] the entry of "k<i>", each with room for one
+ * slot and none used, as the shard makes a record for a rule's first state; fails the
+ * running test on allocation failure. */
 static inline void test_part_add_numbered(PartTable *t, PartEntry **e, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char name[24];
         int len = snprintf(name, sizeof name, "k%zu", i);
-        e[i] = part_add(t, name, (size_t)len, part_hash(name, (size_t)len));
+        e[i] = part_add(t, name, (size_t)len, part_hash(name, (size_t)len), 1);
         ck_assert_ptr_nonnull(e[i]);
     }
 }

@@ -1,10 +1,11 @@
-/* tests/test_deadline.c — the per-rule timers (runtime/deadline.h) against a
- * reference model: a sorted array of the armed entries, in (deadline, key length, key
- * bytes) order.
+/* tests/test_deadline.c — the timers (runtime/deadline.h) against a reference model:
+ * a sorted array of the armed entries, in (deadline, key length, key bytes) order.
  * Random operations from many seeds, engine-like traces (time moves on, due timers
  * are popped one by one and re-armed later), deadlines out of the rings' order (late
- * events), interleaved streams, holes left in a ring, and the edges of the int64 range. After every
- * operation the structure's own invariants and its top are checked. */
+ * events), interleaved streams, holes left in a ring, the edges of the int64 range,
+ * and entries that move (part_regrow, deadline_moved) while held in a ring or the
+ * heap. After every operation the structure's own invariants and its top are
+ * checked. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -487,113 +488,133 @@ START_TEST(ties_between_ring_heads_and_the_heap)
 }
 END_TEST
 
-/* The rules' clock against a scan in rule order: the earliest rule and the runner-up
- * are the first two in (deadline, rule number) order. */
-static unsigned clock_matches_scan(const RuleClock *c, const int64_t *at, size_t rules)
+/* ---- entries that move (part_regrow) ----------------------------------------- */
+
+/* Whether the timers hold e in their heap (else in a ring, or not at all). */
+static bool held_in_heap(const DeadlineHeap *d, const PartEntry *e)
 {
-    size_t first = 0, second = SIZE_MAX;
-    for (size_t i = 1; i < rules; i++) {
-        if (at[i] < at[first]) {
-            second = first;
-            first = i;
-        } else if (second == SIZE_MAX || at[i] < at[second]) {
-            second = i;
-        }
-    }
-    unsigned bad = 0;
-    const char *why = rule_clock_verify(c);
+    for (size_t i = 0; d->core && i < d->core->hn; i++)
+        if (d->core->h[i] == e)
+            return true;
+    return false;
+}
+
+/* Moves key i to a bigger entry as the shard does when a record's slots outgrow it
+ * (part_regrow, then deadline_moved), and the model with it; then checks the timers
+ * against the model as set_both does. Returns the number of disagreements. */
+static unsigned move_both(DeadlineHeap *d, Model *m, Keys *k, size_t i)
+{
+    PartEntry *was = k->e[i];
+    int64_t at = was->deadline;
+    uint32_t pos = was->heap_pos;
+    bool was_top = deadline_top(d) == was;
+    PartEntry *e = part_regrow(&k->t, was, part_entry_hash(was), (size_t)was->room + 1);
+    if (!e)
+        return 1;
+    deadline_moved(d, was, e);
+    k->e[i] = e;
+    for (size_t j = 0; j < m->n; j++)
+        if (m->armed[j] == was)
+            m->armed[j] = e;
+    unsigned bad = e == was;
+    bad += e->deadline != at || e->heap_pos != pos;
+    bad += was_top != (deadline_top(d) == e);
+    const char *why = deadline_verify(d);
     if (why) {
-        fprintf(stderr, "rule_clock_verify: %s\n", why);
+        fprintf(stderr, "deadline_verify after a move: %s\n", why);
         bad++;
     }
-    size_t got = SIZE_MAX, got2 = SIZE_MAX;
-    bad += rule_clock_next(c, &got) != (rules ? at[first] : INT64_MAX);
-    bad += rules && at[first] != INT64_MAX && got != first;
-    int64_t want2 = second == SIZE_MAX ? INT64_MAX : at[second];
-    bad += rule_clock_runner_up(c, &got2) != want2;
-    bad += want2 != INT64_MAX && got2 != second;
+    bad += d->n != m->n;
+    bad += deadline_top(d) != (m->n ? m->armed[0] : NULL);
+    bad += deadline_next(d) != (m->n ? m->at[0] : INT64_MAX);
+    bad += at != INT64_MAX && !deadline_holds(d, e);
     return bad;
 }
 
-/* Random moves, with ties and the ends of the int64 range, for clock sizes around the
- * powers of two (the last node with one child, the sentinel as that missing child). */
-START_TEST(rule_clock_earliest_and_runner_up)
+/* The key index of the i-th entry of the heap that is not the top, or SIZE_MAX. */
+static size_t heap_key_not_top(const DeadlineHeap *d, const Keys *k)
 {
-    static const int64_t edges[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1};
-    static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 13, 64, 100};
+    for (size_t i = 0; i < k->n; i++)
+        if (k->e[i] != deadline_top(d) && held_in_heap(d, k->e[i]))
+            return i;
+    return SIZE_MAX;
+}
+
+/* Keys armed in order sit in a ring: moving its head, the top, and one from its middle
+ * keeps the ring's order and the cache of the top; a key not held moves too. The keys
+ * then fire in the order they would have, moved or not (the model's), also after the
+ * moved ones are re-armed. */
+START_TEST(moved_entries_in_a_ring_fire_in_order)
+{
+    static Keys k;
+    static Model m;
+    DeadlineHeap d;
+    fixture_start(&k, &m, &d, 12);
     unsigned bad = 0;
-    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !bad; si++) {
-        size_t rules = sizes[si];
-        RuleClock c;
-        ck_assert_int_eq(rule_clock_init(&c, rules), 0);
-        int64_t at[100];
-        for (size_t i = 0; i < rules; i++)
-            at[i] = INT64_MAX;
-        bad += clock_matches_scan(&c, at, rules);
-        uint64_t rng = 5 + si;
-        for (int op = 0; op < 3000 && !bad; op++) {
-            size_t r = next_rand(&rng) % rules;
-            uint64_t kind = next_rand(&rng) % 8;
-            if (kind == 0)
-                at[r] = INT64_MAX;
-            else if (kind == 1)
-                at[r] = edges[next_rand(&rng) % (sizeof edges / sizeof edges[0])];
-            else
-                at[r] = (int64_t)(next_rand(&rng) % 6);
-            rule_clock_set(&c, r, at[r]);
-            bad += clock_matches_scan(&c, at, rules);
-        }
-        rule_clock_free(&c);
-        if (bad)
-            fprintf(stderr, "%zu rules failed\n", rules);
-    }
+    for (size_t i = 0; i < 11; i++)
+        bad += set_both(&d, &m, k.e[i], 1000 + (int64_t)i);
     ck_assert_uint_eq(bad, 0);
-    RuleClock c;
-    ck_assert_int_eq(rule_clock_init(&c, 1), 0);
-    size_t none = 7;
-    ck_assert_int_eq(rule_clock_runner_up(&c, &none), INT64_MAX);   /* one rule: no other */
-    ck_assert_uint_eq(none, 7);
-    rule_clock_free(&c);
-    ck_assert_int_eq(rule_clock_init(&c, 0), 0);
-    ck_assert_ptr_null(rule_clock_verify(&c));
-    ck_assert_int_eq(rule_clock_next(&c, &none), INT64_MAX);
-    ck_assert_uint_eq(none, 7);
-    rule_clock_free(&c);
+    if (!SMALL_RINGS)
+        ck_assert_uint_eq(d.core->hn, 0);
+    ck_assert_ptr_eq(deadline_top(&d), k.e[0]);
+    bad += move_both(&d, &m, &k, 0);    /* the top */
+    ck_assert_ptr_eq(deadline_top(&d), k.e[0]);
+    bad += move_both(&d, &m, &k, 6);    /* the middle */
+    bad += move_both(&d, &m, &k, 6);    /* again: its room grows on */
+    bad += move_both(&d, &m, &k, 11);   /* not held */
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_eq(k.e[6]->room, 3);
+    if (!SMALL_RINGS)
+        ck_assert(!held_in_heap(&d, k.e[0]) && !held_in_heap(&d, k.e[6]));
+    bad += set_both(&d, &m, k.e[6], 1000);       /* earlier: a tie with the top */
+    bad += set_both(&d, &m, k.e[0], 1006);       /* the old top behind the middle */
+    bad += set_both(&d, &m, k.e[11], 1003);
+    ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
 }
 END_TEST
 
-/* As the shard fires timers: the earliest rule fires, and its next deadline is later
- * (mostly beyond the runner-up); now and then another rule's deadline moves earlier
- * (a new key) or empties. */
-START_TEST(rule_clock_follows_firing)
+/* Deadlines in random order fill the rings and the heap; one earlier than all of
+ * them fits no ring and is the heap's top. Moving it, one from the middle of the heap
+ * and one from a ring keeps the heap's order and positions: the keys fire in the
+ * model's order. */
+START_TEST(moved_entries_in_the_heap_fire_in_order)
 {
-    enum { RULES = 100 };
-    RuleClock c;
-    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
-    int64_t at[RULES];
-    uint64_t rng = 11;
-    for (size_t i = 0; i < RULES; i++) {
-        at[i] = i % 10 == 9 ? INT64_MAX : (int64_t)(next_rand(&rng) % 1000);
-        rule_clock_set(&c, i, at[i]);
-    }
-    unsigned bad = clock_matches_scan(&c, at, RULES);
-    for (int op = 0; op < 20000 && !bad; op++) {
-        size_t r = 0;
-        int64_t now = rule_clock_next(&c, &r);
-        if (now == INT64_MAX)
-            break;
-        at[r] = next_rand(&rng) % 50 ? now + (int64_t)(next_rand(&rng) % 3000) : INT64_MAX;
-        rule_clock_set(&c, r, at[r]);
-        if (next_rand(&rng) % 4 == 0) {
-            size_t o = next_rand(&rng) % RULES;
-            int64_t t = now + (int64_t)(next_rand(&rng) % 500);
-            at[o] = at[o] < t ? at[o] : t;
-            rule_clock_set(&c, o, at[o]);
-        }
-        bad += clock_matches_scan(&c, at, RULES);
-    }
+    static Keys k;
+    static Model m;
+    DeadlineHeap d;
+    fixture_start(&k, &m, &d, 80);
+    unsigned bad = 0;
+    uint64_t seed = 4242;
+    for (size_t i = 0; i + 1 < k.n; i++)
+        bad += set_both(&d, &m, k.e[i], 1000 + (int64_t)(next_rand(&seed) % 5000));
+    bad += set_both(&d, &m, k.e[k.n - 1], 0);
     ck_assert_uint_eq(bad, 0);
-    rule_clock_free(&c);
+    ck_assert_ptr_eq(deadline_top(&d), k.e[k.n - 1]);
+    if (!SMALL_RINGS) {
+        ck_assert_uint_eq(d.core->ring_mask, 15);
+        ck_assert(held_in_heap(&d, k.e[k.n - 1]));
+        ck_assert_uint_gt(d.core->hn, 4);
+    }
+    bad += move_both(&d, &m, &k, k.n - 1);   /* the top, in the heap */
+    ck_assert_ptr_eq(deadline_top(&d), k.e[k.n - 1]);
+    size_t mid = heap_key_not_top(&d, &k);
+    ck_assert_uint_ne(mid, SIZE_MAX);
+    bad += move_both(&d, &m, &k, mid);       /* the middle of the heap */
+    size_t in_ring = 0;
+    while (in_ring < k.n && (held_in_heap(&d, k.e[in_ring]) || k.e[in_ring]->deadline == INT64_MAX))
+        in_ring++;
+    ck_assert_uint_lt(in_ring, k.n);
+    bad += move_both(&d, &m, &k, in_ring);   /* and one in a ring */
+    ck_assert_uint_eq(bad, 0);
+    if (!SMALL_RINGS)
+        ck_assert(held_in_heap(&d, k.e[k.n - 1]) && held_in_heap(&d, k.e[mid]));
+    bad += set_both(&d, &m, k.e[mid], 1);    /* the moved ones still move in the heap */
+    bad += set_both(&d, &m, k.e[k.n - 1], 3000);
+    ck_assert_uint_eq(bad, 0);
+    bad += drain_and_free(&d, &m, &k);
+    ck_assert_uint_eq(bad, 0);
 }
 END_TEST
 
@@ -613,8 +634,8 @@ static Suite *deadline_suite(void)
     tcase_add_test(tc, interleaved_streams_keep_to_rings);
     tcase_add_test(tc, free_marks_entries_not_held);
     tcase_add_test(tc, ties_between_ring_heads_and_the_heap);
-    tcase_add_test(tc, rule_clock_earliest_and_runner_up);
-    tcase_add_test(tc, rule_clock_follows_firing);
+    tcase_add_test(tc, moved_entries_in_a_ring_fire_in_order);
+    tcase_add_test(tc, moved_entries_in_the_heap_fire_in_order);
     suite_add_tcase(s, tc);
     return s;
 }

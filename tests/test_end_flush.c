@@ -273,7 +273,7 @@ static PartEntry *add_key(PartTable *t, int i)
 {
     char k[16];
     int len = snprintf(k, sizeof k, "key%d", i);
-    PartEntry *e = part_add(t, k, (size_t)len, part_hash(k, (size_t)len));
+    PartEntry *e = part_add(t, k, (size_t)len, part_hash(k, (size_t)len), 1);
     ck_assert_ptr_nonnull(e);
     return e;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/slab.h"
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 #include "runtime/reorder.h"
@@ -245,7 +246,7 @@ static PartEntry *add_key(PartTable *t, const char *s)
     uint64_t h = part_hash(kb.data, kb.len);
     PartEntry *e = part_lookup(t, kb.data, kb.len, h);
     if (!e)
-        e = part_add(t, kb.data, kb.len, h);
+        e = part_add(t, kb.data, kb.len, h, 1);
     buf_free(&kb);
     return e;
 }
@@ -376,7 +377,7 @@ START_TEST(partition_entry_owns_copies_of_the_key)
     v.raw_len = 5;
     Buf kb = BUF_INIT;
     part_key_bytes(&v, 1, &kb);
-    PartEntry *e = part_add(&t, kb.data, kb.len, part_hash(kb.data, kb.len));
+    PartEntry *e = part_add(&t, kb.data, kb.len, part_hash(kb.data, kb.len), 1);
     ck_assert_ptr_nonnull(e);
     src[0] = 'X';
     Value key;
@@ -392,24 +393,48 @@ START_TEST(partition_entry_owns_copies_of_the_key)
 }
 END_TEST
 
-/* An entry is one allocation with its key's matcher inline: a new entry's NfaKey is
- * idle (part_add initializes it, also in memory a previous entry left dirty), and its
- * key bytes follow it. */
-START_TEST(partition_entry_holds_an_idle_matcher_inline)
+/* An entry is one allocation, a key's record: its header, the key bytes and their
+ * NUL, then from the next multiple of 8 the room asked for, none of it in use. A new
+ * entry says so also in memory a previous entry left dirty (part_add sets every field
+ * of the header), and takes the bytes part_entry_bytes says (its slab's object size). */
+START_TEST(partition_new_entry_has_room_and_no_slots)
 {
+    static const char *const keys[] = {"\"k\"", "\"k1\"", "\"k1234\"", "\"k12345678\"",
+                                       "\"k1234567890123456789012345678901234567\""};
     PartTable t;
     part_table_init(&t);
-    for (int round = 0; round < 2; round++) {
-        PartEntry *e = part_add(&t, "\"k1\"", 4, part_hash("\"k1\"", 4));
-        ck_assert_ptr_nonnull(e);
-        ck_assert(nfa_key_idle(&e->nfa));
-        ck_assert_uint_eq(nfa_key_partials(&e->nfa), 0);
-        ck_assert_int_eq(e->deadline, INT64_MAX);   /* no timer either */
-        ck_assert((const char *)(&e->nfa + 1) <= e->tail);
-        /* dirty the memory the next add probably gets (the table never reads it) */
-        memset(&e->nfa, 0x5a, sizeof e->nfa);
-        part_remove(&t, e);
-    }
+    PartEntry *dirtied = NULL;
+    for (size_t room = 0; room <= 3; room++)
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            for (int round = 0; round < 2; round++) {
+                size_t klen = strlen(keys[k]);
+                PartEntry *e = part_add(&t, keys[k], klen, part_hash(keys[k], klen), room);
+                ck_assert_ptr_nonnull(e);
+                ck_assert_uint_eq(e->n_slots, 0);
+                ck_assert_uint_eq(e->room, room);
+                ck_assert_uint_eq(e->klen, klen);
+                ck_assert_str_eq(e->tail, keys[k]);
+                ck_assert_int_eq(e->deadline, INT64_MAX);   /* no timer either */
+                ck_assert_uint_eq(e->heap_pos, PART_NOT_TIMED);
+                size_t bytes = part_entry_bytes(klen, 0, room);
+                ck_assert_uint_eq(slab_of(e)->size, bytes);
+                const char *slots = (const char *)part_slots(e);
+                ck_assert_uint_eq((uintptr_t)slots % 8, 0);
+                ck_assert(slots >= e->tail + klen + 1);     /* past the key and its NUL */
+                ck_assert(slots < e->tail + klen + 1 + 8);  /* at the next multiple of 8 */
+                ck_assert(slots + room * sizeof(PartSlot) <= (const char *)e + bytes);
+                ck_assert(round == 0 || e == dirtied);   /* the same memory again */
+                /* dirty what is not the key (the table reads only the key, klen and
+                 * room): the next add of this size gets this entry back */
+                e->deadline = 0;
+                e->heap_pos = 0;
+                e->n_slots = 0x5a5a;
+                memset((char *)e + part_slots_offset(klen), 0x5a,
+                       bytes - part_slots_offset(klen));
+                dirtied = e;
+                part_remove(&t, e);
+            }
+    ck_assert_uint_eq(t.count, 0);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
@@ -548,7 +573,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tp, partition_null_or_missing_key_has_no_bytes);
     tcase_add_test(tp, partition_grows_and_finds_every_key);
     tcase_add_test(tp, partition_entry_owns_copies_of_the_key);
-    tcase_add_test(tp, partition_entry_holds_an_idle_matcher_inline);
+    tcase_add_test(tp, partition_new_entry_has_room_and_no_slots);
     tcase_add_test(tp, partition_key_values_read_back_from_the_bytes);
     tcase_add_test(tp, partition_removal_keeps_other_keys_reachable);
     tcase_add_test(tp, partition_shrinks_to_zero_when_keys_go_idle);

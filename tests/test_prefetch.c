@@ -159,9 +159,9 @@ START_TEST(candidate_needs_confirming)
     PartTable t;
     part_table_init(&t);
     ck_assert_ptr_null(part_candidate(&t, a_hash));
-    PartEntry *a = part_add(&t, a_name, a_len, a_hash);
-    PartEntry *b = part_add(&t, b_name, b_len, b_hash);
-    PartEntry *c = part_add(&t, c_name, c_len, c_hash);
+    PartEntry *a = part_add(&t, a_name, a_len, a_hash, 1);
+    PartEntry *b = part_add(&t, b_name, b_len, b_hash, 1);
+    PartEntry *c = part_add(&t, c_name, c_len, c_hash, 1);
     ck_assert(a && b && c);
     ck_assert_ptr_eq(part_candidate(&t, b_hash), a);
     ck_assert(part_entry_is(a, a_name, a_len));
@@ -189,7 +189,7 @@ START_TEST(candidate_by_tag_is_confirmed_by_lookup)
     uint64_t b_hash = part_hash(b_name, b_len);
     PartTable t;
     part_table_init(&t);
-    PartEntry *a = part_add(&t, a_name, a_len, a_hash);
+    PartEntry *a = part_add(&t, a_name, a_len, a_hash, 1);
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_eq(part_candidate(&t, b_hash), a);   /* same home and tag */
     ck_assert_ptr_null(part_lookup(&t, b_name, b_len, b_hash));
@@ -207,7 +207,7 @@ START_TEST(candidate_agrees_with_lookup)
     char name[16];
     for (unsigned i = 0; i < 2000; i += 2) {
         int n = snprintf(name, sizeof name, "u%u", i);
-        ck_assert_ptr_nonnull(part_add(&t, name, (size_t)n, part_hash(name, (size_t)n)));
+        ck_assert_ptr_nonnull(part_add(&t, name, (size_t)n, part_hash(name, (size_t)n), 1));
     }
     for (unsigned i = 0; i < 2000; i++) {
         int n = snprintf(name, sizeof name, "u%u", i);

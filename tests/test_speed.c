@@ -1,8 +1,7 @@
 /* tests/test_speed.c — the structures that make many rules cheap, checked against
- * plain references: the rules' clock (deadline.h) against a scan of every rule, the
- * 4-ary timer heap against the earliest entry by (deadline, key), the partition
- * table's occupancy bitmap (never says "absent" for a present key), and the router's
- * all-rules pass against router_route rule by rule. */
+ * plain references: the 4-ary timer heap against the earliest entry by (deadline,
+ * key), the partition table's occupancy bitmap (never says "absent" for a present
+ * key), and the router's all-rules pass against router_route rule by rule. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,49 +25,6 @@ static uint64_t next_rand(uint64_t *state)
     x ^= x << 17;
     return *state = x;
 }
-
-/* ---- the rules' clock --------------------------------------------------------- */
-
-START_TEST(clock_follows_the_earliest_rule)
-{
-    enum { RULES = 37, STEPS = 20000 };
-    RuleClock c;
-    ck_assert_int_eq(rule_clock_init(&c, RULES), 0);
-    int64_t at[RULES];
-    for (size_t i = 0; i < RULES; i++)
-        at[i] = INT64_MAX;
-    size_t rule = SIZE_MAX;
-    ck_assert(rule_clock_next(&c, &rule) == INT64_MAX);
-    uint64_t seed = 88172645463325252ull;
-    size_t wrong = 0;   /* counted, not asserted per step: Check's asserts are slow */
-    for (int step = 0; step < STEPS; step++) {
-        size_t r = next_rand(&seed) % RULES;
-        /* few distinct times, so ties are common; now and then a rule empties */
-        int64_t t = next_rand(&seed) % 8 == 0 ? INT64_MAX : (int64_t)(next_rand(&seed) % 50);
-        at[r] = t;
-        rule_clock_set(&c, r, t);
-        size_t want = 0;
-        for (size_t i = 1; i < RULES; i++)
-            if (at[i] < at[want])
-                want = i;   /* a scan in rule order: ties go to the lower rule */
-        int64_t got = rule_clock_next(&c, &rule);
-        wrong += got != at[want] || (got != INT64_MAX && rule != want);
-    }
-    ck_assert_uint_eq(wrong, 0);
-    rule_clock_free(&c);
-}
-END_TEST
-
-START_TEST(clock_without_rules_is_empty)
-{
-    RuleClock c;
-    ck_assert_int_eq(rule_clock_init(&c, 0), 0);
-    size_t rule = 7;
-    ck_assert(rule_clock_next(&c, &rule) == INT64_MAX);
-    ck_assert_uint_eq(rule, 7);
-    rule_clock_free(&c);
-}
-END_TEST
 
 /* ---- the timer heap ------------------------------------------------------------ */
 
@@ -140,7 +96,7 @@ START_TEST(bitmap_never_hides_a_present_key)
             part_remove(&t, present[k]);
             present[k] = NULL;
         } else {
-            present[k] = part_add(&t, key, (size_t)len, hash);
+            present[k] = part_add(&t, key, (size_t)len, hash, 1);
             ck_assert_ptr_nonnull(present[k]);
         }
         if (step % 97)
@@ -244,8 +200,6 @@ int main(void)
 {
     Suite *s = suite_create("speed");
     TCase *tc = tcase_create("structures");
-    tcase_add_test(tc, clock_follows_the_earliest_rule);
-    tcase_add_test(tc, clock_without_rules_is_empty);
     tcase_add_test(tc, heap_pops_in_deadline_then_key_order);
     tcase_add_test(tc, bitmap_never_hides_a_present_key);
     tcase_add_test(tc, route_all_agrees_with_route);
