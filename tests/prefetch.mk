@@ -5,10 +5,12 @@ tests_test_prefetch_SOURCES = tests/test_prefetch.c
 tests_test_prefetch_CFLAGS = $(TEST_CFLAGS)
 tests_test_prefetch_LDADD = $(TEST_LIBS)
 
-# the partition table's slots and entry pool
+# the partition table's slots and entry pool (with tests/oomwrap: a record's move
+# whose allocation fails)
 check_PROGRAMS += tests/test_partition
 TESTS += tests/test_partition
-tests_test_partition_SOURCES = tests/test_partition.c
+tests_test_partition_SOURCES = tests/test_partition.c $(OOM_SOURCES)
 tests_test_partition_CFLAGS = $(TEST_CFLAGS)
+tests_test_partition_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_partition_LDADD = $(TEST_LIBS)
 

@@ -15,8 +15,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/slab.h"
 #include "runtime/partition.h"
 #include "tests/checkmain.h"
+#include "tests/oomwrap.h"
 
 enum { MAX_KEYS = 3000 };
 
@@ -95,11 +97,15 @@ static void random_ops(bool crowded, size_t n, uint64_t seed)
     part_table_init(&t);
     for (int step = 0; step < 20000; step++) {
         size_t i = next_rand(&seed) % n;
-        if (m.entry[i]) {
+        if (m.entry[i] && step % 4 == 0) {   /* its slots outgrow it: it moves */
+            PartEntry *moved = part_regrow(&t, m.entry[i], m.hash[i], m.entry[i]->room + 1u);
+            ck_assert_ptr_nonnull(moved);
+            m.entry[i] = moved;
+        } else if (m.entry[i]) {
             remove_some_way(&t, m.entry[i], m.hash[i], next_rand(&seed));
             m.entry[i] = NULL;
         } else {
-            m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i]);
+            m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i], i % 3);
             ck_assert_ptr_nonnull(m.entry[i]);
         }
         if (step % 997 == 0)
@@ -137,11 +143,11 @@ START_TEST(freed_entry_is_reused_at_once)
     PartTable a, b;
     part_table_init_shared(&a, &pool);
     part_table_init_shared(&b, &pool);
-    PartEntry *keep = part_add(&a, "\"k1\"", 4, part_hash("\"k1\"", 4));
-    PartEntry *gone = part_add(&a, "\"k2\"", 4, part_hash("\"k2\"", 4));
+    PartEntry *keep = part_add(&a, "\"k1\"", 4, part_hash("\"k1\"", 4), 1);
+    PartEntry *gone = part_add(&a, "\"k2\"", 4, part_hash("\"k2\"", 4), 1);
     ck_assert(keep && gone);
     part_remove(&a, gone);
-    PartEntry *again = part_add(&b, "\"k3\"", 4, part_hash("\"k3\"", 4));
+    PartEntry *again = part_add(&b, "\"k3\"", 4, part_hash("\"k3\"", 4), 1);
     ck_assert_ptr_eq(again, gone);
     ck_assert_ptr_eq(part_lookup(&b, "\"k3\"", 4, part_hash("\"k3\"", 4)), again);
     ck_assert_ptr_null(part_lookup(&a, "\"k2\"", 4, part_hash("\"k2\"", 4)));
@@ -161,7 +167,7 @@ static size_t slabs_with_room(const PartPool *pool)
 }
 
 /* Memory follows the live keys: once none is left the pool holds one empty slab and
- * no other, whatever the sizes the keys had. */
+ * no other, whatever the sizes the keys and their room for slots had. */
 START_TEST(pool_keeps_one_empty_slab)
 {
     PartPool pool;
@@ -172,7 +178,7 @@ START_TEST(pool_keeps_one_empty_slab)
     char name[64];
     for (size_t i = 0; i < MAX_KEYS; i++) {
         int n = snprintf(name, sizeof name, "%0*zu", (int)(1 + i % 40), i);
-        e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+        e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n), i % 4);
         ck_assert_ptr_nonnull(e[i]);
     }
     ck_assert_uint_gt(slabs_with_room(&pool), 1);
@@ -196,7 +202,7 @@ START_TEST(large_keys)
     PartEntry *e[3];
     for (int i = 0; i < 3; i++) {
         memset(big[i], 'a' + i, sizeof big[i] - 1);
-        e[i] = part_add(&t, big[i], sizeof big[i] - 1, part_hash(big[i], sizeof big[i] - 1));
+        e[i] = part_add(&t, big[i], sizeof big[i] - 1, part_hash(big[i], sizeof big[i] - 1), 1);
         ck_assert_ptr_nonnull(e[i]);
         ck_assert_uint_eq(e[i]->klen, sizeof big[i] - 1);
     }
@@ -209,33 +215,56 @@ START_TEST(large_keys)
 }
 END_TEST
 
-/* An entry is 52 bytes and its key: with a key of up to 11 bytes (and its NUL) one
- * 64-byte entry, which its slab places on a cache line. */
-START_TEST(short_keys_take_one_cache_line)
+/* A record is a 20-byte header, the key bytes and their NUL, then from the next
+ * multiple of 8 its slots, 48 bytes each; part_entry_bytes says so, and each entry
+ * takes that much in its slab. An entry without slots and a key of up to 43 bytes is
+ * 64: one cache line, which its slab places on a line boundary. */
+START_TEST(entry_sizes_follow_the_record_layout)
 {
-    ck_assert_uint_eq(offsetof(PartEntry, tail), 52);
-    ck_assert_uint_eq(part_entry_bytes(11, 0), 64);
-    ck_assert_uint_eq(part_entry_bytes(12, 0), 72);
-    ck_assert_uint_eq(part_entry_bytes(11, sizeof(int64_t)), 72);
+    ck_assert_uint_eq(offsetof(PartEntry, tail), 20);
+    ck_assert_uint_eq(sizeof(PartSlot), 48);
+    ck_assert_uint_eq(part_slots_offset(3), 24);    /* 20 + 3 + NUL: 24 */
+    ck_assert_uint_eq(part_slots_offset(4), 32);    /* 25, up to 32 */
+    ck_assert_uint_eq(part_slots_offset(11), 32);
+    ck_assert_uint_eq(part_slots_offset(12), 40);
+    ck_assert_uint_eq(part_entry_bytes(43, 0, 0), 64);
+    ck_assert_uint_eq(part_entry_bytes(44, 0, 0), 72);
+    ck_assert_uint_eq(part_entry_bytes(35, sizeof(int64_t), 0), 64);
+    ck_assert_uint_eq(part_entry_bytes(3, 0, 1), 72);
+    ck_assert_uint_eq(part_entry_bytes(11, 0, 1), 80);
+    ck_assert_uint_eq(part_entry_bytes(11, 0, 2), 128);
+    ck_assert_uint_eq(part_entry_bytes(11, sizeof(int64_t), 1), 88);
     PartTable t;
     part_table_init(&t);
-    char name[16];
+    char name[64];
+    size_t bad = 0, lines = 0;
     for (int i = 0; i < 600; i++) {
-        int n = snprintf(name, sizeof name, "\"k%d\"", i * 1000);
-        PartEntry *e = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+        size_t room = (size_t)i % 3;
+        int n = snprintf(name, sizeof name, "\"%0*d\"", 1 + i % 48, i);
+        PartEntry *e = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n), room);
         ck_assert_ptr_nonnull(e);
-        ck_assert_uint_eq((uintptr_t)e % 64, 0);
-        ck_assert_str_eq(e->tail, name);
-        ck_assert_uint_eq(e->held, 0);
-        ck_assert_uint_eq(e->heap_pos, PART_NOT_TIMED);
+        size_t bytes = part_entry_bytes((size_t)n, 0, room);
+        bad += strcmp(e->tail, name) != 0 || e->n_slots != 0 || e->room != room;
+        bad += e->heap_pos != PART_NOT_TIMED || e->deadline != INT64_MAX;
+        bad += slab_of(e)->size != bytes;
+        bad += (char *)part_slots(e) != (char *)e + part_slots_offset((size_t)n);
+        bad += (uintptr_t)part_slots(e) % 8 != 0;
+        if (bytes == 64) {
+            bad += (uintptr_t)e % 64 != 0;
+            lines++;
+        }
     }
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_gt(lines, 0);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
 
 /* A table with the suppression field keeps it before each entry, where nothing else
- * writes: set on every entry, it survives the adds, removals and reuse of the others.
- * The fields are chosen only while the table is empty. */
+ * writes: set on every entry, it survives the adds, removals and reuse of the others,
+ * and the entry's own header (its deadline, set to a mark) is not touched by it. The
+ * entries have no slots, as the shard's suppression tables hold them. The fields are
+ * chosen only while the table is empty. */
 START_TEST(suppression_field_sits_before_each_entry)
 {
     PartTable t;
@@ -249,12 +278,12 @@ START_TEST(suppression_field_sits_before_each_entry)
             if (round && i % 3)
                 continue;   /* the second round re-adds a third of them */
             int n = snprintf(name, sizeof name, "key-%zu", i);
-            e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n));
+            e[i] = part_add(&t, name, (size_t)n, part_hash(name, (size_t)n), 0);
             ck_assert_ptr_nonnull(e[i]);
             ck_assert_uint_eq((uintptr_t)e[i] % 8, 0);
             ck_assert(*part_suppress_until(e[i]) == INT64_MIN);
             *part_suppress_until(e[i]) = (int64_t)i;
-            e[i]->held = (uint32_t)i;
+            e[i]->deadline = (int64_t)i;
         }
         if (!round)
             for (size_t i = 0; i < MAX_KEYS; i += 3)
@@ -266,7 +295,8 @@ START_TEST(suppression_field_sits_before_each_entry)
     for (size_t i = 0; i < MAX_KEYS; i++) {
         int n = snprintf(name, sizeof name, "key-%zu", i);
         PartEntry *found = part_lookup(&t, name, (size_t)n, part_hash(name, (size_t)n));
-        bad += found != e[i] || *part_suppress_until(found) != (int64_t)i || found->held != i;
+        bad += found != e[i] || *part_suppress_until(found) != (int64_t)i ||
+               found->deadline != (int64_t)i;
     }
     ck_assert_uint_eq(bad, 0);
     part_table_free(&t, NULL, NULL);
@@ -288,7 +318,7 @@ START_TEST(free_drops_every_entry)
     char name[16];
     for (int i = 0; i < 500; i++) {
         int n = snprintf(name, sizeof name, "k%d", i);
-        ck_assert_ptr_nonnull(part_add(&t, name, (size_t)n, part_hash(name, (size_t)n)));
+        ck_assert_ptr_nonnull(part_add(&t, name, (size_t)n, part_hash(name, (size_t)n), 1));
     }
     size_t dropped = 0;
     part_table_free(&t, count_drop, &dropped);
@@ -314,7 +344,7 @@ START_TEST(probe_follows_the_table)
             int n = snprintf(name, sizeof name, "k%zu", i);
             uint64_t h = part_hash(name, (size_t)n);
             if (round == 0)
-                ck_assert_ptr_nonnull(e[i] = part_add(&t, name, (size_t)n, h));
+                ck_assert_ptr_nonnull(e[i] = part_add(&t, name, (size_t)n, h, 1));
             else
                 part_remove(&t, e[i]);
             for (size_t j = 0; j <= i; j += 97) {   /* the keys added or removed so far */
@@ -331,6 +361,157 @@ START_TEST(probe_follows_the_table)
     part_table_free(&t, NULL, NULL);
     ck_assert_uint_eq(probe.n_slots, 0);
     ck_assert(!part_probe_may_hold(&probe, 1));
+}
+END_TEST
+
+/* ---- records that move: part_regrow ------------------------------------------- */
+
+/* An entry's bytes as they were: its optional fields, header, key and slots in use. */
+typedef struct Snapshot {
+    _Alignas(8) unsigned char bytes[2048];
+    size_t len, pre;
+} Snapshot;
+
+static void snapshot_take(Snapshot *s, const PartTable *t, const PartEntry *e)
+{
+    s->pre = t->pre;
+    s->len = t->pre + part_slots_offset(e->klen) + e->n_slots * sizeof(PartSlot);
+    ck_assert_uint_le(s->len, sizeof s->bytes);
+    memcpy(s->bytes, (const char *)e - t->pre, s->len);
+}
+
+/* Whether e holds what the snapshot held, but with room for `room` slots. */
+static bool snapshot_matches(const Snapshot *s, const PartEntry *e, size_t room)
+{
+    Snapshot want = *s;
+    ((PartEntry *)(void *)(want.bytes + s->pre))->room = (uint16_t)room;
+    return !memcmp(want.bytes, (const char *)e - s->pre, s->len);
+}
+
+/* Gives e n slots in use, each a pattern of its own (the table never reads them), a
+ * deadline and a timer position (nor those), and its suppression field if any. */
+static void record_fill(const PartTable *t, PartEntry *e, size_t n, int mark)
+{
+    PartSlot *sl = part_slots(e);
+    for (size_t i = 0; i < n; i++)
+        memset(&sl[i], mark + (int)i, sizeof sl[i]);
+    e->n_slots = (uint16_t)n;
+    e->deadline = mark;
+    e->heap_pos = (uint32_t)mark;
+    if (t->extras & PART_X_SUPPRESS)
+        *part_suppress_until(e) = -mark;
+}
+
+/* Counts where the probe and the table disagree on the model's keys. */
+static size_t probe_check(const PartProbe *probe, const PartTable *t, const Model *m, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad += part_probe_may_hold(probe, m->hash[i]) != part_may_hold(t, m->hash[i]);
+        bad += part_probe_candidate(probe, m->hash[i]) != part_candidate(t, m->hash[i]);
+    }
+    return bad;
+}
+
+/* Moves m's key i to an entry with room for `room` slots, from `hash` (right or not);
+ * asserts the move kept everything but the room and the address. */
+static void regrow_key(PartTable *t, Model *m, size_t i, uint64_t hash, size_t room)
+{
+    Snapshot was;
+    snapshot_take(&was, t, m->entry[i]);
+    size_t count = t->count;
+    PartEntry *moved = part_regrow(t, m->entry[i], hash, room);
+    ck_assert_ptr_nonnull(moved);
+    ck_assert_ptr_ne(moved, m->entry[i]);
+    ck_assert_uint_eq(moved->room, room);
+    ck_assert(snapshot_matches(&was, moved, room));
+    ck_assert_uint_eq(t->count, count);
+    if (part_entry_bytes(moved->klen, t->pre, room) <= PART_SLAB_CLASSES * 8)
+        ck_assert_uint_eq(slab_of((char *)moved - t->pre)->size,
+                          part_entry_bytes(moved->klen, t->pre, room));
+    m->entry[i] = moved;
+}
+
+/* Keys that share one home (a run longer than a slot's saturated distance): a key
+ * from the middle of the run moves, with or without the suppression field, and stays
+ * where it was in the run. Every key is then still found, by the table and by its
+ * probe; the old entry is free (the next entry of its size is made there); after the
+ * keys before it in the run go, the moved one shifts back and is found; and it moves
+ * on, to an entry of its own malloc and back to a slab, keeping its slots. */
+START_TEST(regrow_moves_the_record_within_its_slot)
+{
+    enum { RUN = 24, MID = 12 };
+    static Model m;
+    model_init(&m, RUN, true);
+    PartTable t;
+    part_table_init(&t);
+    part_table_set_extras(&t, (unsigned)_i);
+    PartProbe probe = {NULL, NULL, 0};
+    part_table_set_probe(&t, &probe);
+    for (size_t i = 0; i < RUN; i++) {
+        ck_assert_ptr_nonnull(m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i], 1));
+        record_fill(&t, m.entry[i], 1, 10 + (int)i);
+    }
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    PartEntry *old = m.entry[MID];
+    regrow_key(&t, &m, MID, m.hash[MID], 3);
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    ck_assert_uint_eq(probe_check(&probe, &t, &m, RUN), 0);
+    ck_assert_ptr_eq(part_lookup(&t, m.name[MID], m.len[MID], m.hash[MID]), m.entry[MID]);
+    /* the old entry was freed: a new one of its size takes its place at once */
+    char other[24];
+    memset(other, 'z', m.len[MID]);
+    PartEntry *reuse = part_add(&t, other, m.len[MID], part_hash(other, m.len[MID]), 1);
+    ck_assert_ptr_eq(reuse, old);
+    part_remove(&t, reuse);
+    /* slots filled up to the room, then moved from a wrong hash (the table finds the
+     * entry from its own) */
+    record_fill(&t, m.entry[MID], 3, 50);
+    regrow_key(&t, &m, MID, m.hash[MID] ^ 1, 40);   /* past a slab: a malloc */
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    for (size_t i = 0; i < MID; i++) {
+        part_remove(&t, m.entry[i]);
+        m.entry[i] = NULL;
+    }
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    ck_assert_uint_eq(probe_check(&probe, &t, &m, RUN), 0);
+    regrow_key(&t, &m, MID, m.hash[MID], 3);        /* back to a slab */
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    ck_assert_uint_eq(probe_check(&probe, &t, &m, RUN), 0);
+    ck_assert_uint_eq(m.entry[MID]->n_slots, 3);
+    ck_assert_uint_eq(part_slots(m.entry[MID])[2].held, 0x34343434u);   /* mark 52 */
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* A regrow that cannot be done returns NULL and leaves the entry as it was, in its
+ * slot: less room than its slots in use, more than a record holds, or the allocation
+ * failing. */
+START_TEST(failed_regrow_leaves_the_entry_as_it_was)
+{
+    static Model m;
+    model_init(&m, 40, false);
+    PartTable t;
+    part_table_init(&t);
+    for (size_t i = 0; i < 40; i++)
+        ck_assert_ptr_nonnull(m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i], 2));
+    PartEntry *e = m.entry[7];
+    record_fill(&t, e, 2, 70);
+    Snapshot was;
+    snapshot_take(&was, &t, e);
+    ck_assert_ptr_null(part_regrow(&t, e, m.hash[7], 1));
+    ck_assert_ptr_null(part_regrow(&t, e, m.hash[7], (size_t)PART_MAX_SLOTS + 1));
+    oom_count_begin(1);
+    PartEntry *moved = part_regrow(&t, e, m.hash[7], 40);   /* a malloc of its own */
+    size_t allocs = oom_count_end();
+    ck_assert_ptr_null(moved);
+    ck_assert_uint_eq(allocs, 1);
+    ck_assert(snapshot_matches(&was, e, 2));
+    ck_assert_uint_eq(t.count, 40);
+    ck_assert_uint_eq(model_check(&t, &m, 40), 0);
+    regrow_key(&t, &m, 7, m.hash[7], 40);   /* with memory, the same move is made */
+    ck_assert_uint_eq(model_check(&t, &m, 40), 0);
+    part_table_free(&t, NULL, NULL);
 }
 END_TEST
 
@@ -504,8 +685,8 @@ START_TEST(released_entry_is_poisoned)
 {
     PartTable t;
     part_table_init(&t);
-    PartEntry *keep = part_add(&t, "a", 1, part_hash("a", 1));
-    PartEntry *gone = part_add(&t, "b", 1, part_hash("b", 1));
+    PartEntry *keep = part_add(&t, "a", 1, part_hash("a", 1), 1);
+    PartEntry *gone = part_add(&t, "b", 1, part_hash("b", 1), 1);
     ck_assert_ptr_nonnull(keep);
     ck_assert_ptr_nonnull(gone);
     part_remove(&t, gone);
@@ -524,10 +705,12 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, freed_entry_is_reused_at_once);
     tcase_add_test(tc, pool_keeps_one_empty_slab);
     tcase_add_test(tc, large_keys);
-    tcase_add_test(tc, short_keys_take_one_cache_line);
+    tcase_add_test(tc, entry_sizes_follow_the_record_layout);
     tcase_add_test(tc, suppression_field_sits_before_each_entry);
     tcase_add_test(tc, free_drops_every_entry);
     tcase_add_test(tc, probe_follows_the_table);
+    tcase_add_loop_test(tc, regrow_moves_the_record_within_its_slot, 0, PART_X_SUPPRESS + 1);
+    tcase_add_test(tc, failed_regrow_leaves_the_entry_as_it_was);
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_test_raise_signal(tc, released_entry_is_poisoned, SIGABRT);
 #endif
