@@ -11,7 +11,7 @@
  * a ring spans at most RING_MAX slots, and the heap HEAP_MAX. */
 #define POS_BITS 32
 #define IN_HEAP ((uint32_t)1 << (POS_BITS - 1))
-#define RING_SHIFT (POS_BITS - 3)
+#define RING_SHIFT (POS_BITS - 4)
 #ifndef DEADLINE_SEQ_BITS   /* a test builds this file with fewer, to reach the limits */
 #define DEADLINE_SEQ_BITS RING_SHIFT
 #endif
@@ -22,7 +22,7 @@ _Static_assert(DEADLINE_SEQ_BITS >= 6 && DEADLINE_SEQ_BITS <= RING_SHIFT,
 #define HEAP_MAX ((size_t)IN_HEAP - 1)
 _Static_assert(PART_NOT_TIMED == UINT32_MAX && (IN_HEAP | (HEAP_MAX - 1)) < PART_NOT_TIMED,
                "no heap position is PART_NOT_TIMED");
-_Static_assert(DEADLINE_RINGS <= 4, "ring numbers fit in two bits of heap_pos");
+_Static_assert(DEADLINE_RINGS <= 8, "ring numbers fit in three bits of heap_pos");
 #define RING_MIN 16
 #define HEAP_MIN 64
 /* Holes are squeezed out of a ring spanning at least this many slots once they are

@@ -50,7 +50,7 @@ typedef struct DeadlineRing {
     size_t cap;
 } DeadlineRing;
 
-#define DEADLINE_RINGS 4
+#define DEADLINE_RINGS 8
 
 /* Kept out of line, so that the per-rule state that embeds a DeadlineHeap stays
  * small: the shard reads other fields of it on every event. */

@@ -30,7 +30,8 @@ typedef struct PartSlot {
     int64_t due;              /* when the rule next needs to run for this key: the
                                  matcher's deadline, or the end of the key's suppression
                                  while the matcher is idle; INT64_MAX: never */
-    uint32_t rule;            /* the rule's number in the shard's rule set */
+    uint32_t rule : 31;       /* the rule's number in the shard's rule set */
+    uint32_t waits : 1;       /* `due` may pass unattended (runtime/shard.c, rec_due) */
     uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
                                  of the events and nodes its matches hold; saturates */
     NfaKey nfa;               /* this rule's partial matches for the key (nfa/nfa.h: 32

@@ -27,7 +27,9 @@ typedef struct RuleState {
 typedef struct Touch {
     const RouteKey *key;
     PartEntry *rec;            /* NULL: the key has no record (yet) */
-    uint32_t charged;          /* what rec counted for in the budget before the event */
+    size_t next;               /* where the next rule's slot is looked for: the event
+                                  reaches its rules in increasing order, so every slot
+                                  before this one is an earlier rule's */
 } Touch;
 
 struct Shard {
@@ -36,7 +38,8 @@ struct Shard {
     const NfaLimits *limits;
     EvalScratch *scratch;
     RuleState *rules;          /* rs->n_rules, heap, owned */
-    bool *lazy_timeouts;       /* per rule: it alerts on no timeout (rule_alerts_on) */
+    uint8_t *rule_bits;        /* per rule: RULE_* (side by side: a slot's settling reads
+                                  its rule's, where its RuleState would cost a line) */
     Router *router;            /* grouped filter/key evaluation for shard_event; owned */
     NfaCondShare *cond_share;  /* step conditions shared across rules (nfa.h); owned */
     NfaCondCache *cond_cache;  /* their results for the current event; owned */
@@ -67,6 +70,7 @@ struct Shard {
 };
 
 static void on_result(void *user, const NfaResult *r);
+static int64_t rec_base_charge(const PartEntry *rec);
 
 static bool rule_suppresses(const CompiledRule *rule)
 {
@@ -109,13 +113,19 @@ static const Nfa **nfa_list(const CompiledRuleSet *rs)
     return nfas;
 }
 
-/* Per rule: whether its timeouts may wait (no `on timeout`); heap, NULL on failure. */
-static bool *lazy_list(const CompiledRuleSet *rs)
+enum {
+    RULE_LAZY_TIMEOUTS = 1,    /* it alerts on no timeout: its timeouts may wait */
+    RULE_SUPPRESSES = 2,       /* it has suppression */
+};
+
+/* Per rule, its RULE_* bits; heap, NULL on failure. */
+static uint8_t *rule_bits_list(const CompiledRuleSet *rs)
 {
-    bool *lazy = malloc(rs->n_rules ? rs->n_rules : 1);
-    for (size_t i = 0; lazy && i < rs->n_rules; i++)
-        lazy[i] = !rule_alerts_on(&rs->rules[i], NFA_TIMEOUT);
-    return lazy;
+    uint8_t *bits = malloc(rs->n_rules ? rs->n_rules : 1);
+    for (size_t i = 0; bits && i < rs->n_rules; i++)
+        bits[i] = (uint8_t)((rule_alerts_on(&rs->rules[i], NFA_TIMEOUT) ? 0 : RULE_LAZY_TIMEOUTS) |
+                            (rule_suppresses(&rs->rules[i]) ? RULE_SUPPRESSES : 0));
+    return bits;
 }
 
 /* What the matchers of rs share on one thread: the shared conditions (one share and
@@ -182,7 +192,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     size_t n = rs->n_rules ? rs->n_rules : 1;
     s->scratch = expr_scratch_new();
     s->rules = calloc(n, sizeof *s->rules);
-    s->lazy_timeouts = lazy_list(rs);
+    s->rule_bits = rule_bits_list(rs);
     s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
     s->router = router_new(rs);
     s->routed = calloc(n, sizeof *s->routed);
@@ -191,7 +201,7 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
     s->touched = calloc(n, sizeof *s->touched);
     s->nfas = nfa_list(rs);
     s->ctxs = calloc(n, sizeof *s->ctxs);
-    if (!s->scratch || !s->rules || !s->lazy_timeouts || !s->key_vals || !s->router ||
+    if (!s->scratch || !s->rules || !s->rule_bits || !s->key_vals || !s->router ||
         !s->routed || !s->routed_key || !s->routed_order || !s->touched || !s->nfas ||
         !s->ctxs || matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0) {
         shard_free(s);
@@ -209,6 +219,8 @@ Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const Engin
 /* The end of a key's suppression in rule ri (INT64_MIN: none). */
 static int64_t suppressed_until(const Shard *s, size_t ri, const PartEntry *rec)
 {
+    if (!(s->rule_bits[ri] & RULE_SUPPRESSES))
+        return INT64_MIN;
     const PartTable *t = &s->rules[ri].suppress;
     if (!t->count)
         return INT64_MIN;
@@ -231,6 +243,8 @@ static bool suppress_set(Shard *s, size_t ri, const PartEntry *rec, int64_t unti
 /* The key's slot in rule ri leaves: its suppression goes with it. */
 static void suppress_forget(Shard *s, size_t ri, const PartEntry *rec)
 {
+    if (!(s->rule_bits[ri] & RULE_SUPPRESSES))
+        return;
     PartTable *t = &s->rules[ri].suppress;
     if (!t->count)
         return;
@@ -241,15 +255,6 @@ static void suppress_forget(Shard *s, size_t ri, const PartEntry *rec)
 
 /* ---- slots ------------------------------------------------------------------- */
 
-/* The slot of rule ri in rec, or NULL. Slots are in rule order. */
-static PartSlot *slot_find(PartEntry *rec, uint32_t ri)
-{
-    PartSlot *sl = part_slots(rec);
-    for (size_t i = 0; i < rec->n_slots; i++)
-        if (sl[i].rule >= ri)
-            return sl[i].rule == ri ? &sl[i] : NULL;
-    return NULL;
-}
 
 /* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
 static void slot_remove(Shard *s, PartEntry *rec, size_t i)
@@ -266,12 +271,14 @@ static void slot_remove(Shard *s, PartEntry *rec, size_t i)
  * event's touch and the running key; NULL on allocation failure (rec unchanged). */
 static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
 {
-    size_t room = (size_t)rec->room < 4 ? (size_t)rec->room + 1 : (size_t)rec->room * 2;
+    size_t room = (size_t)rec->room * 4;   /* a key's first event often starts many rules */
     if (room > PART_MAX_SLOTS)
         room = PART_MAX_SLOTS;
+    int64_t was = rec_base_charge(rec);
     PartEntry *moved = room > rec->room ? part_regrow(&s->keys, rec, hash, room) : NULL;
     if (!moved)
         return NULL;
+    budget_add(&s->mem, rec_base_charge(moved) - was);
     deadline_moved(&s->timers, rec, moved);
     for (size_t i = 0; i < s->n_touched; i++)
         if (s->touched[i].rec == rec)
@@ -281,9 +288,27 @@ static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
     return moved;
 }
 
-/* A new slot for rule ri in *rec (growing it if full: *rec may move), in rule order;
- * NULL on allocation failure. */
-static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t ri)
+/* Where rule ri's slot is in rec, or would go: the first slot from `from` on whose rule
+ * is not before ri. */
+static size_t slot_seek(const PartEntry *rec, uint32_t ri, size_t from)
+{
+    const PartSlot *sl = part_slots_c(rec);
+    size_t i = from;
+    while (i < rec->n_slots && sl[i].rule < ri)
+        i++;
+    return i;
+}
+
+/* The slot of rule ri in rec, or NULL. Slots are in rule order. */
+static PartSlot *slot_find(PartEntry *rec, uint32_t ri)
+{
+    size_t i = slot_seek(rec, ri, 0);
+    return i < rec->n_slots && part_slots(rec)[i].rule == ri ? &part_slots(rec)[i] : NULL;
+}
+
+/* A new slot for rule ri at `at` in *rec (slot_seek's answer; growing it if full:
+ * *rec may move); NULL on allocation failure. */
+static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t ri, size_t at)
 {
     PartEntry *r = *rec;
     if (r->n_slots == r->room) {
@@ -292,13 +317,10 @@ static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t 
         *rec = r;
     }
     PartSlot *sl = part_slots(r);
-    size_t at = r->n_slots;
-    while (at > 0 && sl[at - 1].rule > ri)
-        at--;
     memmove(&sl[at + 1], &sl[at], (r->n_slots - at) * sizeof *sl);
     r->n_slots++;
     s->rules[ri].keys_live++;
-    sl[at] = (PartSlot){.due = INT64_MAX, .rule = ri, .held = 0};
+    sl[at] = (PartSlot){.due = INT64_MAX, .rule = ri & INT32_MAX, .waits = true, .held = 0};
     nfa_key_init(&sl[at].nfa);
     return &sl[at];
 }
@@ -320,20 +342,21 @@ static uint32_t saturate32(size_t n)
 
 /* What a record counts for in the budget: its entry's bytes rounded up as a malloc
  * chunk's would be (an 8-byte header, 16-byte steps: its slab holds it in fewer, but
- * partly filled slabs cost about the difference), its overhead, and for each slot its
- * partial matches and held bytes. A function of the record alone, so that it is
- * recomputed, exactly, to take it back. */
-static uint32_t rec_charge(const PartEntry *rec)
+ * partly filled slabs cost about the difference) and its overhead, plus each slot's
+ * charge. Each part is a function of what it counts, recomputed to take it back, so
+ * that a slot's run changes the budget by its own difference alone. */
+static int64_t rec_base_charge(const PartEntry *rec)
 {
     size_t n = (part_entry_bytes(rec->klen, 0, rec->room) + 8 + 15) & ~(size_t)15;
-    n += ENTRY_OVERHEAD_BYTES;
-    const PartSlot *sl = part_slots_c(rec);
-    for (size_t i = 0; i < rec->n_slots; i++) {
-        size_t partials = nfa_key_partials(&sl[i].nfa);
-        if (partials)
-            n += KEY_MATCHER_BYTES + (partials - 1) * PARTIAL_BYTES + sl[i].held;
-    }
-    return saturate32(n);
+    return (int64_t)(n + ENTRY_OVERHEAD_BYTES);
+}
+
+/* A slot's partial matches and the bytes they hold. */
+static int64_t slot_charge(const PartSlot *sl)
+{
+    size_t partials = nfa_key_partials(&sl->nfa);
+    return partials ? (int64_t)(KEY_MATCHER_BYTES + (partials - 1) * PARTIAL_BYTES + sl->held)
+                    : 0;
 }
 
 /* A slot's held bytes after a run that found `before` partial matches and took `takes`
@@ -382,9 +405,11 @@ static PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
     if (refuse_key(s, ri))
         return NULL;
     t->rec = part_add(&s->keys, t->key->bytes, t->key->len, t->key->hash, 1);
-    t->charged = 0;
+    t->next = 0;
     if (!t->rec)
         s->failed = true;
+    else
+        budget_add(&s->mem, rec_base_charge(t->rec));
     return t->rec;
 }
 
@@ -435,22 +460,6 @@ static inline void fail_if_out_of_memory(Shard *s, const RuleState *st)
 
 /* ---- records ----------------------------------------------------------------- */
 
-/* After a run of slot i of rec at time now: the slot's next time, or its end (an idle
- * matcher and no suppression left). */
-static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
-{
-    PartSlot *sl = &part_slots(rec)[i];
-    if (!nfa_key_idle(&sl->nfa)) {
-        sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
-        return;
-    }
-    int64_t until = suppressed_until(s, sl->rule, rec);
-    if (until > now)
-        sl->due = until;
-    else
-        slot_remove(s, rec, i);
-}
-
 /* Whether a slot's next time may pass unattended, to be handled whenever the record
  * runs next: what it shows then is nothing but timeouts of a rule that does not alert
  * on them (counted late, but counted), or the end of a suppression. A slot that may
@@ -458,19 +467,44 @@ static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
 static bool slot_may_wait(const Shard *s, const PartSlot *sl)
 {
     return nfa_key_idle(&sl->nfa) ||
-           (s->lazy_timeouts[sl->rule] && nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa));
+           ((s->rule_bits[sl->rule] & RULE_LAZY_TIMEOUTS) && nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa));
+}
+
+/* A slot's next time from its matcher (not idle), and whether it may wait: known
+ * after each run, so that re-arming the record reads the slots and not the rules. */
+static void slot_retime(const Shard *s, PartSlot *sl)
+{
+    sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
+    sl->waits = slot_may_wait(s, sl);
+}
+
+/* After a run of slot i of rec at time now: the slot's next time, or its end (an idle
+ * matcher and no suppression left). */
+static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
+{
+    PartSlot *sl = &part_slots(rec)[i];
+    if (!nfa_key_idle(&sl->nfa)) {
+        slot_retime(s, sl);
+        return;
+    }
+    int64_t until = suppressed_until(s, sl->rule, rec);
+    if (until > now) {
+        sl->due = until;
+        sl->waits = true;
+    } else
+        slot_remove(s, rec, i);
 }
 
 /* When the record must run next: the earliest slot that must run on time, or once
  * every slot that may wait is due, the latest of those. A record then runs about once
  * per key, where it ran once per (rule, key) with each rule's deadline; a key whose
  * rules' partial matches end unseen is visited once to be freed. */
-static int64_t rec_due(const Shard *s, const PartEntry *rec)
+static int64_t rec_due(const PartEntry *rec)
 {
     int64_t on_time = INT64_MAX, waits = INT64_MIN;
     const PartSlot *sl = part_slots_c(rec);
     for (size_t i = 0; i < rec->n_slots; i++) {
-        if (slot_may_wait(s, &sl[i])) {
+        if (sl[i].waits) {
             if (sl[i].due > waits)
                 waits = sl[i].due;
         } else if (sl[i].due < on_time) {
@@ -480,13 +514,12 @@ static int64_t rec_due(const Shard *s, const PartEntry *rec)
     return waits < on_time ? (waits == INT64_MIN ? on_time : waits) : on_time;
 }
 
-/* After the runs of an event or a firing at `now`, rec counting `charged` before
- * them: the budget follows it, and it is re-armed, or leaves with its last slot. */
-static void rec_settle(Shard *s, PartEntry *rec, uint32_t charged, int64_t now,
-                       const uint64_t *hash)
+/* After the runs of an event or a firing at `now`: rec is re-armed, or leaves with its
+ * last slot. */
+static void rec_settle(Shard *s, PartEntry *rec, int64_t now, const uint64_t *hash)
 {
     if (!rec->n_slots) {
-        budget_add(&s->mem, -(int64_t)charged);
+        budget_add(&s->mem, -rec_base_charge(rec));
         deadline_remove(&s->timers, rec);
         if (hash)
             part_remove_hashed(&s->keys, rec, *hash);
@@ -494,8 +527,7 @@ static void rec_settle(Shard *s, PartEntry *rec, uint32_t charged, int64_t now,
             part_remove(&s->keys, rec);
         return;
     }
-    budget_add(&s->mem, (int64_t)rec_charge(rec) - (int64_t)charged);
-    int64_t due = rec_due(s, rec);
+    int64_t due = rec_due(rec);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&s->timers, rec, due) < 0)
@@ -514,11 +546,13 @@ static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
         }
         size_t ri = sl->rule, before = nfa_key_partials(&sl->nfa), n = rec->n_slots;
         if (!nfa_key_idle(&sl->nfa)) {
+            int64_t was = slot_charge(sl);
             s->cur_rule = ri;
             s->cur_rec = rec;
             nfa_key_advance_in(s->nfas[ri], &sl->nfa, at, &s->ctxs[ri]);
             fail_if_out_of_memory(s, &s->rules[ri]);
             slot_reheld(sl, before, NULL, 0);
+            budget_add(&s->mem, slot_charge(sl) - was);
         }
         slot_settle(s, rec, i, at);
         i += rec->n_slots == n;   /* the next slot took this one's place if it left */
@@ -565,9 +599,8 @@ void shard_fire_due(Shard *s, int64_t t)
         prefetch_due(&s->timers);
         PartEntry *rec = deadline_top(&s->timers);
         int64_t at = rec->deadline;
-        uint32_t charged = rec_charge(rec);
         rec_run_due(s, rec, at, false);
-        rec_settle(s, rec, charged, at, NULL);
+        rec_settle(s, rec, at, NULL);
     }
     expr_scratch_reset(s->scratch);
 }
@@ -639,7 +672,7 @@ static Touch *touch_key(Shard *s, const RouteKey *k)
     t->key = k;
     t->rec = part_may_hold(&s->keys, k->hash)
                  ? part_lookup(&s->keys, k->bytes, k->len, k->hash) : NULL;
-    t->charged = t->rec ? rec_charge(t->rec) : 0;
+    t->next = 0;
     return t;
 }
 
@@ -648,13 +681,17 @@ static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
 {
     PartEntry *rec = t->rec;
     size_t before = nfa_key_partials(&sl->nfa);
+    int64_t was = slot_charge(sl);
     uint64_t takes0 = s->rules[ri].counters.takes;
     s->cur_rule = ri;
     s->cur_rec = rec;
     s->cur_touch = t;
     nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
     slot_reheld(sl, before, ev, s->rules[ri].counters.takes - takes0);
-    slot_settle(s, rec, (size_t)(sl - part_slots(rec)), ev->time_ms);
+    budget_add(&s->mem, slot_charge(sl) - was);
+    size_t i = (size_t)(sl - part_slots(rec)), n = rec->n_slots;
+    slot_settle(s, rec, i, ev->time_ms);
+    t->next = i + (rec->n_slots == n);   /* past it, unless it left */
 }
 
 /* One event for rule ri and a key it holds no state for. Most events start nothing
@@ -671,30 +708,43 @@ static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     s->refused = false;
     uint64_t takes0 = st->counters.takes;
     nfa_key_event_in(s->nfas[ri], &fresh, ev, &s->ctxs[ri]);
-    if (nfa_key_idle(&fresh))
+    /* a key that alerted and is now suppressed keeps an idle slot until the end of
+     * its suppression: the slot carries it into checkpoints and frees it then */
+    if (nfa_key_idle(&fresh) &&
+        !(t->rec && suppressed_until(s, ri, t->rec) > ev->time_ms))
         return;
     PartSlot *sl = NULL;
     if (touch_record(s, t, ri))
-        sl = slot_insert(s, &t->rec, t->key->hash, (uint32_t)ri);
+        sl = slot_insert(s, &t->rec, t->key->hash, (uint32_t)ri, t->next);
     if (!sl) {
         if (!s->refused)
             s->failed = true;
         nfa_key_clear(&fresh, &st->counters);
         return;
     }
+    size_t i = (size_t)(sl - part_slots(t->rec));
+    t->next = i + 1;
     sl->nfa = fresh;   /* the key moves into its slot */
     slot_reheld(sl, 0, ev, st->counters.takes - takes0);
-    sl->due = nfa_key_deadline(s->nfas[ri], &sl->nfa);
+    budget_add(&s->mem, slot_charge(sl));
+    slot_settle(s, t->rec, i, ev->time_ms);
 }
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     Touch *t = touch_key(s, k);
-    PartSlot *sl = t->rec ? slot_find(t->rec, (uint32_t)ri) : NULL;
+    PartSlot *sl = NULL;
+    if (t->rec) {
+        t->next = slot_seek(t->rec, (uint32_t)ri, t->next);
+        if (t->next < t->rec->n_slots && part_slots(t->rec)[t->next].rule == ri)
+            sl = &part_slots(t->rec)[t->next];
+    }
     if (sl)
         feed_slot(s, ri, t, sl, ev);
     else if (nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
         feed_new(s, ri, t, ev);
+    else
+        return;   /* nothing ran: most routed rules, whose rule state is then not read */
     warn_if_needed(s, ri);
 }
 
@@ -703,8 +753,7 @@ static void settle_touched(Shard *s, int64_t now)
 {
     for (size_t i = 0; i < s->n_touched; i++)
         if (s->touched[i].rec)
-            rec_settle(s, s->touched[i].rec, s->touched[i].charged, now,
-                       &s->touched[i].key->hash);
+            rec_settle(s, s->touched[i].rec, now, &s->touched[i].key->hash);
     s->n_touched = 0;
 }
 
@@ -765,7 +814,7 @@ static bool slot_end_silent(const Shard *s, const PartSlot *sl, size_t *timeouts
     *timeouts = 0;
     if (nfa_key_idle(&sl->nfa))
         return true;
-    if (!s->lazy_timeouts[sl->rule] || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
+    if (!s->rule_bits[sl->rule] || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
         return false;
     *timeouts = nfa_key_end_timeouts(s->nfas[sl->rule], &sl->nfa);
     return true;
@@ -785,7 +834,6 @@ static void drop_silent_slots(Shard *s)
         if (j + END_AHEAD < n)
             part_entry_prefetch(recs[j + END_AHEAD]);
         PartEntry *rec = recs[j];
-        uint32_t charged = rec_charge(rec);
         for (size_t i = 0; i < rec->n_slots;) {
             PartSlot *sl = &part_slots(rec)[i];
             size_t timeouts;
@@ -795,10 +843,11 @@ static void drop_silent_slots(Shard *s)
             }
             RuleState *st = &s->rules[sl->rule];
             st->stats.timeouts += timeouts;
+            budget_add(&s->mem, -slot_charge(sl));
             nfa_key_clear(&sl->nfa, &st->counters);
             slot_remove(s, rec, i);
         }
-        rec_settle(s, rec, charged, INT64_MIN, NULL);
+        rec_settle(s, rec, INT64_MIN, NULL);
     }
     free(recs);
 }
@@ -829,9 +878,8 @@ static bool advance_left(Shard *s)
     }
     qsort(left, n, sizeof *left, key_order);
     for (size_t j = 0; j < n; j++) {
-        uint32_t charged = rec_charge(left[j]);
         rec_run_due(s, left[j], INT64_MAX, true);
-        rec_settle(s, left[j], charged, INT64_MAX, NULL);
+        rec_settle(s, left[j], INT64_MAX, NULL);
     }
     free(left);
     return true;
@@ -895,10 +943,11 @@ uint64_t shard_regex_limit_hits(const Shard *s)
 static void drop_record(PartEntry *rec, void *user)
 {
     Shard *s = user;
-    budget_add(&s->mem, -(int64_t)rec_charge(rec));
+    budget_add(&s->mem, -rec_base_charge(rec));
     PartSlot *sl = part_slots(rec);
     for (size_t i = 0; i < rec->n_slots; i++) {
         RuleState *st = &s->rules[sl[i].rule];
+        budget_add(&s->mem, -slot_charge(&sl[i]));
         nfa_key_clear(&sl[i].nfa, &st->counters);
         st->keys_live--;
     }
@@ -910,7 +959,7 @@ static void drop_record(PartEntry *rec, void *user)
 static void free_rule_set_parts(Shard *s)
 {
     free(s->rules);
-    free(s->lazy_timeouts);
+    free(s->rule_bits);
     free(s->key_vals);
     router_free(s->router);
     nfa_cond_cache_free(s->cond_cache);
@@ -1032,26 +1081,31 @@ static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, Nf
 {
     uint64_t hash = part_hash(kbytes, klen);
     PartEntry *rec = part_lookup(&s->keys, kbytes, klen, hash);
-    uint32_t charged = rec ? rec_charge(rec) : 0;
-    if (!rec)
-        rec = part_add(&s->keys, kbytes, klen, hash, 1);
+    if (!rec && (rec = part_add(&s->keys, kbytes, klen, hash, 1)))
+        budget_add(&s->mem, rec_base_charge(rec));
     bool twice = rec && slot_find(rec, (uint32_t)ri);
     PartSlot *sl = NULL;
     if (rec && !twice &&
         (suppress_until == INT64_MIN || suppress_set(s, ri, rec, suppress_until)) &&
-        !(sl = slot_insert(s, &rec, hash, (uint32_t)ri)))
+        !(sl = slot_insert(s, &rec, hash, (uint32_t)ri, slot_seek(rec, (uint32_t)ri, 0))))
         suppress_forget(s, ri, rec);
     if (!sl) {
         nfa_key_free(nk, &s->rules[ri].counters);
         if (rec && !rec->n_slots)
-            part_remove_hashed(&s->keys, rec, hash);
+            rec_settle(s, rec, INT64_MIN, &hash);
         *err = twice ? "a key twice" : "out of memory";
         return -1;
     }
     nfa_key_move_in(&sl->nfa, nk);
     /* the events it holds are not known here */
-    sl->due = nk ? nfa_key_deadline(s->nfas[ri], &sl->nfa) : suppress_until;
-    rec_settle(s, rec, charged, INT64_MIN, &hash);
+    if (nk) {
+        slot_retime(s, sl);
+    } else {
+        sl->due = suppress_until;
+        sl->waits = true;
+    }
+    budget_add(&s->mem, slot_charge(sl));
+    rec_settle(s, rec, INT64_MIN, &hash);
     if (s->failed) {
         *err = "out of memory";
         return -1;
@@ -1110,7 +1164,7 @@ void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
 struct ShardSwap {
     const CompiledRuleSet *next;
     RuleState *rules;          /* next->n_rules, zeroed */
-    bool *lazy_timeouts;
+    uint8_t *rule_bits;
     Value *key_vals;           /* room for next's widest key */
     uint32_t *renumber;        /* per current rule: its number in next, or UINT32_MAX */
     Router *router;
@@ -1133,7 +1187,7 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     size_t n = next->n_rules ? next->n_rules : 1;
     sw->next = next;
     sw->rules = calloc(n, sizeof *sw->rules);
-    sw->lazy_timeouts = lazy_list(next);
+    sw->rule_bits = rule_bits_list(next);
     sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
     sw->renumber = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->renumber);
     sw->router = router_new(next);
@@ -1143,7 +1197,7 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->touched = calloc(n, sizeof *sw->touched);
     sw->nfas = nfa_list(next);
     sw->ctxs = calloc(n, sizeof *sw->ctxs);
-    if (!sw->rules || !sw->lazy_timeouts || !sw->key_vals || !sw->renumber || !sw->router ||
+    if (!sw->rules || !sw->rule_bits || !sw->key_vals || !sw->renumber || !sw->router ||
         !sw->routed || !sw->routed_key || !sw->routed_order || !sw->touched || !sw->nfas ||
         !sw->ctxs ||
         matcher_parts_build(next, &sw->cond_share, &sw->cond_cache, &sw->work) < 0) {
@@ -1158,7 +1212,7 @@ void shard_swap_abort(ShardSwap *sw)
     if (!sw)
         return;
     free(sw->rules);
-    free(sw->lazy_timeouts);
+    free(sw->rule_bits);
     free(sw->key_vals);
     free(sw->renumber);
     router_free(sw->router);
@@ -1196,6 +1250,7 @@ static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
     for (size_t i = 0; i < rec->n_slots; i++) {
         uint32_t to = renumber[sl[i].rule];
         if (to == UINT32_MAX) {
+            budget_add(&s->mem, -slot_charge(&sl[i]));
             nfa_key_clear(&sl[i].nfa, &s->rules[sl[i].rule].counters);
             continue;
         }
@@ -1219,7 +1274,11 @@ static void rearm_records(Shard *s)
     size_t bucket = 0;
     for (PartEntry *rec = part_next(&s->keys, &bucket, NULL); rec;
          rec = part_next(&s->keys, &bucket, rec)) {
-        int64_t due = rec->n_slots ? rec_due(s, rec) : INT64_MIN;
+        PartSlot *sl = part_slots(rec);
+        for (size_t i = 0; i < rec->n_slots; i++)
+            if (!nfa_key_idle(&sl[i].nfa))
+                sl[i].waits = slot_may_wait(s, &sl[i]);
+        int64_t due = rec->n_slots ? rec_due(rec) : INT64_MIN;
         if (due <= now)
             due = add_saturating(now, 1);
         if (deadline_set(&s->timers, rec, due) < 0)
@@ -1246,9 +1305,7 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     size_t bucket = 0;
     for (PartEntry *rec = part_next(&s->keys, &bucket, NULL); rec;
          rec = part_next(&s->keys, &bucket, rec)) {
-        uint32_t charged = rec_charge(rec);
         renumber_slots(s, rec, sw->renumber);
-        budget_add(&s->mem, (int64_t)rec_charge(rec) - (int64_t)charged);
     }
     for (size_t i = 0; i < s->rs->n_rules; i++)
         if (sw->renumber[i] == UINT32_MAX)
@@ -1256,7 +1313,7 @@ void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     free(sw->renumber);
     free_rule_set_parts(s);
     s->rules = sw->rules;
-    s->lazy_timeouts = sw->lazy_timeouts;
+    s->rule_bits = sw->rule_bits;
     s->routed_order = sw->routed_order;
     s->touched = sw->touched;
     s->nfas = sw->nfas;
