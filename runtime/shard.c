@@ -814,7 +814,7 @@ static bool slot_end_silent(const Shard *s, const PartSlot *sl, size_t *timeouts
     *timeouts = 0;
     if (nfa_key_idle(&sl->nfa))
         return true;
-    if (!s->rule_bits[sl->rule] || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
+    if (!(s->rule_bits[sl->rule] & RULE_LAZY_TIMEOUTS) || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
         return false;
     *timeouts = nfa_key_end_timeouts(s->nfas[sl->rule], &sl->nfa);
     return true;
@@ -1105,12 +1105,20 @@ static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, Nf
         sl->waits = true;
     }
     budget_add(&s->mem, slot_charge(sl));
-    rec_settle(s, rec, INT64_MIN, &hash);
-    if (s->failed) {
-        *err = "out of memory";
-        return -1;
-    }
-    return 0;
+    if (deadline_set(&s->timers, rec, rec_due(rec)) == 0)
+        return 0;
+    /* A failed restore leaves the shard sound: the slot goes, and the record with it if
+     * it was the only one, or else keeps what timer it can get (without one, the end
+     * of input still reaches it). */
+    budget_add(&s->mem, -slot_charge(sl));
+    nfa_key_clear(&sl->nfa, &s->rules[ri].counters);
+    slot_remove(s, rec, (size_t)(sl - part_slots(rec)));
+    if (!rec->n_slots)
+        rec_settle(s, rec, INT64_MIN, &hash);
+    else
+        (void)deadline_set(&s->timers, rec, rec_due(rec));
+    *err = "out of memory";
+    return -1;
 }
 
 int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
