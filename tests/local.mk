@@ -42,3 +42,4 @@ include tests/workers_oom.mk
 include tests/expr_oom.mk
 include tests/endflush.mk
 include tests/state_oom.mk
+include tests/records.mk
