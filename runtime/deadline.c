@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* heap_pos (32 bits) of an entry in the heap: its index with the top bit set; of one
- * in a ring: the ring's number in the two bits below it, then its sequence number. A
+ * in a ring: the ring's number in the three bits below it, then its sequence number. A
  * ring whose sequence numbers reach SEQ_LIMIT renumbers its slots from 0 (ring_rebase);
  * a ring spans at most RING_MAX slots, and the heap HEAP_MAX. */
 #define POS_BITS 32

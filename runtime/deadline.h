@@ -8,22 +8,24 @@
  * once.
  *
  * Why rings: a rule arms its keys at (event time + a fixed duration: its window, a
- * step's window, its suppression), so its deadlines mostly arrive in increasing order,
- * one stream per such duration. Such a deadline is appended to a ring that it does
- * not precede, which stays sorted; a ring's earliest is at its head; a removed one
- * leaves a hole (a slot without entry) that is skipped when it reaches either end, or
- * squeezed out when holes outnumber the rest. Firing, arming and dropping a key then
- * touch only that key's entry and one ring slot, where a heap's sift writes the
- * position of one cold entry per level. A few rings take a few interleaved streams;
- * of the rings it can extend, a deadline goes to the one with the latest end (the
- * others stay open to earlier ones), else to an empty ring. A deadline that fits no
- * ring (a key whose oldest partial match completed, a restored checkpoint, a late
- * event) goes to the heap. The earliest of the heads is the top.
+ * step's window, its suppression), so the deadlines of a shard's records mostly
+ * arrive in increasing order, one stream per such duration of a rule. Such a deadline
+ * is appended to a ring that it does not precede, which stays sorted; a ring's
+ * earliest is at its head; a removed one leaves a hole (a slot without entry) that is
+ * skipped when it reaches either end, or squeezed out when holes outnumber the rest.
+ * Firing, arming and dropping a key then touch only that key's entry and one ring
+ * slot, where a heap's sift writes the position of one cold entry per level.
+ * DEADLINE_RINGS rings take as many interleaved streams; of the rings it can extend, a
+ * deadline goes to the one with the latest end (the others stay open to earlier ones),
+ * else to an empty ring. A deadline that fits no ring (a key whose oldest partial
+ * match completed, a restored checkpoint, a late event) goes to the heap. The earliest
+ * of the heads is the top.
  *
  * Order: by deadline, then by the length of the key bytes, then by the bytes. It is a
- * total order on the keys of one rule, so the order in which timers fire never depends
- * on the history of the structure: a run restored from a checkpoint fires them, and
- * writes their alerts, exactly as the original would. */
+ * total order on the records of one table (one record per key bytes), so the order in
+ * which timers fire never depends on the history of the structure: a run restored
+ * from a checkpoint fires them, and writes their alerts, exactly as the original
+ * would. */
 #ifndef VIGIL_RUNTIME_DEADLINE_H
 #define VIGIL_RUNTIME_DEADLINE_H
 
@@ -52,11 +54,12 @@ typedef struct DeadlineRing {
 
 #define DEADLINE_RINGS 8
 
-/* Kept out of line, so that the per-rule state that embeds a DeadlineHeap stays
- * small: the shard reads other fields of it on every event. */
+/* Kept out of line, so that the shard state that embeds a DeadlineHeap stays small:
+ * the shard reads other fields of it on every event. */
 typedef struct DeadlineCore {
-    unsigned ring_mask;    /* bit i: ring[i] is not empty (most rules use one ring:
-                              the others are then not even read) */
+    unsigned ring_mask;    /* bit i: ring[i] is not empty (a rule set with one
+                              duration uses one ring: the others are then not even
+                              read) */
     unsigned latest;       /* while a ring is not empty: the one whose last slot is
                               latest, which most new deadlines extend */
     DeadlineSlot *h;       /* owned: a 4-ary heap of the deadlines no ring could take */

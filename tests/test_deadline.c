@@ -26,7 +26,8 @@ static uint64_t next_rand(uint64_t *s)
 
 /* Built with runtime/deadline.c and DEADLINE_SEQ_BITS (tests/speed.mk), rings hold at
  * most 2^(bits-1) slots and renumber them every 2^bits appends: the assertions on
- * where entries went hold only for the usual limits. */
+ * where entries went, in tests large enough to reach those limits, hold only for the
+ * usual ones. */
 #ifdef DEADLINE_SEQ_BITS
 #define SMALL_RINGS 1
 #else
@@ -454,31 +455,61 @@ END_TEST
 
 /* Rings whose heads hold the same deadline as each other and as the heap's top: each
  * removal of the top finds the next one among them by the keys. "k0" at 5000 takes
- * the first ring; then at 2000, 2001, .. "k100".. go to a second, "k10".. to a third
- * (a tie with a longer key keeps them from extending the second), "k1".."k9" to the
- * fourth. "k5" moved back to 2000 then fits no ring and goes to the heap, tying with
- * the three heads: it comes out after "k1" and before "k10". */
+ * the first ring; then every other ring gets a stream of its own at 2000, 2001, ..:
+ * at each deadline the streams arm keys in decreasing order, so that each key ties
+ * with, and sorts before, the one just armed and extends only its own stream's ring
+ * (the one, of those it can extend, whose end is latest). The last stream is "k1" ..
+ * "k9", the one before it "k10", "k11", .., the others have keys of four characters
+ * from "k100" up, TIE_STEPS apart, the first stream the highest. "k5" moved back to 2000 then fits no ring and goes to the heap, tying with
+ * every ring's head but the first: it comes out after "k1" and before "k10". */
+enum { TIE_STEPS = 20, TIE_STREAMS = DEADLINE_RINGS - 1 };
+_Static_assert(DEADLINE_RINGS >= 3, "the blocker, \"k1\".. and \"k10\".. take three rings");
+_Static_assert(100 + (TIE_STREAMS - 2) * TIE_STEPS <= MAX_KEYS, "enough keys");
+
+/* The key (its index) that stream s (1 .. TIE_STREAMS) arms at 2000 + t; SIZE_MAX if
+ * none (the short stream has nine keys). */
+static size_t tie_key(size_t s, size_t t)
+{
+    if (s == TIE_STREAMS)
+        return t < 9 ? 1 + t : SIZE_MAX;
+    if (s == TIE_STREAMS - 1)
+        return 10 + t;
+    return 100 + (TIE_STREAMS - 2 - s) * TIE_STEPS + t;
+}
+
 START_TEST(ties_between_ring_heads_and_the_heap)
 {
     static Keys k;
     static Model m;
     DeadlineHeap d;
-    fixture_start(&k, &m, &d, 200);
+    fixture_start(&k, &m, &d, 100 + (TIE_STREAMS - 2) * TIE_STEPS);
     unsigned bad = set_both(&d, &m, k.e[0], 5000);
-    for (int64_t t = 0; t < 60; t++) {
-        bad += set_both(&d, &m, k.e[100 + t], 2000 + t);
-        bad += set_both(&d, &m, k.e[10 + t], 2000 + t);
-        if (t < 9)
-            bad += set_both(&d, &m, k.e[1 + t], 2000 + t);
-    }
+    for (size_t t = 0; t < TIE_STEPS; t++)
+        for (size_t s = 1; s <= TIE_STREAMS; s++)
+            if (tie_key(s, t) != SIZE_MAX)
+                bad += set_both(&d, &m, k.e[tie_key(s, t)], 2000 + (int64_t)t);
     bad += set_both(&d, &m, k.e[5], 2000);
     ck_assert_uint_eq(bad, 0);
-    if (!SMALL_RINGS) {
-        ck_assert_uint_eq(d.core->ring_mask, 15);
-        ck_assert_uint_eq(d.core->hn, 1);
-    }
-    static const size_t first[] = {1, 5, 10, 100, 2, 11, 101};
-    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+    /* every ring holds one stream (a stream sharing a ring would leave one empty), and
+     * only "k5" is in the heap */
+    ck_assert_uint_eq(d.core->ring_mask, (1u << DEADLINE_RINGS) - 1);
+    ck_assert_uint_eq(d.core->hn, 1);
+    ck_assert_ptr_eq(d.core->h[0], k.e[5]);
+    ck_assert_uint_eq(d.core->ring[0].live, 1);
+    for (size_t s = 1; s < TIE_STREAMS; s++)
+        ck_assert_uint_eq(d.core->ring[s].live, TIE_STEPS);
+    ck_assert_uint_eq(d.core->ring[TIE_STREAMS].live, 8);
+    /* the ties at 2000 (all the heads and the heap's top), then those at 2001 */
+    size_t first[2 * DEADLINE_RINGS], n_first = 0;
+    for (size_t t = 0; t < 2; t++)
+        for (size_t s = TIE_STREAMS; s >= 1; s--) {
+            first[n_first++] = tie_key(s, t);
+            if (t == 0 && s == TIE_STREAMS)
+                first[n_first++] = 5;
+        }
+    ck_assert_uint_eq(first[1], 5);
+    ck_assert_uint_eq(first[2], 10);
+    for (size_t i = 0; i < n_first; i++) {
         ck_assert_ptr_eq(deadline_top(&d), k.e[first[i]]);
         bad += set_both(&d, &m, k.e[first[i]], INT64_MAX);
     }
@@ -575,28 +606,40 @@ START_TEST(moved_entries_in_a_ring_fire_in_order)
 }
 END_TEST
 
-/* Deadlines in random order fill the rings and the heap; one earlier than all of
- * them fits no ring and is the heap's top. Moving it, one from the middle of the heap
- * and one from a ring keeps the heap's order and positions: the keys fire in the
- * model's order. */
+/* Every ring takes a stream of its own (at each step the streams arm decreasing
+ * deadlines, so none extends another's ring), then HEAP_KEYS deadlines in random
+ * order, each before every ring's end, fit no ring and go to the heap; one earlier
+ * than all of them is the heap's top. Moving it, one from the middle of the heap and
+ * one from a ring keeps the heap's order and positions: the keys fire in the model's
+ * order. */
+enum { HEAP_STEPS = 6, HEAP_KEYS = 20, HEAP_RING_KEYS = DEADLINE_RINGS * HEAP_STEPS };
+_Static_assert(HEAP_RING_KEYS + HEAP_KEYS + 1 <= MAX_KEYS, "enough keys");
+
 START_TEST(moved_entries_in_the_heap_fire_in_order)
 {
     static Keys k;
     static Model m;
     DeadlineHeap d;
-    fixture_start(&k, &m, &d, 80);
+    fixture_start(&k, &m, &d, HEAP_RING_KEYS + HEAP_KEYS + 1);
     unsigned bad = 0;
+    for (size_t t = 0; t < HEAP_STEPS; t++)
+        for (size_t s = 0; s < DEADLINE_RINGS; s++)
+            bad += set_both(&d, &m, k.e[t * DEADLINE_RINGS + s],
+                            1000 + 100 * (int64_t)t + 10 * (int64_t)(DEADLINE_RINGS - 1 - s));
+    /* the earliest end of a ring: the last stream's last deadline */
+    int64_t ring_end = 1000 + 100 * (HEAP_STEPS - 1);
     uint64_t seed = 4242;
-    for (size_t i = 0; i + 1 < k.n; i++)
-        bad += set_both(&d, &m, k.e[i], 1000 + (int64_t)(next_rand(&seed) % 5000));
+    for (size_t i = HEAP_RING_KEYS; i + 1 < k.n; i++)
+        bad += set_both(&d, &m, k.e[i],
+                        1000 + (int64_t)(next_rand(&seed) % (uint64_t)(ring_end - 1000)));
     bad += set_both(&d, &m, k.e[k.n - 1], 0);
     ck_assert_uint_eq(bad, 0);
     ck_assert_ptr_eq(deadline_top(&d), k.e[k.n - 1]);
-    if (!SMALL_RINGS) {
-        ck_assert_uint_eq(d.core->ring_mask, 15);
-        ck_assert(held_in_heap(&d, k.e[k.n - 1]));
-        ck_assert_uint_gt(d.core->hn, 4);
-    }
+    ck_assert_uint_eq(d.core->ring_mask, (1u << DEADLINE_RINGS) - 1);
+    for (size_t s = 0; s < DEADLINE_RINGS; s++)
+        ck_assert_uint_eq(d.core->ring[s].live, HEAP_STEPS);
+    ck_assert_uint_eq(d.core->hn, HEAP_KEYS + 1);
+    ck_assert(held_in_heap(&d, k.e[k.n - 1]));
     bad += move_both(&d, &m, &k, k.n - 1);   /* the top, in the heap */
     ck_assert_ptr_eq(deadline_top(&d), k.e[k.n - 1]);
     size_t mid = heap_key_not_top(&d, &k);
@@ -608,11 +651,11 @@ START_TEST(moved_entries_in_the_heap_fire_in_order)
     ck_assert_uint_lt(in_ring, k.n);
     bad += move_both(&d, &m, &k, in_ring);   /* and one in a ring */
     ck_assert_uint_eq(bad, 0);
-    if (!SMALL_RINGS)
-        ck_assert(held_in_heap(&d, k.e[k.n - 1]) && held_in_heap(&d, k.e[mid]));
+    ck_assert(held_in_heap(&d, k.e[k.n - 1]) && held_in_heap(&d, k.e[mid]));
     bad += set_both(&d, &m, k.e[mid], 1);    /* the moved ones still move in the heap */
-    bad += set_both(&d, &m, k.e[k.n - 1], 3000);
+    bad += set_both(&d, &m, k.e[k.n - 1], ring_end - 50);
     ck_assert_uint_eq(bad, 0);
+    ck_assert(held_in_heap(&d, k.e[k.n - 1]) && held_in_heap(&d, k.e[mid]));
     bad += drain_and_free(&d, &m, &k);
     ck_assert_uint_eq(bad, 0);
 }
