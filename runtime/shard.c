@@ -271,7 +271,10 @@ static void slot_remove(Shard *s, PartEntry *rec, size_t i)
  * event's touch and the running key; NULL on allocation failure (rec unchanged). */
 static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
 {
-    size_t room = (size_t)rec->room * 4;   /* a key's first event often starts many rules */
+    /* A key's first event often starts many rules: one slot, then four, then as many
+     * as the largest slab class holds (a larger entry is a malloc of its own). */
+    size_t in_slab = (PART_SLAB_CLASSES * 8 - part_slots_offset(rec->klen)) / sizeof(PartSlot);
+    size_t room = rec->room < 4 ? 4 : rec->room < in_slab ? in_slab : (size_t)rec->room * 2;
     if (room > PART_MAX_SLOTS)
         room = PART_MAX_SLOTS;
     int64_t was = rec_base_charge(rec);
