@@ -551,8 +551,9 @@ PartEntry *part_regrow(PartTable *t, PartEntry *e, uint64_t hash, size_t room)
     if (!moved)
         return NULL;
     uint16_t kept_room = moved->room;
+    size_t used = e->n_slots * sizeof(PartSlot), had = part_slots_bytes(e->room);
     memcpy((char *)moved - t->pre, (char *)e - t->pre,
-           t->pre + part_slots_offset(e->klen) + e->n_slots * sizeof(PartSlot));
+           t->pre + part_slots_offset(e->klen) + (used < had ? used : had));
     moved->room = kept_room;
     uint64_t word = t->slots[at];
     t->slots[at] = (word & ~(((UINT64_C(1) << PART_PTR_BITS) - 1) & ~(uint64_t)PART_DIST_MAX)) |

@@ -27,16 +27,28 @@
 /* One rule's state for the key of the entry that holds it (48 bytes): its matcher,
  * and what the shard needs of it without running the matcher. */
 typedef struct PartSlot {
-    int64_t due;              /* when the rule next needs to run for this key: the
-                                 matcher's deadline, or the end of the key's suppression
-                                 while the matcher is idle; INT64_MAX: never */
-    uint32_t rule : 31;       /* the rule's number in the shard's rule set */
-    uint32_t waits : 1;       /* `due` may pass unattended (runtime/shard.c, rec_due) */
-    uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
-                                 of the events and nodes its matches hold; saturates */
     NfaKey nfa;               /* this rule's partial matches for the key (nfa/nfa.h: 32
                                  bytes, the first partial match inline) */
+    uint32_t rule : 31;       /* the rule's number in the shard's rule set */
+    uint32_t waits : 1;       /* its next time may pass unattended (runtime/shard.c) */
+    uint32_t held;            /* --max-memory's estimate (runtime/budget.h) of the bytes
+                                 of the events and nodes its matches hold; saturates */
+    int64_t due;              /* when the rule next needs to run for this key: the
+                                 matcher's deadline, or the end of the key's suppression
+                                 while the matcher is idle; INT64_MAX: never. Only in an
+                                 entry with room for more than one slot: the one slot of
+                                 an entry with room for one ends before it (scenario 5's
+                                 million keys hold one partial match each, and the shard
+                                 finds that slot's time from its matcher, which it has
+                                 just run), so that such an entry is 72 bytes for a
+                                 9-byte key, not 80. Never read or write it there. */
 } PartSlot;
+
+/* The bytes of an entry's `room` slots. */
+static inline size_t part_slots_bytes(size_t room)
+{
+    return room == 1 ? offsetof(PartSlot, due) : room * sizeof(PartSlot);
+}
 
 /* Every byte is paid once per live key (scenario 5 holds a million), so each field
  * says what it is for. An entry is one key's record, shared by every rule whose key
@@ -264,7 +276,7 @@ PartEntry *part_regrow(PartTable *t, PartEntry *e, uint64_t hash, size_t room);
  * (or its own malloc), its optional fields (pre bytes: PartTable.pre) included. */
 static inline size_t part_entry_bytes(size_t klen, size_t pre, size_t room)
 {
-    size_t n = pre + (room ? part_slots_offset(klen) + room * sizeof(PartSlot)
+    size_t n = pre + (room ? part_slots_offset(klen) + part_slots_bytes(room)
                            : offsetof(PartEntry, tail) + klen + 1);
     return (n + 7) & ~(size_t)7;                             /* entries are 8-aligned */
 }

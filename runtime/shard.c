@@ -267,6 +267,24 @@ static void slot_remove(Shard *s, PartEntry *rec, size_t i)
     suppress_forget(s, ri, rec);
 }
 
+/* A slot's next time (PartSlot.due). An entry with room for one slot keeps none: its
+ * slot's is the matcher's deadline (read only once the matcher ran, when its events
+ * are at hand), or the end of its suppression while idle. */
+static int64_t slot_due(const Shard *s, const PartEntry *rec, const PartSlot *sl)
+{
+    if (rec->room > 1)
+        return sl->due;
+    if (!nfa_key_idle(&sl->nfa))
+        return nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
+    return suppressed_until(s, sl->rule, rec);
+}
+
+static void slot_set_due(const PartEntry *rec, PartSlot *sl, int64_t due)
+{
+    if (rec->room > 1)
+        sl->due = due;
+}
+
 /* Moves rec to an entry with room for one more slot, re-pointing the timers, the
  * event's touch and the running key; NULL on allocation failure (rec unchanged). */
 static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
@@ -278,9 +296,13 @@ static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
     if (room > PART_MAX_SLOTS)
         room = PART_MAX_SLOTS;
     int64_t was = rec_base_charge(rec);
+    bool had_due = rec->room > 1 || !rec->n_slots;
+    int64_t single = had_due ? 0 : slot_due(s, rec, part_slots(rec));
     PartEntry *moved = room > rec->room ? part_regrow(&s->keys, rec, hash, room) : NULL;
     if (!moved)
         return NULL;
+    if (!had_due)
+        part_slots(moved)->due = single;   /* the slot now keeps its own */
     budget_add(&s->mem, rec_base_charge(moved) - was);
     deadline_moved(&s->timers, rec, moved);
     for (size_t i = 0; i < s->n_touched; i++)
@@ -323,8 +345,11 @@ static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t 
     memmove(&sl[at + 1], &sl[at], (r->n_slots - at) * sizeof *sl);
     r->n_slots++;
     s->rules[ri].keys_live++;
-    sl[at] = (PartSlot){.due = INT64_MAX, .rule = ri & INT32_MAX, .waits = true, .held = 0};
-    nfa_key_init(&sl[at].nfa);
+    nfa_key_init(&sl[at].nfa);   /* field by field: a one-slot entry has no `due` */
+    sl[at].rule = ri & INT32_MAX;
+    sl[at].waits = true;
+    sl[at].held = 0;
+    slot_set_due(r, &sl[at], INT64_MAX);
     return &sl[at];
 }
 
@@ -475,9 +500,10 @@ static bool slot_may_wait(const Shard *s, const PartSlot *sl)
 
 /* A slot's next time from its matcher (not idle), and whether it may wait: known
  * after each run, so that re-arming the record reads the slots and not the rules. */
-static void slot_retime(const Shard *s, PartSlot *sl)
+static void slot_retime(const Shard *s, const PartEntry *rec, PartSlot *sl)
 {
-    sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
+    if (rec->room > 1)
+        sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
     sl->waits = slot_may_wait(s, sl);
 }
 
@@ -487,12 +513,12 @@ static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
 {
     PartSlot *sl = &part_slots(rec)[i];
     if (!nfa_key_idle(&sl->nfa)) {
-        slot_retime(s, sl);
+        slot_retime(s, rec, sl);
         return;
     }
     int64_t until = suppressed_until(s, sl->rule, rec);
     if (until > now) {
-        sl->due = until;
+        slot_set_due(rec, sl, until);
         sl->waits = true;
     } else
         slot_remove(s, rec, i);
@@ -502,8 +528,10 @@ static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
  * every slot that may wait is due, the latest of those. A record then runs about once
  * per key, where it ran once per (rule, key) with each rule's deadline; a key whose
  * rules' partial matches end unseen is visited once to be freed. */
-static int64_t rec_due(const PartEntry *rec)
+static int64_t rec_due(const Shard *s, const PartEntry *rec)
 {
+    if (rec->room == 1)
+        return rec->n_slots ? slot_due(s, rec, part_slots_c(rec)) : INT64_MAX;
     int64_t on_time = INT64_MAX, waits = INT64_MIN;
     const PartSlot *sl = part_slots_c(rec);
     for (size_t i = 0; i < rec->n_slots; i++) {
@@ -530,7 +558,7 @@ static void rec_settle(Shard *s, PartEntry *rec, int64_t now, const uint64_t *ha
             part_remove(&s->keys, rec);
         return;
     }
-    int64_t due = rec_due(rec);
+    int64_t due = rec_due(s, rec);
     if (due <= now)
         due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&s->timers, rec, due) < 0)
@@ -543,7 +571,8 @@ static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
     s->cur_touch = NULL;
     for (size_t i = 0; i < rec->n_slots;) {
         PartSlot *sl = &part_slots(rec)[i];
-        if (sl->due > at && !every_slot) {
+        /* a one-slot entry runs when its slot is due: it is armed at that time */
+        if (!every_slot && rec->room > 1 && sl->due > at) {
             i++;
             continue;
         }
@@ -575,7 +604,7 @@ static void prefetch_slots(const PartEntry *rec, bool deep)
 {
     const PartSlot *sl = part_slots_c(rec);
     for (size_t i = 0; i < rec->n_slots; i++)
-        if (sl[i].due <= rec->deadline)
+        if (rec->room == 1 || sl[i].due <= rec->deadline)
             nfa_key_prefetch(&sl[i].nfa, deep);
 }
 
@@ -1102,13 +1131,13 @@ static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, Nf
     nfa_key_move_in(&sl->nfa, nk);
     /* the events it holds are not known here */
     if (nk) {
-        slot_retime(s, sl);
+        slot_retime(s, rec, sl);
     } else {
-        sl->due = suppress_until;
+        slot_set_due(rec, sl, suppress_until);
         sl->waits = true;
     }
     budget_add(&s->mem, slot_charge(sl));
-    if (deadline_set(&s->timers, rec, rec_due(rec)) == 0)
+    if (deadline_set(&s->timers, rec, rec_due(s, rec)) == 0)
         return 0;
     /* A failed restore leaves the shard sound: the slot goes, and the record with it if
      * it was the only one, or else keeps what timer it can get (without one, the end
@@ -1119,7 +1148,7 @@ static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, Nf
     if (!rec->n_slots)
         rec_settle(s, rec, INT64_MIN, &hash);
     else
-        (void)deadline_set(&s->timers, rec, rec_due(rec));
+        (void)deadline_set(&s->timers, rec, rec_due(s, rec));
     *err = "out of memory";
     return -1;
 }
@@ -1265,6 +1294,11 @@ static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
             nfa_key_clear(&sl[i].nfa, &s->rules[sl[i].rule].counters);
             continue;
         }
+        if (rec->room == 1) {   /* no `due`: no whole-slot copies */
+            sl[0].rule = to;
+            kept++;
+            continue;
+        }
         PartSlot moved = sl[i];
         moved.rule = to;
         size_t at = kept++;
@@ -1289,7 +1323,7 @@ static void rearm_records(Shard *s)
         for (size_t i = 0; i < rec->n_slots; i++)
             if (!nfa_key_idle(&sl[i].nfa))
                 sl[i].waits = slot_may_wait(s, &sl[i]);
-        int64_t due = rec->n_slots ? rec_due(rec) : INT64_MIN;
+        int64_t due = rec->n_slots ? rec_due(s, rec) : INT64_MIN;
         if (due <= now)
             due = add_saturating(now, 1);
         if (deadline_set(&s->timers, rec, due) < 0)

@@ -422,7 +422,7 @@ START_TEST(partition_new_entry_has_room_and_no_slots)
                 ck_assert_uint_eq((uintptr_t)slots % 8, 0);
                 ck_assert(slots >= e->tail + klen + 1);     /* past the key and its NUL */
                 ck_assert(slots < e->tail + klen + 1 + 8);  /* at the next multiple of 8 */
-                ck_assert(slots + room * sizeof(PartSlot) <= (const char *)e + bytes);
+                ck_assert(slots + part_slots_bytes(room) <= (const char *)e + bytes);
                 ck_assert(round == 0 || e == dirtied);   /* the same memory again */
                 /* dirty what is not the key (the table reads only the key, klen and
                  * room): the next add of this size gets this entry back */
