@@ -911,18 +911,21 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
                     .w = ctx->work};
 }
 
-void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
+void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
 {
-    bool idle = nfa_key_idle(k);   /* an idle key has nothing to time out */
-    if (!idle) {
-        nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
-        idle = nfa_key_idle(k);
-    }
+    bool idle = nfa_key_idle(k);
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(ctx->work);   /* the start's conditions are then tested once */
     if (idle && !start_reacts(nfa, &d))
         return;
     key_step(nfa, k, &d, ev, ctx, idle);
+}
+
+void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
+{
+    if (!nfa_key_idle(k))   /* an idle key has nothing to time out */
+        nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
+    nfa_key_event_in_undue(nfa, k, ev, ctx);
 }
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)

@@ -200,6 +200,10 @@ static inline bool nfa_key_idle(const NfaKey *key)
 /* Releases a key's state without emitting anything and leaves it idle. */
 void nfa_key_clear(NfaKey *key, NfaCounters *counters);
 void nfa_key_event_in(const Nfa *nfa, NfaKey *key, Event *ev, NfaRunCtx *ctx);
+/* The same, for a caller that knows nothing of the key is due at ev's time (its
+ * nfa_key_deadline is later): the advance to that time, which would only find so, is
+ * skipped, and with it reading each partial match's first event for its deadline. */
+void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *key, Event *ev, NfaRunCtx *ctx);
 void nfa_key_advance_in(const Nfa *nfa, NfaKey *key, int64_t time_ms, NfaRunCtx *ctx);
 /* Moves the state of a heap key (from the pointer calls or nfa_key_restore; may be
  * NULL) into caller storage `into` (idle before), and frees the heap key. */

@@ -718,7 +718,10 @@ static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
     s->cur_rule = ri;
     s->cur_rec = rec;
     s->cur_touch = t;
-    nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
+    if (rec->room > 1 && sl->due > ev->time_ms)
+        nfa_key_event_in_undue(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
+    else
+        nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
     slot_reheld(sl, before, ev, s->rules[ri].counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl) - was);
     size_t i = (size_t)(sl - part_slots(rec)), n = rec->n_slots;

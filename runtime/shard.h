@@ -1,5 +1,6 @@
-/* runtime/shard.h — the matching state of one worker: for every rule its partition
- * table, deadline heap, NFA counters and suppression state, plus the evaluation
+/* runtime/shard.h — the matching state of one worker: one table of keys whose record
+ * holds every rule's state for that key (runtime/partition.h), one set of timers over
+ * the records, and per rule its NFA counters and suppression ends, plus the evaluation
  * scratch. With --workers 1 the engine owns one shard and drives it inline; with N
  * workers each thread owns one and sees only the (rule, key) pairs hashed to it.
  * Not thread-safe: one thread per shard. Results go to sink.alert on the shard's
