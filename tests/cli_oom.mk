@@ -15,3 +15,11 @@ tests_test_cli_oom_SOURCES = tests/test_cli_oom.c \
 tests_test_cli_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_cli_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_cli_oom_LDADD = $(TEST_LIBS)
+# Hot reloads with an allocation failing (tests/oomreload.h).
+RELOAD_OOM_SOURCES = tests/oomreload.c tests/oomreload.h $(STATE_OOM_SOURCES)
+check_PROGRAMS += tests/test_reload_oom
+TESTS += tests/test_reload_oom
+tests_test_reload_oom_SOURCES = tests/test_reload_oom.c $(RELOAD_OOM_SOURCES)
+tests_test_reload_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_reload_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_reload_oom_LDADD = $(TEST_LIBS)
