@@ -15,7 +15,8 @@ tests_test_cli_oom_SOURCES = tests/test_cli_oom.c \
 tests_test_cli_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_cli_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_cli_oom_LDADD = $(TEST_LIBS)
-# Hot reloads with an allocation failing (tests/oomreload.h).
+# Hot reloads with an allocation failing (tests/oomreload.h): asked on the control
+# socket, by SIGHUP, by --watch, on processing time, and with --state.
 RELOAD_OOM_SOURCES = tests/oomreload.c tests/oomreload.h $(STATE_OOM_SOURCES)
 check_PROGRAMS += tests/test_reload_oom
 TESTS += tests/test_reload_oom
@@ -23,3 +24,27 @@ tests_test_reload_oom_SOURCES = tests/test_reload_oom.c $(RELOAD_OOM_SOURCES)
 tests_test_reload_oom_CFLAGS = $(TEST_CFLAGS)
 tests_test_reload_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_reload_oom_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_hup_oom
+TESTS += tests/test_hup_oom
+tests_test_hup_oom_SOURCES = tests/test_hup_oom.c $(RELOAD_OOM_SOURCES)
+tests_test_hup_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_hup_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_hup_oom_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_watch_oom
+TESTS += tests/test_watch_oom
+tests_test_watch_oom_SOURCES = tests/test_watch_oom.c $(RELOAD_OOM_SOURCES)
+tests_test_watch_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_watch_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_watch_oom_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_arrival_oom
+TESTS += tests/test_arrival_oom
+tests_test_arrival_oom_SOURCES = tests/test_arrival_oom.c $(RELOAD_OOM_SOURCES)
+tests_test_arrival_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_arrival_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_arrival_oom_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_reload_state_oom
+TESTS += tests/test_reload_state_oom
+tests_test_reload_state_oom_SOURCES = tests/test_reload_state_oom.c $(RELOAD_OOM_SOURCES)
+tests_test_reload_state_oom_CFLAGS = $(TEST_CFLAGS)
+tests_test_reload_state_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
+tests_test_reload_state_oom_LDADD = $(TEST_LIBS)
