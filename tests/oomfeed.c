@@ -1,4 +1,5 @@
 /* tests/oomfeed.c — see oomfeed.h. */
+#define _GNU_SOURCE   /* memmem */
 #include "tests/oomfeed.h"
 
 #include <check.h>
@@ -39,6 +40,10 @@ static bool wait_read(int w, int done)
     }
 }
 
+/* The feeder's exit status when it could not do its part (0: it could, or the command
+ * returned first). */
+enum { FEED_NO_RULES = 1, FEED_NO_STDERR = 2 };
+
 static void put_rules(const OomFeed *f)
 {
     char tmp[512];
@@ -46,7 +51,7 @@ static void put_rules(const OomFeed *f)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || fd_write_all(fd, f->new_rules, strlen(f->new_rules)) < 0 || close(fd) < 0 ||
         rename(tmp, f->rules_path) < 0)
-        _exit(1);
+        _exit(FEED_NO_RULES);
 }
 
 /* Asks for a reload and waits for the reply, or the connection's end. */
@@ -69,19 +74,84 @@ static void ask_reload(const OomFeed *f, int done)
     close(sock);
 }
 
+/* Whether the command's stderr holds "vigil run: reload" (a reload done or failed),
+ * waiting until it does or the command returns. Its stderr is a file (tests/oomcmd.c
+ * captures it), opened anew through /proc so that this reads it from its start. */
+static bool wait_reload_logged(int done)
+{
+    static const char needle[] = "vigil run: reload";
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/fd/2", (long)getppid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        _exit(FEED_NO_STDERR);
+    /* what was read, its last bytes kept so that a needle cut by a read is found */
+    char seen[4096];
+    size_t kept = 0;
+    bool logged = false;
+    while (!logged) {
+        ssize_t got = read(fd, seen + kept, sizeof seen - kept);
+        if (got < 0)
+            _exit(FEED_NO_STDERR);
+        if (got == 0 && command_done(done, 2))
+            break;
+        kept += (size_t)got;
+        logged = memmem(seen, kept, needle, sizeof needle - 1) != NULL;
+        if (kept >= sizeof needle - 1) {
+            memmove(seen, seen + kept - (sizeof needle - 2), sizeof needle - 2);
+            kept = sizeof needle - 2;
+        }
+    }
+    close(fd);
+    return logged;
+}
+
+/* SIGTERM, as an operator would stop it, once the command has read all it was given;
+ * the input stays open until the command returns: a stop, not its end. */
+_Noreturn static void stop_command(int w, int done)
+{
+    if (wait_read(w, done)) {
+        kill(getppid(), SIGTERM);
+        command_done(done, -1);
+    }
+    _exit(0);
+}
+
+/* Has the command reload the rules put in place, and waits until it has done so or
+ * failed to (or returned). */
+static void reload(const OomFeed *f, int done)
+{
+    put_rules(f);
+    switch (f->action) {
+    case OOMFEED_RELOAD:
+        ask_reload(f, done);
+        break;
+    case OOMFEED_HUP:
+        kill(getppid(), SIGHUP);
+        wait_reload_logged(done);
+        break;
+    case OOMFEED_WATCH:
+        wait_reload_logged(done);
+        break;
+    case OOMFEED_STOP:
+        break;
+    }
+}
+
 _Noreturn static void feed_input(const OomFeed *f, int w, int done)
 {
     signal(SIGPIPE, SIG_IGN);   /* a command that returned early: EPIPE, nothing more */
-    if (fd_write_all(w, f->first, strlen(f->first)) < 0 || !wait_read(w, done))
+    if (fd_write_all(w, f->first, strlen(f->first)) < 0)
         _exit(0);
-    if (f->action == OOMFEED_STOP) {
-        kill(getppid(), SIGTERM);
-        command_done(done, -1);   /* the input stays open: a stop, not its end */
+    if (f->action == OOMFEED_STOP)
+        stop_command(w, done);
+    if (!wait_read(w, done))
         _exit(0);
-    }
-    put_rules(f);
-    ask_reload(f, done);
-    (void)fd_write_all(w, f->second, strlen(f->second));
+    reload(f, done);
+    if (fd_write_all(w, f->second, strlen(f->second)) < 0)
+        _exit(0);
+    if (f->stop_at_end)
+        stop_command(w, done);
     _exit(0);
 }
 
@@ -121,8 +191,10 @@ static void end_feeder(void *user)
     close(fe->done);
     int status;
     ck_assert_int_eq(waitpid(fe->pid, &status, 0), fe->pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "the feeder could not put the new rules in place");
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the feeder %s",
+                  !WIFEXITED(status) ? "was killed"
+                  : WEXITSTATUS(status) == FEED_NO_RULES ? "could not put the new rules in place"
+                  : "could not read the command's stderr");
 }
 
 OomCmdRun oomfeed_run(OomCommand cmd, char *const *argv, size_t fail, const OomFeed *feed)

@@ -1,6 +1,6 @@
-# tests: vigil run --state and hot reloads when an allocation fails (see
-# tests/local.mk): checkpoints written, a checkpoint restored, a reload during a run,
-# with one worker and two. Allocations fail in turn, counted over every thread
+# tests: vigil run --state when an allocation fails (see tests/local.mk): checkpoints
+# written, a checkpoint restored, with one worker and two (the hot reloads are in
+# tests/cli_oom.mk). Allocations fail in turn, counted over every thread
 # (tests/oomwrap.h), each run in a child (tests/oomcmd.h); tests/oomfeed.h feeds
 # standard input around a stop or a reload.
 STATE_OOM_SOURCES = tests/oomfeed.c tests/oomfeed.h tests/oomevents.c tests/oomevents.h \
@@ -18,9 +18,3 @@ tests_test_stop_oom_SOURCES = tests/test_state_oom.c $(STATE_OOM_SOURCES)
 tests_test_stop_oom_CFLAGS = $(TEST_CFLAGS) -DSTATE_OOM_STOPS
 tests_test_stop_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_stop_oom_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_reload_oom
-TESTS += tests/test_reload_oom
-tests_test_reload_oom_SOURCES = tests/test_reload_oom.c $(STATE_OOM_SOURCES)
-tests_test_reload_oom_CFLAGS = $(TEST_CFLAGS)
-tests_test_reload_oom_LDFLAGS = $(OOM_WRAP_FLAGS)
-tests_test_reload_oom_LDADD = $(TEST_LIBS)
