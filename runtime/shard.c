@@ -67,6 +67,8 @@ struct Shard {
     size_t cur_rule;
     PartEntry *cur_rec;
     Touch *cur_touch;          /* NULL: a timer, whose record exists */
+    size_t routed_after;       /* rules the event reaches after the running one: how
+                                  many more slots a record made now may soon need */
 };
 
 static void on_result(void *user, const NfaResult *r);
@@ -432,7 +434,10 @@ static PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
         return t->rec;
     if (refuse_key(s, ri))
         return NULL;
-    t->rec = part_add(&s->keys, t->key->bytes, t->key->len, t->key->hash, 1);
+    /* room for the rules after this one too (up to four slots in all): they often
+     * start on the same event, and a record that grows is copied */
+    size_t room = 1 + (s->routed_after < 3 ? s->routed_after : 3);
+    t->rec = part_add(&s->keys, t->key->bytes, t->key->len, t->key->hash, room);
     t->next = 0;
     if (!t->rec)
         s->failed = true;
@@ -802,6 +807,7 @@ void shard_event(Shard *s, Event *ev)
     for (size_t j = 0; j < n; j++) {
         size_t ri = s->routed_order[j];
         RouteResult rr = s->routed[ri];
+        s->routed_after = n - j - 1;
         if (rr == ROUTE_KEYED)
             feed_key(s, ri, &s->routed_key[ri], ev);
         else if (rr == ROUTE_NO_KEY)
@@ -821,6 +827,7 @@ void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen,
     if (s->cond_cache)
         nfa_cond_cache_next_event(s->cond_cache);
     RouteKey k = {kbytes, klen, hash, NULL};
+    s->routed_after = 0;
     feed_key(s, ri, &k, ev);
     settle_touched(s, ev->time_ms);
     expr_scratch_reset(s->scratch);

@@ -43,3 +43,4 @@ include tests/expr_oom.mk
 include tests/endflush.mk
 include tests/state_oom.mk
 include tests/records.mk
+include tests/records2.mk
