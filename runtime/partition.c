@@ -315,7 +315,8 @@ static bool addressable(const PartEntry *e)
 
 /* Room for an entry of klen key bytes and `room` slots, its header's sizes set; NULL
  * on allocation failure or an address the slots cannot hold. */
-static PartEntry *entry_new(PartTable *t, size_t klen, size_t room)
+static inline __attribute__((always_inline)) PartEntry *entry_new(PartTable *t, size_t klen,
+                                                                  size_t room)
 {
     char *at = entry_alloc(pool_of(t), part_entry_bytes(klen, t->pre, room));
     if (!at)

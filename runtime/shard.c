@@ -263,7 +263,8 @@ static void slot_remove(Shard *s, PartEntry *rec, size_t i)
 {
     PartSlot *sl = part_slots(rec);
     uint32_t ri = sl[i].rule;
-    memmove(&sl[i], &sl[i + 1], (rec->n_slots - i - 1) * sizeof *sl);
+    if (i + 1 < rec->n_slots)   /* most records hold one slot: no call */
+        memmove(&sl[i], &sl[i + 1], (rec->n_slots - i - 1) * sizeof *sl);
     rec->n_slots--;
     s->rules[ri].keys_live--;
     suppress_forget(s, ri, rec);
@@ -344,7 +345,8 @@ static PartSlot *slot_insert(Shard *s, PartEntry **rec, uint64_t hash, uint32_t 
         *rec = r;
     }
     PartSlot *sl = part_slots(r);
-    memmove(&sl[at + 1], &sl[at], (r->n_slots - at) * sizeof *sl);
+    if (at < r->n_slots)
+        memmove(&sl[at + 1], &sl[at], (r->n_slots - at) * sizeof *sl);
     r->n_slots++;
     s->rules[ri].keys_live++;
     nfa_key_init(&sl[at].nfa);   /* field by field: a one-slot entry has no `due` */
