@@ -259,15 +259,40 @@ static void suppress_forget(Shard *s, size_t ri, const PartEntry *rec)
 
 
 /* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
-static void slot_remove(Shard *s, PartEntry *rec, size_t i)
+/* The rule number of a slot that left, until its record's slots are compacted. */
+#define SLOT_GONE ((uint32_t)INT32_MAX)
+
+/* A slot leaves (its NfaKey idle): its rule's count and suppression go now, its place
+ * when the caller compacts the record (slots_compact), so that many slots leaving at
+ * once (a record's partial matches that died unseen) move the others once. */
+static void slot_leave(Shard *s, PartEntry *rec, PartSlot *sl)
 {
-    PartSlot *sl = part_slots(rec);
-    uint32_t ri = sl[i].rule;
-    if (i + 1 < rec->n_slots)   /* most records hold one slot: no call */
-        memmove(&sl[i], &sl[i + 1], (rec->n_slots - i - 1) * sizeof *sl);
-    rec->n_slots--;
+    uint32_t ri = sl->rule;
     s->rules[ri].keys_live--;
     suppress_forget(s, ri, rec);
+    sl->rule = SLOT_GONE;
+}
+
+/* Closes the gaps the slots that left made, keeping the others in order. A one-slot
+ * entry never copies a whole slot (it has no `due`): its one slot stays or goes. */
+static void slots_compact(PartEntry *rec)
+{
+    PartSlot *sl = part_slots(rec);
+    size_t kept = 0;
+    for (size_t i = 0; i < rec->n_slots; i++) {
+        if (sl[i].rule == SLOT_GONE)
+            continue;
+        if (kept != i)
+            sl[kept] = sl[i];
+        kept++;
+    }
+    rec->n_slots = (uint16_t)kept;
+}
+
+static void slot_remove(Shard *s, PartEntry *rec, size_t i)
+{
+    slot_leave(s, rec, &part_slots(rec)[i]);
+    slots_compact(rec);
 }
 
 /* A slot's next time (PartSlot.due). An entry with room for one slot keeps none: its
@@ -515,20 +540,23 @@ static void slot_retime(const Shard *s, const PartEntry *rec, PartSlot *sl)
 }
 
 /* After a run of slot i of rec at time now: the slot's next time, or its end (an idle
- * matcher and no suppression left). */
-static void slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
+ * matcher and no suppression left): then it leaves (slot_leave), and false says the
+ * caller must compact the record. */
+static bool slot_settle(Shard *s, PartEntry *rec, size_t i, int64_t now)
 {
     PartSlot *sl = &part_slots(rec)[i];
     if (!nfa_key_idle(&sl->nfa)) {
         slot_retime(s, rec, sl);
-        return;
+        return true;
     }
     int64_t until = suppressed_until(s, sl->rule, rec);
-    if (until > now) {
-        slot_set_due(rec, sl, until);
-        sl->waits = true;
-    } else
-        slot_remove(s, rec, i);
+    if (until <= now) {
+        slot_leave(s, rec, sl);
+        return false;
+    }
+    slot_set_due(rec, sl, until);
+    sl->waits = true;
+    return true;
 }
 
 /* When the record must run next: the earliest slot that must run on time, or once
@@ -576,14 +604,13 @@ static void rec_settle(Shard *s, PartEntry *rec, int64_t now, const uint64_t *ha
 static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
 {
     s->cur_touch = NULL;
-    for (size_t i = 0; i < rec->n_slots;) {
+    bool left = false;
+    for (size_t i = 0; i < rec->n_slots; i++) {
         PartSlot *sl = &part_slots(rec)[i];
         /* a one-slot entry runs when its slot is due: it is armed at that time */
-        if (!every_slot && rec->room > 1 && sl->due > at) {
-            i++;
+        if (!every_slot && rec->room > 1 && sl->due > at)
             continue;
-        }
-        size_t ri = sl->rule, before = nfa_key_partials(&sl->nfa), n = rec->n_slots;
+        size_t ri = sl->rule, before = nfa_key_partials(&sl->nfa);
         if (!nfa_key_idle(&sl->nfa)) {
             int64_t was = slot_charge(sl);
             s->cur_rule = ri;
@@ -593,9 +620,10 @@ static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
             slot_reheld(sl, before, NULL, 0);
             budget_add(&s->mem, slot_charge(sl) - was);
         }
-        slot_settle(s, rec, i, at);
-        i += rec->n_slots == n;   /* the next slot took this one's place if it left */
+        left |= !slot_settle(s, rec, i, at);
     }
+    if (left)
+        slots_compact(rec);
 }
 
 /* Timers fire in order, so the records about to come due are known: firing one
@@ -731,9 +759,11 @@ static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
         nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
     slot_reheld(sl, before, ev, s->rules[ri].counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl) - was);
-    size_t i = (size_t)(sl - part_slots(rec)), n = rec->n_slots;
-    slot_settle(s, rec, i, ev->time_ms);
-    t->next = i + (rec->n_slots == n);   /* past it, unless it left */
+    size_t i = (size_t)(sl - part_slots(rec));
+    bool stays = slot_settle(s, rec, i, ev->time_ms);
+    if (!stays)
+        slots_compact(rec);
+    t->next = i + stays;   /* past it, unless it left */
 }
 
 /* One event for rule ri and a key it holds no state for. Most events start nothing
@@ -769,7 +799,10 @@ static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     sl->nfa = fresh;   /* the key moves into its slot */
     slot_reheld(sl, 0, ev, st->counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl));
-    slot_settle(s, t->rec, i, ev->time_ms);
+    if (!slot_settle(s, t->rec, i, ev->time_ms)) {   /* not so far: it holds state */
+        slots_compact(t->rec);
+        t->next = i;
+    }
 }
 
 static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
@@ -878,19 +911,18 @@ static void drop_silent_slots(Shard *s)
         if (j + END_AHEAD < n)
             part_entry_prefetch(recs[j + END_AHEAD]);
         PartEntry *rec = recs[j];
-        for (size_t i = 0; i < rec->n_slots;) {
+        for (size_t i = 0; i < rec->n_slots; i++) {
             PartSlot *sl = &part_slots(rec)[i];
             size_t timeouts;
-            if (!slot_end_silent(s, sl, &timeouts)) {
-                i++;
+            if (!slot_end_silent(s, sl, &timeouts))
                 continue;
-            }
             RuleState *st = &s->rules[sl->rule];
             st->stats.timeouts += timeouts;
             budget_add(&s->mem, -slot_charge(sl));
             nfa_key_clear(&sl->nfa, &st->counters);
-            slot_remove(s, rec, i);
+            slot_leave(s, rec, sl);
         }
+        slots_compact(rec);
         rec_settle(s, rec, INT64_MIN, NULL);
     }
     free(recs);
