@@ -611,7 +611,16 @@ static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
         if (!every_slot && rec->room > 1 && sl->due > at)
             continue;
         size_t ri = sl->rule, before = nfa_key_partials(&sl->nfa);
-        if (!nfa_key_idle(&sl->nfa)) {
+        if (!every_slot && sl->waits && before == 1) {
+            /* Its one partial match is due and dies unseen (a rule without `on timeout`,
+             * nothing held back or pending: slot_may_wait), so it is counted and freed
+             * as the matcher would, without running it: most of scenario 4's firings. */
+            RuleState *st = &s->rules[ri];
+            st->stats.timeouts++;
+            budget_add(&s->mem, -slot_charge(sl));
+            nfa_key_clear(&sl->nfa, &st->counters);
+            sl->held = 0;
+        } else if (!nfa_key_idle(&sl->nfa)) {
             int64_t was = slot_charge(sl);
             s->cur_rule = ri;
             s->cur_rec = rec;
