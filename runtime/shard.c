@@ -71,6 +71,10 @@ struct Shard {
                                   many more slots a record made now may soon need */
 };
 
+/* What runs once per rule set, reload, checkpoint or warning: out of the way of the
+ * event and timer paths, which then share fewer instruction-cache lines with it. */
+#define COLD __attribute__((cold))
+
 static void on_result(void *user, const NfaResult *r);
 static int64_t rec_base_charge(const PartEntry *rec);
 
@@ -92,7 +96,7 @@ static int64_t add_saturating(int64_t a, int64_t b)
     return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
+COLD static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
                             const CompiledRule *rule)
 {
     part_table_init_shared(&st->suppress, &s->pool);
@@ -107,7 +111,7 @@ static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLi
 }
 
 /* Every rule's Nfa, in rule order; heap (NULL on allocation failure). */
-static const Nfa **nfa_list(const CompiledRuleSet *rs)
+COLD static const Nfa **nfa_list(const CompiledRuleSet *rs)
 {
     const Nfa **nfas = malloc((rs->n_rules ? rs->n_rules : 1) * sizeof *nfas);
     for (size_t i = 0; nfas && i < rs->n_rules; i++)
@@ -121,7 +125,7 @@ enum {
 };
 
 /* Per rule, its RULE_* bits; heap, NULL on failure. */
-static uint8_t *rule_bits_list(const CompiledRuleSet *rs)
+COLD static uint8_t *rule_bits_list(const CompiledRuleSet *rs)
 {
     uint8_t *bits = malloc(rs->n_rules ? rs->n_rules : 1);
     for (size_t i = 0; bits && i < rs->n_rules; i++)
@@ -133,7 +137,7 @@ static uint8_t *rule_bits_list(const CompiledRuleSet *rs)
 /* What the matchers of rs share on one thread: the shared conditions (one share and
  * one cache, both NULL for an empty set) and the matcher's scratch. -1 on allocation
  * failure (nothing is left allocated). */
-static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
+COLD static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
                                NfaCondCache **cache, NfaWork **work)
 {
     *share = NULL;
@@ -160,7 +164,7 @@ static int matcher_parts_build(const CompiledRuleSet *rs, NfaCondShare **share,
 
 /* Points every rule's run context at the shard's shared parts (after a build or a
  * swap). */
-static void wire_matcher_parts(Shard *s)
+COLD static void wire_matcher_parts(Shard *s)
 {
     for (size_t i = 0; i < s->rs->n_rules; i++) {
         s->ctxs[i].cond_cache = s->cond_cache;
@@ -170,7 +174,7 @@ static void wire_matcher_parts(Shard *s)
     }
 }
 
-size_t rules_widest_key(const CompiledRuleSet *rs)
+COLD size_t rules_widest_key(const CompiledRuleSet *rs)
 {
     size_t widest = 1;
     for (size_t i = 0; i < rs->n_rules; i++)
@@ -179,7 +183,7 @@ size_t rules_widest_key(const CompiledRuleSet *rs)
     return widest;
 }
 
-Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineHooks *hooks)
+COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineHooks *hooks)
 {
     Shard *s = calloc(1, sizeof *s);
     if (!s)
@@ -231,7 +235,7 @@ static int64_t suppressed_until(const Shard *s, size_t ri, const PartEntry *rec)
 }
 
 /* Sets it; false on allocation failure. */
-static bool suppress_set(Shard *s, size_t ri, const PartEntry *rec, int64_t until)
+COLD static bool suppress_set(Shard *s, size_t ri, const PartEntry *rec, int64_t until)
 {
     PartTable *t = &s->rules[ri].suppress;
     uint64_t hash = part_entry_hash(rec);
@@ -690,7 +694,7 @@ void shard_fire_due(Shard *s, int64_t t)
 /* ---- events ------------------------------------------------------------------ */
 
 /* A cap that bites loses partial matches: say so, at most once per period per rule. */
-static void warn_caps(Shard *s, size_t ri)
+COLD static void warn_caps(Shard *s, size_t ri)
 {
     RuleState *st = &s->rules[ri];
     if (st->counters.cap_hits == st->cap_hits_warned || !s->hooks->warn)
@@ -709,7 +713,7 @@ static void warn_caps(Shard *s, size_t ri)
 }
 
 /* Keys refused for want of memory lose their events: say so, as for the caps. */
-static void warn_refused(Shard *s, size_t ri)
+COLD static void warn_refused(Shard *s, size_t ri)
 {
     RuleState *st = &s->rules[ri];
     if (st->stats.keys_refused == st->refused_warned || !s->hooks->warn)
@@ -1021,7 +1025,7 @@ uint64_t shard_partials_live(const Shard *s)
     return n;
 }
 
-void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
+COLD void shard_add_rule_stats(const Shard *s, size_t rule, EngineRuleStats *acc)
 {
     const RuleState *st = &s->rules[rule];
     acc->matches += st->stats.matches;
@@ -1050,7 +1054,7 @@ uint64_t shard_regex_limit_hits(const Shard *s)
 
 /* ---- teardown ---------------------------------------------------------------- */
 
-static void drop_record(PartEntry *rec, void *user)
+COLD static void drop_record(PartEntry *rec, void *user)
 {
     Shard *s = user;
     budget_add(&s->mem, -rec_base_charge(rec));
@@ -1066,7 +1070,7 @@ static void drop_record(PartEntry *rec, void *user)
 
 /* Frees what a shard holds per rule set (the rule states' array, not their contents,
  * which the caller frees or hands over to a new set): at teardown and at a reload swap. */
-static void free_rule_set_parts(Shard *s)
+COLD static void free_rule_set_parts(Shard *s)
 {
     free(s->rules);
     free(s->rule_bits);
@@ -1083,7 +1087,7 @@ static void free_rule_set_parts(Shard *s)
     free(s->ctxs);
 }
 
-void shard_free(Shard *s)
+COLD void shard_free(Shard *s)
 {
     if (!s)
         return;
@@ -1105,7 +1109,7 @@ void shard_free(Shard *s)
 
 enum { VALUE_HAS_S = 1, VALUE_HAS_RAW = 2 };
 
-static void put_value(Buf *out, const Value *v)
+COLD static void put_value(Buf *out, const Value *v)
 {
     /* num, i and s share their bits: each is written for its own type only, else 0. */
     uint64_t bits = 0;
@@ -1127,7 +1131,7 @@ static void put_value(Buf *out, const Value *v)
 /* A value whose strings point into the reader's input. The record keeps the values
  * (its format predates entries that derive them from their key bytes): read and
  * checked, not kept. */
-static bool get_value(SnapReader *r, Value *v)
+COLD static bool get_value(SnapReader *r, Value *v)
 {
     memset(v, 0, sizeof *v);
     uint64_t type = snap_get_u64(r);
@@ -1154,7 +1158,7 @@ static bool get_value(SnapReader *r, Value *v)
 }
 
 
-int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)
+COLD int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex index, void *user)
 {
     const CompiledRule *rule = &s->rs->rules[ri];
     Value *vals = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *vals);
@@ -1186,7 +1190,7 @@ int shard_snapshot_keys(const Shard *s, size_t ri, Buf *out, SnapEventIndex inde
 
 /* The restored state of rule ri for a key: its matcher nk (NULL: idle; taken) and
  * its suppression, in the key's record. -1 with *err on failure. */
-static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, NfaKey *nk,
+COLD static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, NfaKey *nk,
                         int64_t suppress_until, const char **err)
 {
     uint64_t hash = part_hash(kbytes, klen);
@@ -1231,7 +1235,7 @@ static int restore_slot(Shard *s, size_t ri, const char *kbytes, size_t klen, Nf
     return -1;
 }
 
-int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
+COLD int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, SnapReader *r,
                       SnapEventLookup lookup, void *user, const char **err)
 {
     const CompiledRule *rule = &s->rs->rules[ri];
@@ -1261,7 +1265,7 @@ int shard_restore_key(Shard *s, size_t ri, const char *kbytes, size_t klen, Snap
     return restore_slot(s, ri, kbytes, klen, nk, suppress_until, err);
 }
 
-void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
+COLD void shard_restore_stats(Shard *s, size_t ri, const EngineRuleStats *in)
 {
     RuleState *st = &s->rules[ri];
     st->stats.matches = in->matches;
@@ -1297,7 +1301,7 @@ struct ShardSwap {
     NfaRunCtx *ctxs;
 };
 
-ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
+COLD ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
 {
     ShardSwap *sw = calloc(1, sizeof *sw);
     if (!sw)
@@ -1325,7 +1329,7 @@ ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     return sw;
 }
 
-void shard_swap_abort(ShardSwap *sw)
+COLD void shard_swap_abort(ShardSwap *sw)
 {
     if (!sw)
         return;
@@ -1349,7 +1353,7 @@ void shard_swap_abort(ShardSwap *sw)
 /* A kept rule whose suppression came or went (fingerprints leave it out): its table of
  * suppressions is emptied, or made ready for them. A slot kept only for a suppression
  * that no longer exists leaves when its time comes. */
-static void resuppress(RuleState *st, const CompiledRule *rule)
+COLD static void resuppress(RuleState *st, const CompiledRule *rule)
 {
     unsigned extras = rule_suppresses(rule) ? PART_X_SUPPRESS : 0u;
     if (st->suppress.extras == extras)
@@ -1361,7 +1365,7 @@ static void resuppress(RuleState *st, const CompiledRule *rule)
 /* Gives each slot of rec its rule's number in the new set (sw->renumber), dropping the
  * slots of rules that do not stay (their state is freed, counted in the old rules'
  * counters), and sorts the slots by the new numbers. */
-static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
+COLD static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
 {
     PartSlot *sl = part_slots(rec);
     size_t kept = 0;
@@ -1391,7 +1395,7 @@ static void renumber_slots(Shard *s, PartEntry *rec, const uint32_t *renumber)
 
 /* Re-arms every record for the new set (a kept rule's timeouts may now alert, or no
  * longer); a record left without slots fires at once, and leaves. */
-static void rearm_records(Shard *s)
+COLD static void rearm_records(Shard *s)
 {
     int64_t now = s->fired_upto;
     size_t bucket = 0;
@@ -1409,7 +1413,7 @@ static void rearm_records(Shard *s)
     }
 }
 
-void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
+COLD void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
 {
     for (size_t i = 0; i < s->rs->n_rules; i++)
         sw->renumber[i] = UINT32_MAX;
