@@ -114,8 +114,7 @@ void part_pool_free(PartPool *pool)
 
 void part_table_init(PartTable *t)
 {
-    *t = (PartTable){.slots = NULL, .shared = NULL, .probe = NULL, .extras = 0, .pre = 0,
-                     .keep_size = false};
+    *t = (PartTable){.slots = NULL, .shared = NULL, .extras = 0, .pre = 0, .keep_size = false};
     part_pool_init(&t->own);
 }
 
@@ -125,13 +124,6 @@ void part_table_set_extras(PartTable *t, unsigned extras)
         return;
     t->extras = extras;
     t->pre = extras & PART_X_SUPPRESS ? sizeof(int64_t) : 0;
-}
-
-void part_table_set_probe(PartTable *t, PartProbe *probe)
-{
-    t->probe = probe;
-    if (probe)
-        *probe = part_probe_of(t);
 }
 
 void part_table_keep_size(PartTable *t, bool keep)
@@ -295,7 +287,6 @@ static bool resize(PartTable *t, size_t n_slots)
     t->slots = ns;
     t->used = nu;
     t->n_slots = n_slots;
-    part_table_set_probe(t, t->probe);
     return true;
 }
 
@@ -630,9 +621,7 @@ void part_table_free(PartTable *t, void (*drop)(PartEntry *e, void *user), void 
     free(t->used);
     part_pool_free(&t->own);
     PartPool *shared = t->shared;
-    PartProbe *probe = t->probe;
     unsigned extras = t->extras;
     part_table_init_shared(t, shared);
     part_table_set_extras(t, extras);
-    part_table_set_probe(t, probe);
 }

@@ -139,10 +139,9 @@ typedef struct PartPool {
     SlabSource src;           /* the slabs, and the one empty spare any class reuses */
 } PartPool;
 
-/* What a lookup reads before any entry: a copy of the table's slot array, bitmap and
- * size, which the table keeps up to date wherever its owner wants it. A shard keeps
- * its rules' side by side, so that the lookups of one event in many rules read a few
- * shared cache lines instead of one line of each rule's state. */
+/* What a lookup reads before any entry: the table's slot array, bitmap and size
+ * (part_probe_of, valid until the table next changes), so that a caller can test a
+ * key or fetch its slot without reading the table itself. */
 typedef struct PartProbe {
     const uint64_t *slots;
     const uint64_t *used;
@@ -157,11 +156,8 @@ typedef struct PartTable {
     size_t count;
     PartPool own;             /* the entries' pool, unless shared is set */
     PartPool *shared;         /* borrowed; NULL: own */
-    PartProbe *probe;         /* borrowed; NULL: none; kept equal to the fields above */
     unsigned extras;          /* PART_X_* its entries have */
-    bool keep_size;           /* removals do not shrink the slots (part_table_keep_size);
-                                 here, in the padding after extras: the table's size
-                                 sets the stride of the shard's rule states */
+    bool keep_size;           /* removals do not shrink the slots (part_table_keep_size) */
     size_t pre;               /* the bytes they take before each entry */
 } PartTable;
 
@@ -186,8 +182,6 @@ void part_table_init_shared(PartTable *t, PartPool *pool);
 /* The optional fields (PART_X_*) of the entries added from now on: only while the table
  * is empty. */
 void part_table_set_extras(PartTable *t, unsigned extras);
-/* From now on the table keeps *probe (borrowed; NULL: none) up to date. */
-void part_table_set_probe(PartTable *t, PartProbe *probe);
 /* With keep true, removals leave the slot array at its size: a table that empties for
  * good (the end of input) would otherwise shrink and rehash again and again on the way
  * down, for slots part_table_free then releases at once. Growth is unchanged. */
