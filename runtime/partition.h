@@ -127,8 +127,9 @@ static inline int64_t *part_suppress_until(PartEntry *e)
  * reuses freed entries at once); larger entries are malloc'd. */
 #define PART_SLAB_CLASSES 64u
 
-/* Where entries come from: one per table, or one per thread shared by its tables, so
- * that an entry one rule frees is the next one another rule makes, still in the cache. */
+/* Where entries come from: one per table, or one per thread shared by its tables (a
+ * shard's table of keys and its rules' tables of suppressions), so that an entry one
+ * table frees is the next one another makes, still in the cache. */
 typedef struct PartSlabClass {
     SlabList avail;           /* the slabs of the class with room */
     Slab *recent;             /* the one an entry was last freed to, or NULL */
@@ -207,8 +208,8 @@ static inline uint64_t part_entry_hash(const PartEntry *e)
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash);
 /* False when no entry can have this hash: its home slot is empty, and with linear
  * probing and backward-shift removal every entry sits in an unbroken run from its
- * home. Reads a bitmap 64 times smaller than the slots, which stays in cache when the
- * slots do not: most keys of a rule with few live keys miss without a cache miss. */
+ * home. Reads a bitmap 64 times smaller than the slots, which stays in cache longer
+ * than they do: a key with no entry is mostly answered without reading the slots. */
 static inline bool part_probe_may_hold(const PartProbe *p, uint64_t hash)
 {
     if (!p->n_slots)
