@@ -20,9 +20,7 @@
  * to malloc, so memory follows the live keys and a key that dies and comes back costs
  * no allocation. The slab an entry was last freed to serves the next one of its class
  * (LIFO: the entry is still in the cache), without relinking lists, whose other slabs'
- * headers are cold. A slab's header is read on every free: the timers prefetch it for
- * the keys about to fire (part_slab_prefetch). Entries of more than 512 bytes get a
- * malloc of their own. */
+ * headers are cold. Entries of more than 512 bytes get a malloc of their own. */
 #define ENTRY_ALIGN 8u
 #define SLAB_CLASSES PART_SLAB_CLASSES
 

@@ -217,12 +217,15 @@ static inline bool part_probe_may_hold(const PartProbe *p, uint64_t hash)
     size_t i = hash & (p->n_slots - 1);
     return (p->used[i / 64] >> (i % 64)) & 1;
 }
-/* Starts loading the slot a lookup of `hash` reads first, so that the cache misses of
- * several tables overlap instead of queueing. */
+/* Starts loading what a lookup of `hash` reads first, the bitmap word and the slot,
+ * so that their cache misses overlap other work instead of waiting for it. */
 static inline void part_probe_prefetch(const PartProbe *p, uint64_t hash)
 {
-    if (p->n_slots)
-        __builtin_prefetch(&p->slots[hash & (p->n_slots - 1)]);
+    if (!p->n_slots)
+        return;
+    size_t i = hash & (p->n_slots - 1);
+    __builtin_prefetch(&p->used[i / 64]);
+    __builtin_prefetch(&p->slots[i]);
 }
 /* The entry a lookup of `hash` would compare first: the first one in its probe run
  * whose slot holds the same hash tag, found from the slots alone (NULL: the key has no
@@ -282,12 +285,6 @@ static inline void part_entry_prefetch(const PartEntry *e)
     const char *p = (const char *)e;
     __builtin_prefetch(p);
     __builtin_prefetch(p + 64);
-}
-/* Starts loading what removing e reads besides e and its slot: its slab's header (an
- * address computed, not read: nothing happens for an entry outside any slab). */
-static inline void part_slab_prefetch(const PartEntry *e)
-{
-    __builtin_prefetch(slab_of(e), 1);
 }
 /* Unlinks and frees an entry (its slots' NfaKeys must be idle: nfa_key_clear). */
 void part_remove(PartTable *t, PartEntry *e);

@@ -222,15 +222,19 @@ COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const 
 
 /* ---- suppression ------------------------------------------------------------- */
 
+/* The entry holding the end of rec's key's suppression in rule ri, or NULL. */
+static PartEntry *suppress_entry(const Shard *s, size_t ri, const PartEntry *rec)
+{
+    if (!(s->rule_bits[ri] & RULE_SUPPRESSES))
+        return NULL;
+    const PartTable *t = &s->rules[ri].suppress;
+    return t->count ? part_lookup(t, rec->tail, rec->klen, part_entry_hash(rec)) : NULL;
+}
+
 /* The end of a key's suppression in rule ri (INT64_MIN: none). */
 static int64_t suppressed_until(const Shard *s, size_t ri, const PartEntry *rec)
 {
-    if (!(s->rule_bits[ri] & RULE_SUPPRESSES))
-        return INT64_MIN;
-    const PartTable *t = &s->rules[ri].suppress;
-    if (!t->count)
-        return INT64_MIN;
-    PartEntry *e = part_lookup(t, rec->tail, rec->klen, part_entry_hash(rec));
+    PartEntry *e = suppress_entry(s, ri, rec);
     return e ? *part_suppress_until(e) : INT64_MIN;
 }
 
@@ -249,20 +253,13 @@ COLD static bool suppress_set(Shard *s, size_t ri, const PartEntry *rec, int64_t
 /* The key's slot in rule ri leaves: its suppression goes with it. */
 static void suppress_forget(Shard *s, size_t ri, const PartEntry *rec)
 {
-    if (!(s->rule_bits[ri] & RULE_SUPPRESSES))
-        return;
-    PartTable *t = &s->rules[ri].suppress;
-    if (!t->count)
-        return;
-    PartEntry *e = part_lookup(t, rec->tail, rec->klen, part_entry_hash(rec));
+    PartEntry *e = suppress_entry(s, ri, rec);
     if (e)
-        part_remove(t, e);
+        part_remove(&s->rules[ri].suppress, e);
 }
 
 /* ---- slots ------------------------------------------------------------------- */
 
-
-/* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
 /* The rule number of a slot that left, until its record's slots are compacted. */
 #define SLOT_GONE ((uint32_t)INT32_MAX)
 
@@ -293,6 +290,7 @@ static void slots_compact(PartEntry *rec)
     rec->n_slots = (uint16_t)kept;
 }
 
+/* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
 static void slot_remove(Shard *s, PartEntry *rec, size_t i)
 {
     slot_leave(s, rec, &part_slots(rec)[i]);
@@ -543,6 +541,17 @@ static void slot_retime(const Shard *s, const PartEntry *rec, PartSlot *sl)
     sl->waits = slot_may_wait(s, sl);
 }
 
+/* A slot whose partial matches die unseen (slot_may_wait): its `timeouts` are counted
+ * and its state freed as the matcher would, without running it. */
+static void slot_drop_unseen(Shard *s, PartSlot *sl, size_t timeouts)
+{
+    RuleState *st = &s->rules[sl->rule];
+    st->stats.timeouts += timeouts;
+    budget_add(&s->mem, -slot_charge(sl));
+    nfa_key_clear(&sl->nfa, &st->counters);
+    sl->held = 0;
+}
+
 /* After a run of slot i of rec at time now: the slot's next time, or its end (an idle
  * matcher and no suppression left): then it leaves (slot_leave), and false says the
  * caller must compact the record. */
@@ -619,11 +628,7 @@ static void rec_run_due(Shard *s, PartEntry *rec, int64_t at, bool every_slot)
             /* Its one partial match is due and dies unseen (a rule without `on timeout`,
              * nothing held back or pending: slot_may_wait), so it is counted and freed
              * as the matcher would, without running it: most of scenario 4's firings. */
-            RuleState *st = &s->rules[ri];
-            st->stats.timeouts++;
-            budget_add(&s->mem, -slot_charge(sl));
-            nfa_key_clear(&sl->nfa, &st->counters);
-            sl->held = 0;
+            slot_drop_unseen(s, sl, 1);
         } else if (!nfa_key_idle(&sl->nfa)) {
             int64_t was = slot_charge(sl);
             s->cur_rule = ri;
@@ -858,14 +863,12 @@ static void prefetch_key_slots(Shard *s, size_t n)
 {
     PartProbe probe = part_probe_of(&s->keys);
     const char *last = NULL;
-    for (size_t j = 0; j < n && probe.n_slots; j++) {
+    for (size_t j = 0; j < n; j++) {
         const RouteKey *k = &s->routed_key[s->routed_order[j]];
         if (s->routed[s->routed_order[j]] != ROUTE_KEYED || k->bytes == last)
             continue;
         last = k->bytes;
-        size_t i = k->hash & (probe.n_slots - 1);
-        __builtin_prefetch(&probe.used[i / 64]);
-        __builtin_prefetch(&probe.slots[i]);
+        part_probe_prefetch(&probe, k->hash);
     }
 }
 
@@ -926,12 +929,9 @@ static PartEntry **table_entries(const PartTable *t)
  * have counted them; the others still fire in order. */
 static bool slot_end_silent(const Shard *s, const PartSlot *sl, size_t *timeouts)
 {
-    *timeouts = 0;
-    if (nfa_key_idle(&sl->nfa))
-        return true;
-    if (!(s->rule_bits[sl->rule] & RULE_LAZY_TIMEOUTS) || !nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa))
+    if (!slot_may_wait(s, sl))
         return false;
-    *timeouts = nfa_key_end_timeouts(s->nfas[sl->rule], &sl->nfa);
+    *timeouts = nfa_key_end_timeouts(s->nfas[sl->rule], &sl->nfa);   /* 0 when idle */
     return true;
 }
 
@@ -954,10 +954,7 @@ static void drop_silent_slots(Shard *s)
             size_t timeouts;
             if (!slot_end_silent(s, sl, &timeouts))
                 continue;
-            RuleState *st = &s->rules[sl->rule];
-            st->stats.timeouts += timeouts;
-            budget_add(&s->mem, -slot_charge(sl));
-            nfa_key_clear(&sl->nfa, &st->counters);
+            slot_drop_unseen(s, sl, timeouts);
             slot_leave(s, rec, sl);
         }
         slots_compact(rec);
