@@ -227,10 +227,11 @@ static bool literals_need_no_escape(const CompiledTemplate *t)
     return true;
 }
 
-/* The heads of an action (NULL: the default action) at the end of names->text;
- * name_json is the rule's name as a JSON string, kept elsewhere. */
+/* The heads of an action (NULL: the default action) at the end of names->text, each
+ * followed by the first key's piece; name_json is the rule's name as a JSON string,
+ * kept elsewhere. */
 static void put_action_head(RecordNames *names, RecordHead *head, const CompiledAction *action,
-                            const Buf *name_json)
+                            const Buf *name_json, const CompiledRule *rule)
 {
     static const NfaResultKind kinds[2] = {NFA_MATCH, NFA_TIMEOUT};
     for (size_t k = 0; k < 2; k++) {
@@ -238,6 +239,8 @@ static void put_action_head(RecordNames *names, RecordHead *head, const Compiled
         put_head_pieces(&names->text, name_json->data, name_json->len, kinds[k],
                         action ? action->severity : SEV_MEDIUM);
         head->len[k] = names->text.len - head->at[k];
+        if (rule->n_keys)
+            put_key_piece(&names->text, rule->key_names[0], true);
     }
     head->plain_literals = !action || literals_need_no_escape(&action->message);
 }
@@ -264,16 +267,18 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
         put_key_piece(&names->text, rule->key_names[i], i == 0);
         names->key_ends[i] = names->text.len;
     }
+    names->key0_len = rule->n_keys ? names->key_ends[0] - names->name_len : 0;
+    names->steps_at = names->text.len;
     for (size_t s = 0; s < ast->n_steps; s++) {
         put_step_piece(&names->text, ast->steps[s].name);
         names->step_ends[s] = names->text.len;
     }
     RecordHead *head = names->heads;
-    put_action_head(names, head++, NULL, &name_json);
+    put_action_head(names, head++, NULL, &name_json, rule);
     for (size_t i = 0; i < rule->n_on_match; i++)
-        put_action_head(names, head++, &rule->on_match[i], &name_json);
+        put_action_head(names, head++, &rule->on_match[i], &name_json, rule);
     for (size_t i = 0; i < rule->n_on_timeout; i++)
-        put_action_head(names, head++, &rule->on_timeout[i], &name_json);
+        put_action_head(names, head++, &rule->on_timeout[i], &name_json, rule);
     bool failed = names->text.failed || name_json.failed;
     buf_free(&name_json);
     return failed ? -1 : 0;
@@ -308,14 +313,9 @@ static size_t key_piece_at(const RecordNames *names, size_t i)
     return i ? names->key_ends[i - 1] : names->name_len;
 }
 
-static size_t steps_at(const RecordNames *names, const CompiledRule *rule)
+static size_t step_piece_at(const RecordNames *names, size_t s)
 {
-    return rule->n_keys ? names->key_ends[rule->n_keys - 1] : names->name_len;
-}
-
-static size_t step_piece_at(const RecordNames *names, const CompiledRule *rule, size_t s)
-{
-    return s ? names->step_ends[s - 1] : steps_at(names, rule);
+    return s ? names->step_ends[s - 1] : names->steps_at;
 }
 
 /* ---- the record --------------------------------------------------------------- */
@@ -343,8 +343,7 @@ static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNa
 {
     size_t kind = r->kind == NFA_TIMEOUT;
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
-    size_t room = TIME_ROOM + (head ? head->len[kind] : 0) + steps_at(names, rule) -
-                  names->name_len;
+    size_t room = TIME_ROOM + (head ? head->len[kind] : 0) + names->steps_at - names->name_len;
     for (size_t i = 0; i < n; i++)
         room += key[i].raw_len;
     if (!head)
@@ -353,11 +352,17 @@ static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNa
     if (!room_for(out, room))
         return;
     char *p = out->data + out->len;
-    if (head)
-        p = put_at(p, names->text.data + head->at[kind], head->len[kind]);
+    size_t first_key = 0;   /* whose piece is still to write */
+    if (head) {   /* the first key's piece comes with it */
+        first_key = n > 0;
+        p = put_at(p, names->text.data + head->at[kind],
+                   head->len[kind] + (first_key ? names->key0_len : 0));
+    }
     for (size_t i = 0; i < n; i++) {
-        size_t at = key_piece_at(names, i);
-        p = put_at(p, names->text.data + at, names->key_ends[i] - at);
+        if (i >= first_key) {
+            size_t at = key_piece_at(names, i);
+            p = put_at(p, names->text.data + at, names->key_ends[i] - at);
+        }
         if (raw_is_json(&key[i])) {
             p = put_at(p, key[i].raw, key[i].raw_len);
             continue;
@@ -503,27 +508,26 @@ static inline char *put_event(Buf *out, char *p, const Event *ev, EchoLines echo
 }
 
 /* `"STEP":[` at p, after the `],` that closes the step before unless it is the first. */
-static inline char *open_step(char *p, const RecordNames *names, const CompiledRule *rule,
-                              size_t s, bool first)
+static inline char *open_step(char *p, const RecordNames *names, size_t s, bool first)
 {
     if (!first) {
         *p++ = ']';
         *p++ = ',';
     }
-    size_t at = step_piece_at(names, rule, s);
+    size_t at = step_piece_at(names, s);
     return put_at(p, names->text.data + at, names->step_ends[s] - at);
 }
 
 /* The events at p, in a chain whose steps come in pattern order: one pass. */
-static char *put_events_in_order(Buf *out, char *p, const CompiledRule *rule,
-                                 const RecordNames *names, const Chain *c, size_t room)
+static char *put_events_in_order(Buf *out, char *p, const RecordNames *names, const Chain *c,
+                                 size_t room)
 {
     for (size_t i = 0; i < c->n && p; i++) {
         size_t s = c->nodes[i]->step;
         if (i && s == c->nodes[i - 1]->step)
             *p++ = ',';
         else
-            p = open_step(p, names, rule, s, i == 0);
+            p = open_step(p, names, s, i == 0);
         p = put_event(out, p, c->nodes[i]->event, c->echo, room);
     }
     return p;
@@ -542,7 +546,7 @@ static char *put_events_by_step(Buf *out, char *p, const CompiledRule *rule,
             if (opened) {
                 *p++ = ',';
             } else {
-                p = open_step(p, names, rule, s, !*any);
+                p = open_step(p, names, s, !*any);
                 opened = *any = true;
             }
             if (!(p = put_event(out, p, c->nodes[i]->event, c->echo, room)))
@@ -558,15 +562,14 @@ static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *na
                        const Chain *chain)
 {
     const Rule *ast = rule->ast;
-    size_t steps_from = steps_at(names, rule);
-    size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - steps_from : 0;
+    size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - names->steps_at : 0;
     size_t room = 16 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
     if (!room_for(out, room))
         return;
     char *p = PUT_AT(out->data + out->len, ",\"events\":{");
     bool any = chain->in_step_order && chain->n > 0;
     if (chain->in_step_order)
-        p = put_events_in_order(out, p, rule, names, chain, room);
+        p = put_events_in_order(out, p, names, chain, room);
     else
         p = put_events_by_step(out, p, rule, names, chain, room, &any);
     if (!p)

@@ -40,7 +40,9 @@ static inline bool array_index(const void *elem, const void *array, size_t n, si
 }
 
 /* An action's record head, `{"rule":NAME,"kind":KIND,"severity":SEVERITY,"key":{`,
- * for each kind of result, and what its message's literal text needs. */
+ * for each kind of result, and what its message's literal text needs. Each head is
+ * followed in the text by the first key's `"NAME":` (RecordNames.key0_len bytes, none
+ * without keys), so that a record's start up to its first key value is one copy. */
 typedef struct RecordHead {
     size_t at[2], len[2];      /* in RecordNames.text, by kind: [0] match, [1] timeout */
     bool plain_literals;       /* no literal part of its message needs escaping */
@@ -54,7 +56,9 @@ typedef struct RecordNames {
     Buf text;                  /* every piece, back to back; owned */
     size_t name_len;           /* the rule's name: text.data[0, name_len) */
     size_t *key_ends;          /* heap: key i is [key_ends[i-1] (or name_len), key_ends[i]) */
-    size_t *step_ends;         /* heap: the steps, after the keys, the same way */
+    size_t key0_len;           /* the first key's piece (0 without keys) */
+    size_t steps_at;           /* where the steps start, after the keys */
+    size_t *step_ends;         /* heap: step s is [step_ends[s-1] (or steps_at), step_ends[s]) */
     RecordHead *heads;         /* heap: the default action's, then on_match's and
                                   on_timeout's in order */
 } RecordNames;

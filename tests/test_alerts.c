@@ -1219,6 +1219,35 @@ START_TEST(literal_message_text_escaped)
 }
 END_TEST
 
+/* A record's head and its first key's name are copied together: with fewer key values
+ * than keys (none, one, all) the key object holds just those, through the rule's own
+ * action (the head escaped once) and a copy of it (escaped per record) alike. */
+START_TEST(fewer_key_values_than_keys)
+{
+    load_rules("rule two { key a, b; begin s; on match alert info \"m\"; }\n");
+    const CompiledRule *r = rule("two");
+    Event *e = decode("{\"a\":1,\"b\":\"x\"}", T_2026);
+    take(r, "s", e);
+    Value key[2];
+    eval_key(r, e, key);
+    static const char *const objects[] = {"{}", "{\"a\":1}", "{\"a\":1,\"b\":\"x\"}"};
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = T_2026, .last = fx.chain};
+    CompiledAction copy = r->on_match[0];
+    const CompiledAction *actions[] = {&r->on_match[0], &copy};
+    for (size_t n = 0; n <= 2; n++)
+        for (size_t a = 0; a < 2; a++) {
+            char want[256];
+            snprintf(want, sizeof want,
+                     "{\"rule\":\"two\",\"kind\":\"match\",\"severity\":\"info\","
+                     "\"key\":%s,\"time\":\"2026-01-01T00:00:00.000Z\",\"message\":\"m\","
+                     "\"fields\":{},\"events\":{\"s\":[{\"a\":1,\"b\":\"x\"}]}}", objects[n]);
+            buf_clear(&fx.out);
+            ck_assert_int_eq(alert_render(r, actions[a], key, n, &res, fx.scratch, &fx.out), 0);
+            ck_assert_str_eq(fx.out.data, want);
+        }
+}
+END_TEST
+
 static Suite *alerts_suite(void)
 {
     Suite *s = suite_create("alerts");
@@ -1242,6 +1271,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, copied_action_renders_as_the_original);
     tcase_add_test(tr, key_values_without_json_text);
     tcase_add_test(tr, literal_message_text_escaped);
+    tcase_add_test(tr, fewer_key_values_than_keys);
     suite_add_tcase(s, tr);
     TCase *tf = tcase_create("fast paths");
     tcase_set_timeout(tf, 60);
