@@ -345,14 +345,24 @@ static bool test_shared(Decide *d, const CExpr *ce, size_t slot)
     return holds;
 }
 
-static bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t slot)
+/* Inline, with the cache's hit first: most conditions the matcher tests were decided
+ * for this event already (nfa_key_wakes, ladders, other rules), and then a test is a
+ * few loads, not three calls. */
+static inline bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t slot)
 {
     if (!ce)
         return true;
     if (iterative)
         return expr_test(ce, &d->ec, d->scratch);
-    if (d->cache && d->cache_ids[slot] != NFA_NONE)
-        return test_shared(d, ce, slot);   /* the cache is this event's memo already */
+    if (d->cache && d->cache_ids[slot] != NFA_NONE) {
+        NfaCondCache *c = d->cache;   /* the cache is this event's memo already */
+        uint32_t g = d->cache_ids[slot];
+        if (c->seen[g] == c->event) {
+            c->hits++;
+            return c->vals[g] == 1;
+        }
+        return test_shared(d, ce, slot);
+    }
     NfaWork *w = d->w;
     if (w->memo_seen[slot] != w->memo_now) {
         w->memo[slot] = test_shared(d, ce, slot);
@@ -371,16 +381,45 @@ static bool cond_holds(Decide *d, uint32_t c)
         return !cond_holds(d, cd->a);
     case NFA_C_AND:
         return cond_holds(d, cd->a) && cond_holds(d, cd->b);
-    case NFA_C_WHERE: {
-        const NfaStep *s = &d->nfa->steps[cd->step];
-        return test_expr(d, s->where, s->where_iter, 2 * (size_t)cd->step);
+    case NFA_C_WHERE:
+    case NFA_C_UNTIL:
+        break;
     }
-    case NFA_C_UNTIL: {
-        const NfaStep *s = &d->nfa->steps[cd->step];
-        return test_expr(d, s->until, s->until_iter, 2 * (size_t)cd->step + 1);
-    }
-    }
-    return false;
+    /* one call site, so that test_expr inlines here once */
+    const NfaStep *s = &d->nfa->steps[cd->step];
+    bool until = cd->kind == NFA_C_UNTIL;
+    return test_expr(d, until ? s->until : s->where, until ? s->until_iter : s->where_iter,
+                     2 * (size_t)cd->step + until);
+}
+
+/* A `where` the cache decided for this event: 1 or 0; -1 when it has no result (the
+ * condition is not shared, or not yet tested). A slot in a group is a compiled
+ * `where` that reads only the event, so the cached result is the condition's. */
+static inline int cached_where(const Decide *d, const NfaCond *cd)
+{
+    NfaCondCache *c = d->cache;
+    if (!c || d->w->general_only)
+        return -1;
+    uint32_t g = d->cache_ids[2 * (size_t)cd->step];
+    if (g == NFA_NONE || c->seen[g] != c->event)
+        return -1;
+    c->hits++;
+    return c->vals[g] == 1;
+}
+
+/* cond_holds without a call for the edges most states have: `true`, and a `where` or
+ * `not where` the cache already decided (a take and its ignore edge). */
+static inline bool edge_holds(Decide *d, uint32_t c)
+{
+    const NfaCond *cd = &d->nfa->conds[c];
+    if (cd->kind == NFA_C_TRUE)
+        return true;
+    bool negated = cd->kind == NFA_C_NOT;
+    const NfaCond *of = negated ? &d->nfa->conds[cd->a] : cd;
+    int holds = of->kind == NFA_C_WHERE ? cached_where(d, of) : -1;
+    if (holds < 0)
+        return cond_holds(d, c);
+    return negated ? !holds : holds;
 }
 
 /* Flink's decision graph: the take and ignore edges of `state` and of every state
@@ -391,7 +430,7 @@ static void collect(Decide *d, uint32_t state)
     for (uint32_t i = 0; i < s->n_edges; i++) {
         uint32_t ei = s->first_edge + i;
         const NfaEdge *e = &d->nfa->edges[ei];
-        if (!cond_holds(d, e->cond))
+        if (!edge_holds(d, e->cond))
             continue;
         if (e->action != NFA_PROCEED) {
             d->w->edges[d->n_edges++] = ei;
@@ -911,12 +950,41 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
                     .w = ctx->work};
 }
 
+/* key_step for an idle key whose start state's one decision (d, from start_reacts) is
+ * a take into a state that neither completes nor proceeds, under the rule's cap: the
+ * usual start, one partial match, made straight into the key where key_step would put
+ * it after its lists. False, having done nothing, when the start is not of that kind
+ * (or the work is told to take the general way, for tests). */
+static bool start_single(const Nfa *nfa, NfaKey *k, const Decide *d, Event *ev,
+                         NfaRunCtx *ctx)
+{
+    NfaWork *w = ctx->work;
+    if (d->n_edges != 1 || d->stopped || w->general_only)
+        return false;
+    const NfaEdge *e = &nfa->edges[w->edges[0]];
+    const NfaState *to = &nfa->states[e->target];
+    if (e->action != NFA_TAKE || to->kind == NFA_ST_FINAL || to->proceeds_to_final ||
+        ctx->counters->partials_live >= rule_cap(ctx))
+        return false;
+    MatchNode *node = work_node_new(nfa, w, NULL, ev, nfa->states[e->source].step);
+    if (!node) {
+        drop_for_memory(ctx->counters, 1);
+        return true;
+    }
+    ctx->counters->takes++;
+    k->live.one = (Run){.last = node, .start = ev};
+    k->live.one.state = e->target;
+    k->n_live = 1;
+    ctx->counters->partials_live++;
+    return true;
+}
+
 void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
 {
     bool idle = nfa_key_idle(k);
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(ctx->work);   /* the start's conditions are then tested once */
-    if (idle && !start_reacts(nfa, &d))
+    if (idle && (!start_reacts(nfa, &d) || start_single(nfa, k, &d, ev, ctx)))
         return;
     key_step(nfa, k, &d, ev, ctx, idle);
 }

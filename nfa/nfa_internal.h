@@ -152,7 +152,15 @@ struct NfaWork {
     size_t n_spare;
     NodePool *nodes;       /* plain MatchNodes of this thread's keys; owned (let go of
                               with the work: nodes still held keep it alive) */
+    bool general_only;     /* no fast path: the general one, which tests compare them to */
 };
+
+/* Makes the work take the general path where the matcher has a fast one for common
+ * shapes (nfa_work_new: off), so that a test can show both give the same. */
+static inline void nfa_work_set_general_only(NfaWork *w, bool on)
+{
+    w->general_only = on;
+}
 
 /* An empty key (no runs); NULL on allocation failure. Free with nfa_key_free. */
 NfaKey *nfa_key_new_empty(const Nfa *nfa);

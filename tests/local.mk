@@ -44,3 +44,4 @@ include tests/endflush.mk
 include tests/state_oom.mk
 include tests/records.mk
 include tests/records2.mk
+include tests/matchfast.mk
