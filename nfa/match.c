@@ -950,38 +950,85 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
                     .w = ctx->work};
 }
 
-/* key_step for an idle key whose start state's one decision (d, from start_reacts) is
- * a take into a state that neither completes nor proceeds, under the rule's cap: the
- * usual start, one partial match, made straight into the key where key_step would put
- * it after its lists. False, having done nothing, when the start is not of that kind
- * (or the work is told to take the general way, for tests). */
-static bool start_single(const Nfa *nfa, NfaKey *k, const Decide *d, Event *ev,
+/* An idle key's start as one partial match, straight into the key, along the start
+ * state's take e into a state that neither completes nor proceeds (the rule's cap has
+ * room): where key_step would put it after its lists. */
+static void start_in_key(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
                          NfaRunCtx *ctx)
 {
-    NfaWork *w = ctx->work;
-    if (d->n_edges != 1 || d->stopped || w->general_only)
-        return false;
-    const NfaEdge *e = &nfa->edges[w->edges[0]];
-    const NfaState *to = &nfa->states[e->target];
-    if (e->action != NFA_TAKE || to->kind == NFA_ST_FINAL || to->proceeds_to_final ||
-        ctx->counters->partials_live >= rule_cap(ctx))
-        return false;
-    MatchNode *node = work_node_new(nfa, w, NULL, ev, nfa->states[e->source].step);
+    MatchNode *node = work_node_new(nfa, ctx->work, NULL, ev, nfa->states[e->source].step);
     if (!node) {
         drop_for_memory(ctx->counters, 1);
-        return true;
+        return;
     }
     ctx->counters->takes++;
     k->live.one = (Run){.last = node, .start = ev};
     k->live.one.state = e->target;
     k->n_live = 1;
     ctx->counters->partials_live++;
+}
+
+/* Can the start state's take e go straight into an idle key (start_in_key)? Not when
+ * the work is told to take the general way (for tests). */
+static bool start_plain(const Nfa *nfa, const NfaEdge *e, const NfaRunCtx *ctx)
+{
+    const NfaState *to = &nfa->states[e->target];
+    return e->action == NFA_TAKE && to->kind != NFA_ST_FINAL && !to->proceeds_to_final &&
+           ctx->counters->partials_live < rule_cap(ctx) && !ctx->work->general_only;
+}
+
+/* An idle key's event told from the Nfa and the cache alone, for the usual start
+ * state: one plain take (start_plain) under `true` or a `where` the cache already
+ * decided for this event (nfa_key_wakes has mostly asked it). What the general way
+ * gives, without its Decide, memo and lists; false, having changed nothing (not even
+ * the cache's hits), when the start is not of that kind. */
+static bool start_quick(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
+{
+    const NfaState *s = &nfa->states[nfa->start];
+    if (s->n_edges != 1)
+        return false;
+    const NfaEdge *e = &nfa->edges[s->first_edge];
+    const NfaCond *cd = &nfa->conds[e->cond];
+    NfaCondCache *c = ctx->cond_ids ? ctx->cond_cache : NULL;
+    uint32_t g = NFA_NONE;
+    if (cd->kind == NFA_C_WHERE) {
+        g = c ? ctx->cond_ids[2 * (size_t)cd->step] : NFA_NONE;
+        if (g == NFA_NONE || c->seen[g] != c->event)
+            return false;
+    } else if (cd->kind != NFA_C_TRUE) {
+        return false;
+    }
+    if (!start_plain(nfa, e, ctx))
+        return false;
+    if (g != NFA_NONE) {
+        c->hits++;   /* as collect's test of the condition would count */
+        if (c->vals[g] != 1)
+            return true;
+    }
+    start_in_key(nfa, k, e, ev, ctx);
+    return true;
+}
+
+/* key_step for an idle key whose start state's one decision (d, from start_reacts) is
+ * a plain take: the usual start when its condition was not in the cache. False,
+ * having done nothing, when the start is not of that kind. */
+static bool start_single(const Nfa *nfa, NfaKey *k, const Decide *d, Event *ev,
+                         NfaRunCtx *ctx)
+{
+    if (d->n_edges != 1 || d->stopped)
+        return false;
+    const NfaEdge *e = &nfa->edges[ctx->work->edges[0]];
+    if (!start_plain(nfa, e, ctx))
+        return false;
+    start_in_key(nfa, k, e, ev, ctx);
     return true;
 }
 
 void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
 {
     bool idle = nfa_key_idle(k);
+    if (idle && start_quick(nfa, k, ev, ctx))
+        return;
     Decide d = decide_for(nfa, ev, ctx);
     next_memo(ctx->work);   /* the start's conditions are then tested once */
     if (idle && (!start_reacts(nfa, &d) || start_single(nfa, k, &d, ev, ctx)))

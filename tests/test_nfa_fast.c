@@ -67,7 +67,7 @@ static const char *const skips[] = {"", "skip no_skip; ", "skip to_next; ",
                                     "skip past_last_event; ", "skip to_first a; ",
                                     "skip to_last a; "};
 
-#define N_KINDS 13
+#define N_KINDS 14
 
 static void put_pattern(Buf *b, uint64_t *x)
 {
@@ -111,6 +111,10 @@ static void put_pattern(Buf *b, uint64_t *x)
         break;
     case 11:
         buf_printf(b, "begin a where %s times 0..2; next b where %s; within %us; ", a, c1, w);
+        break;
+    case 12:   /* the start's take under `not until and where` */
+        buf_printf(b, "begin a where %s one_or_more until %s; followed_by b where %s; "
+                   "within %us; ", a, cond(x, true), c1, w);
         break;
     default:   /* a step without where: `true` edges; within per step */
         buf_printf(b, "begin a; followed_by b within 1s where %s; ", c1);
