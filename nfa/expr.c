@@ -1081,6 +1081,14 @@ bool expr_threshold(const CExpr *ce, ExprThreshold *out)
     return true;
 }
 
+bool expr_string_eq(const CExpr *ce, ExprStringEq *out)
+{
+    if (!ce->field_vs_const || ce->cmp_op != BIN_EQ || ce->cmp_const.type != V_STR)
+        return false;
+    *out = (ExprStringEq){ce->cmp_slot, ce->cmp_const.s, ce->cmp_const.len};
+    return true;
+}
+
 /* ---- compilation ---------------------------------------------------------- */
 
 typedef struct Compiler {

@@ -111,6 +111,19 @@ static inline bool expr_slot_number(const Event *ev, int32_t slot, double *v)
     return true;
 }
 
+/* ---- string equalities ------------------------------------------------------
+ * A condition `FIELD == "text"` (or `"text" == FIELD`) is true on an event exactly
+ * when the field holds a string of the same bytes, and false otherwise (never
+ * unknown). A caller testing many such conditions on one field reads it once. */
+typedef struct ExprStringEq {
+    int32_t slot;              /* the field */
+    const char *s;             /* the text, borrowed from the expression */
+    size_t len;
+} ExprStringEq;
+
+/* Is ce such a condition? Then *out describes it. */
+bool expr_string_eq(const CExpr *ce, ExprStringEq *out);
+
 /* ---- running aggregates ---------------------------------------------------
  * A rule's compiler binds the count/sum/avg/min/max/first/last aggregates of its
  * conditions to (step, field) keys; its matcher then keeps one AggAcc per key in

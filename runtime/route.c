@@ -47,6 +47,46 @@ typedef struct Ladder {
 
 #define NOT_TESTED 2   /* atom_truth of an atom not tested for this event yet */
 
+/* The texts of a switch (below) are compared one by one: more would cost an event
+ * more in compares than the tests they save. */
+#define MAX_CASES 16
+
+/* A filter an event must still be tested against: when `guard` is not true the run
+ * of tests up to run_end (those with the same guard) is skipped. */
+typedef struct FilterTest {
+    uint32_t guard;            /* or NO_GUARD */
+    uint32_t run_end;
+    FilterShape shape;
+    const uint64_t *rules;     /* the filter's rules (Router.filter_rules) */
+} FilterTest;
+
+/* Work wanted only when one of some rules passed the event's filters: `need` names
+ * them, or is NULL when the plan already passes one of them. */
+typedef struct Needed {
+    size_t index;              /* a relevance ladder, tree or key group (Router's) */
+    const uint64_t *need;
+} Needed;
+
+/* What routing an event leaves to do once the value of the switch field is known
+ * (see route_event): the atoms, filters and relevance trees the value settles are
+ * settled when the router is built, and what the passed rules cannot need is left out.
+ * Owns its arrays. */
+typedef struct Plan {
+    int8_t *truth;             /* n_atoms: the truths the value settles, else NOT_TESTED */
+    uint64_t *passed;          /* words: the rules whose filter it settles true */
+    uint64_t *irrelevant;      /* words: the rules whose relevance it settles not true */
+    FilterTest *tests;         /* the filters it leaves open, in test order */
+    size_t n_tests;
+    size_t *filter_ladders;    /* those whose guard it does not settle as not true */
+    size_t n_filter_ladders;
+    Needed *ladders;           /* the relevance ladders the passed rules may need */
+    size_t n_ladders;
+    Needed *trees;             /* the relevance trees it leaves open that they may need */
+    size_t n_trees;
+    Needed *keys;              /* the key groups they may need */
+    size_t n_keys;
+} Plan;
+
 struct Router {
     const CompiledRuleSet *rs;
     size_t n, widest;
@@ -61,9 +101,9 @@ struct Router {
     uint64_t *passed;          /* words: this event's admitted rules */
     /* the distinct filters in test order: those that start with the same atom (`a`
      * or `a and b`) one after the other, so that when that atom fails the whole run
-     * is skipped (run_end: where the run of test_order[k] ends) */
+     * is skipped (FilterTest.run_end); each plan keeps those it leaves open, in this
+     * order */
     size_t *test_order;
-    size_t *run_end;
     size_t n_test_order;       /* the filters tested one by one: those on no ladder */
     /* the filters on ladders, settled through them */
     Ladder *filter_ladders;
@@ -98,6 +138,16 @@ struct Router {
     CExpr *const *atoms;
     int8_t *atom_truth;
     FilterShape *shape;        /* per rule */
+    /* the switch: most filters of a rule set ask which kind an event is (`type ==
+     * "tx"`), one text at a time. The field that the most such atoms read is read once
+     * per event and its value picks a plan (n_cases + 1: one per text in `cases`, the
+     * last for any other value), in which those atoms, and what they settle, are
+     * settled already. Without such atoms switch_slot is -1 and the one plan settles
+     * nothing. */
+    int32_t switch_slot;
+    size_t n_cases;
+    ExprStringEq cases[MAX_CASES];   /* texts borrowed from the atoms */
+    Plan *plans;
     /* this event's keys, indexed by a key group's first rule; set for the groups of
      * the rules whose filter passed */
     RouteResult *key_res;
@@ -433,15 +483,13 @@ static bool index_filter_ladders(Router *r, bool *laddered)
     return ok;
 }
 
-/* test_order and run_end (see struct Router) of the filters on no ladder. False on
- * OOM. */
+/* test_order (see struct Router) of the filters on no ladder. False on OOM. */
 static bool order_tests(Router *r, const bool *laddered)
 {
     size_t nf = r->n_filters ? r->n_filters : 1;
     GuardedFilter *gf = calloc(nf, sizeof *gf);
     r->test_order = calloc(nf, sizeof *r->test_order);
-    r->run_end = calloc(nf, sizeof *r->run_end);
-    if (!gf || !r->test_order || !r->run_end) {
+    if (!gf || !r->test_order) {
         free(gf);
         return false;
     }
@@ -450,12 +498,8 @@ static bool order_tests(Router *r, const bool *laddered)
         if (!laddered[f])
             gf[n++] = (GuardedFilter){guard_of(&r->shape[r->filter_rule[f]]), f};
     qsort(gf, n, sizeof *gf, by_guard);
-    for (size_t k = n; k-- > 0;) {
+    for (size_t k = 0; k < n; k++)
         r->test_order[k] = gf[k].filter;
-        bool run_goes_on = k + 1 < n && gf[k].guard != NO_GUARD &&
-                           gf[k + 1].guard == gf[k].guard;
-        r->run_end[k] = run_goes_on ? r->run_end[k + 1] : k + 1;
-    }
     r->n_test_order = n;
     free(gf);
     return true;
@@ -467,6 +511,232 @@ static bool plan_filters(Router *r)
     bool *laddered = calloc(r->n_filters ? r->n_filters : 1, sizeof *laddered);
     bool ok = laddered && index_filter_ladders(r, laddered) && order_tests(r, laddered);
     free(laddered);
+    return ok;
+}
+
+/* ---- plans ------------------------------------------------------------------ */
+
+/* Three-valued `and`/`or`/`not` over truths that may be NOT_TESTED (not settled). */
+static int settle_and(int a, int b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    if (a == NOT_TESTED || b == NOT_TESTED)
+        return NOT_TESTED;
+    return a == 1 && b == 1 ? 1 : -1;
+}
+
+static int settle_or(int a, int b)
+{
+    if (a == 1 || b == 1)
+        return 1;
+    if (a == NOT_TESTED || b == NOT_TESTED)
+        return NOT_TESTED;
+    return a == 0 && b == 0 ? 0 : -1;
+}
+
+/* The truth of a FilterPlan node given some atoms' truths, as node_truth would find
+ * it on every event with those truths; NOT_TESTED when it depends on the others. */
+static int settle_node(const Router *r, const int8_t *truth, uint32_t node)
+{
+    const FilterNode *fn = &r->rs->filters.nodes[node];
+    int a;
+    switch (fn->op) {
+    case FILTER_ATOM:
+        return truth[fn->a];
+    case FILTER_AND:
+        return settle_and(settle_node(r, truth, fn->a), settle_node(r, truth, fn->b));
+    case FILTER_OR:
+        return settle_or(settle_node(r, truth, fn->a), settle_node(r, truth, fn->b));
+    case FILTER_NOT:
+        a = settle_node(r, truth, fn->a);
+        return a == NOT_TESTED || a < 0 ? a : !a;
+    }
+    return NOT_TESTED;
+}
+
+/* Does the shape hold (1), surely not (0), or is it open (NOT_TESTED)? */
+static int settle_shape(const Router *r, const int8_t *truth, const FilterShape *sh)
+{
+    int t = NOT_TESTED;
+    switch (sh->kind) {
+    case SHAPE_NONE:
+        return 1;
+    case SHAPE_ATOM:
+        t = truth[sh->a];
+        break;
+    case SHAPE_AND:
+        t = settle_and(truth[sh->a], truth[sh->b]);
+        break;
+    case SHAPE_OR:
+        t = settle_or(truth[sh->a], truth[sh->b]);
+        break;
+    case SHAPE_TREE:
+        t = settle_node(r, truth, sh->a);
+        break;
+    }
+    return t == NOT_TESTED ? t : t == 1;
+}
+
+static void or_bits(uint64_t *into, const uint64_t *bits, size_t words)
+{
+    for (size_t w = 0; w < words; w++)
+        into[w] |= bits[w];
+}
+
+static bool intersects(const uint64_t *a, const uint64_t *b, size_t words)
+{
+    for (size_t w = 0; w < words; w++)
+        if (a[w] & b[w])
+            return true;
+    return false;
+}
+
+/* The switch field and its cases (see struct Router); case_of[atom]: the case whose
+ * text the atom asks for, or MAX_CASES (also for the texts past MAX_CASES, which stay
+ * tested one by one). */
+static void index_switch(Router *r, uint32_t *case_of)
+{
+    size_t best = 0;
+    r->switch_slot = -1;
+    for (size_t a = 0; a < r->n_atoms; a++) {
+        ExprStringEq eq, other;
+        if (!expr_string_eq(r->atoms[a], &eq))
+            continue;
+        size_t count = 0;
+        for (size_t b = 0; b < r->n_atoms; b++)
+            count += expr_string_eq(r->atoms[b], &other) && other.slot == eq.slot;
+        if (count > best) {
+            best = count;
+            r->switch_slot = eq.slot;
+        }
+    }
+    r->n_cases = 0;
+    for (size_t a = 0; a < r->n_atoms; a++) {
+        ExprStringEq eq;
+        case_of[a] = MAX_CASES;
+        if (!expr_string_eq(r->atoms[a], &eq) || eq.slot != r->switch_slot)
+            continue;
+        size_t c = 0;
+        while (c < r->n_cases &&
+               (r->cases[c].len != eq.len || memcmp(r->cases[c].s, eq.s, eq.len) != 0))
+            c++;
+        if (c == MAX_CASES)
+            continue;
+        if (c == r->n_cases)
+            r->cases[r->n_cases++] = eq;
+        case_of[a] = (uint32_t)c;
+    }
+}
+
+static void plan_free(Plan *p)
+{
+    free(p->truth);
+    free(p->passed);
+    free(p->irrelevant);
+    free(p->tests);
+    free(p->filter_ladders);
+    free(p->ladders);
+    free(p->trees);
+    free(p->keys);
+}
+
+/* Appends to the plan's `list` the work on `rules` if one of them may pass (`may`),
+ * to be done only when one passed unless one surely passes (`passed`). */
+static void plan_need(Needed *list, size_t *n, size_t index, const uint64_t *rules,
+                      const uint64_t *may, const uint64_t *passed, size_t words)
+{
+    if (intersects(rules, may, words))
+        list[(*n)++] = (Needed){index, intersects(rules, passed, words) ? NULL : rules};
+}
+
+/* The filter tests case c leaves open (in test order, runs of one guard together)
+ * and the rules it passes; `may` gets the rules that may pass. */
+static void plan_tests(const Router *r, Plan *p, uint64_t *may)
+{
+    for (size_t k = 0; k < r->n_test_order; k++) {
+        size_t f = r->test_order[k];
+        const FilterShape *sh = &r->shape[r->filter_rule[f]];
+        const uint64_t *rules = &r->filter_rules[f * r->words];
+        int holds = settle_shape(r, p->truth, sh);
+        if (holds == 1)
+            or_bits(p->passed, rules, r->words);
+        else if (holds == NOT_TESTED)
+            p->tests[p->n_tests++] = (FilterTest){guard_of(sh), 0, *sh, rules};
+    }
+    for (size_t k = p->n_tests; k-- > 0;) {
+        FilterTest *t = &p->tests[k];
+        bool run_goes_on = k + 1 < p->n_tests && t->guard != NO_GUARD &&
+                           t[1].guard == t->guard;
+        t->run_end = run_goes_on ? t[1].run_end : (uint32_t)(k + 1);
+        or_bits(may, t->rules, r->words);
+    }
+    or_bits(may, p->passed, r->words);
+    for (size_t i = 0; i < r->n_filter_ladders; i++) {
+        const Ladder *l = &r->filter_ladders[i];
+        if (l->guard != NO_GUARD && p->truth[l->guard] != NOT_TESTED && p->truth[l->guard] != 1)
+            continue;
+        p->filter_ladders[p->n_filter_ladders++] = i;
+        or_bits(may, &l->rules[l->n * r->words], r->words);   /* every rung's */
+    }
+}
+
+/* The relevance and keys the rules that may pass (`may`) need under plan p. */
+static void plan_needs(const Router *r, Plan *p, const uint64_t *may)
+{
+    for (size_t i = 0; i < r->n_ladders; i++)   /* [0]: every rung's rules */
+        plan_need(p->ladders, &p->n_ladders, i, r->ladders[i].rules, may, p->passed, r->words);
+    for (size_t i = 0; i < r->n_tested; i++) {
+        size_t g = r->tested[i];
+        const uint64_t *rules = &r->rel_rules[g * r->words];
+        int holds = settle_shape(r, p->truth, &r->rel_shape[g]);
+        if (holds == 0)
+            or_bits(p->irrelevant, rules, r->words);
+        else if (holds == NOT_TESTED)
+            plan_need(p->trees, &p->n_trees, g, rules, may, p->passed, r->words);
+    }
+    for (size_t k = 0; k < r->n_keys; k++)
+        plan_need(p->keys, &p->n_keys, k, &r->key_rules[k * r->words], may, p->passed,
+                  r->words);
+}
+
+/* The plan of case c (n_cases: any other value). False on OOM. */
+static bool build_plan(const Router *r, Plan *p, size_t c, const uint32_t *case_of)
+{
+    p->truth = malloc(r->n_atoms ? r->n_atoms : 1);
+    p->passed = calloc(r->words, sizeof *p->passed);
+    p->irrelevant = calloc(r->words, sizeof *p->irrelevant);
+    p->tests = calloc(r->n_test_order ? r->n_test_order : 1, sizeof *p->tests);
+    p->filter_ladders = calloc(r->n_filter_ladders ? r->n_filter_ladders : 1,
+                               sizeof *p->filter_ladders);
+    p->ladders = calloc(r->n_ladders ? r->n_ladders : 1, sizeof *p->ladders);
+    p->trees = calloc(r->n_tested ? r->n_tested : 1, sizeof *p->trees);
+    p->keys = calloc(r->n_keys ? r->n_keys : 1, sizeof *p->keys);
+    uint64_t *may = calloc(r->words, sizeof *may);
+    bool ok = p->truth && p->passed && p->irrelevant && p->tests && p->filter_ladders &&
+              p->ladders && p->trees && p->keys && may;
+    if (ok) {
+        for (size_t a = 0; a < r->n_atoms; a++)
+            p->truth[a] = case_of[a] == MAX_CASES ? NOT_TESTED : case_of[a] == c;
+        plan_tests(r, p, may);
+        plan_needs(r, p, may);
+    }
+    free(may);
+    return ok;
+}
+
+/* The switch and its plans. False on OOM. */
+static bool build_plans(Router *r)
+{
+    uint32_t *case_of = calloc(r->n_atoms ? r->n_atoms : 1, sizeof *case_of);
+    if (!case_of)
+        return false;
+    index_switch(r, case_of);
+    r->plans = calloc(r->n_cases + 1, sizeof *r->plans);
+    bool ok = r->plans != NULL;
+    for (size_t c = 0; ok && c <= r->n_cases; c++)
+        ok = build_plan(r, &r->plans[c], c, case_of);
+    free(case_of);
     return ok;
 }
 
@@ -503,8 +773,7 @@ Router *router_new(const CompiledRuleSet *rs)
     }
     for (size_t i = 0; i < rs->n_rules; i++)
         r->shape[i] = shape_of(rs, &rs->rules[i]);
-    memset(r->atom_truth, NOT_TESTED, r->n_atoms);
-    if (!plan_filters(r) || !index_keys(r) || !index_relevance(r)) {
+    if (!plan_filters(r) || !index_keys(r) || !index_relevance(r) || !build_plans(r)) {
         router_free(r);
         return NULL;
     }
@@ -538,7 +807,6 @@ void router_free(Router *r)
     free(r->atom_truth);
     free(r->shape);
     free(r->test_order);
-    free(r->run_end);
     free(r->key_rule);
     free(r->key_rules);
     free(r->rel_shape);
@@ -548,22 +816,24 @@ void router_free(Router *r)
     free_ladders(r->ladders, r->n_ladders);
     free_ladders(r->filter_ladders, r->n_filter_ladders);
     free(r->tested);
+    for (size_t c = 0; r->plans && c <= r->n_cases; c++)
+        plan_free(&r->plans[c]);
+    free(r->plans);
     free(r);
 }
 
-/* One way to forget an event: its results are cleared by memset, here (atom truths)
- * and where they are built (the passed, irrelevant and keyed bitmaps), and key results
- * are written before they are read; no generation counters. Measured with callgrind on
- * scenario 4's first 100k lines, one worker: stamping each atom with the event's
- * generation instead of clearing the truths costs 1,221.9M instructions against
- * 1,219.0M (router_route_all 1,993 against 1,963 per event): clearing a few dozen bytes
- * once is cheaper than one more load and compare per atom test. The mix this replaced
- * (generations per filter group, key group and tree, memsets for the rest) cost
- * 1,223.3M. */
+/* One way to forget an event: its results are overwritten where they are built (the
+ * atom truths and the passed and irrelevant bitmaps from the event's plan, the keyed
+ * bitmap by memset), and key results are written before they are read; no generation
+ * counters. Measured with callgrind on scenario 4's first 100k lines, one worker:
+ * stamping each atom with the event's generation instead of clearing the truths costs
+ * 1,221.9M instructions against 1,219.0M (router_route_all 1,993 against 1,963 per
+ * event): clearing a few dozen bytes once is cheaper than one more load and compare per
+ * atom test. The mix this replaced (generations per filter group, key group and tree,
+ * memsets for the rest) cost 1,223.3M. */
 void router_begin(Router *r)
 {
     r->routed = false;
-    memset(r->atom_truth, NOT_TESTED, r->n_atoms);
 }
 
 static inline int atom_truth(Router *r, uint32_t atom, const EvalCtx *ctx,
@@ -621,12 +891,6 @@ static bool shape_holds(Router *r, const FilterShape *sh, const EvalCtx *ctx,
     return false;
 }
 
-/* The filter of rule `rule` (a group's first rule), through the shared atoms. */
-static bool filter_holds(Router *r, size_t rule, const EvalCtx *ctx, EvalScratch *scratch)
-{
-    return shape_holds(r, &r->shape[rule], ctx, scratch);
-}
-
 static bool any_passed(const Router *r, const uint64_t *rules)
 {
     uint64_t reached = 0;
@@ -637,8 +901,7 @@ static bool any_passed(const Router *r, const uint64_t *rules)
 
 static void add_irrelevant(Router *r, const uint64_t *rules)
 {
-    for (size_t w = 0; w < r->words; w++)
-        r->irrelevant[w] |= rules[w];
+    or_bits(r->irrelevant, rules, r->words);
 }
 
 /* How many of the ladder's rungs hold on ev: they come first. */
@@ -659,35 +922,35 @@ static size_t ladder_reach(const Ladder *l, const Event *ev)
     return lo;
 }
 
-/* The rules of the relevance ladder's rungs that do not hold on ev. */
-static void mark_ladder(Router *r, const Ladder *l, const Event *ev)
-{
-    if (any_passed(r, l->rules))
-        add_irrelevant(r, &l->rules[ladder_reach(l, ev) * r->words]);
-}
-
 /* The rules whose filter is on the filter ladder and holds on the event. */
 static void pass_ladder(Router *r, const Ladder *l, const EvalCtx *ctx, EvalScratch *scratch)
 {
     if (l->guard != NO_GUARD && atom_truth(r, l->guard, ctx, scratch) != 1)
         return;
-    const uint64_t *rules = &l->rules[ladder_reach(l, ctx->event) * r->words];
-    for (size_t w = 0; w < r->words; w++)
-        r->passed[w] |= rules[w];
+    or_bits(r->passed, &l->rules[ladder_reach(l, ctx->event) * r->words], r->words);
+}
+
+/* Is the work wanted: did one of the rules that need it pass? */
+static bool needed(const Router *r, const Needed *nd)
+{
+    return !nd->need || any_passed(r, nd->need);
 }
 
 /* r->irrelevant: the rules whose relevance is not true (of those whose filter passed;
  * the others' bits do not matter). */
-static void mark_irrelevant(Router *r, const EvalCtx *ctx, EvalScratch *scratch)
+static void mark_irrelevant(Router *r, const Plan *p, const EvalCtx *ctx,
+                            EvalScratch *scratch)
 {
-    memset(r->irrelevant, 0, r->words * sizeof *r->irrelevant);
-    for (size_t i = 0; i < r->n_ladders; i++)
-        mark_ladder(r, &r->ladders[i], ctx->event);
-    for (size_t i = 0; i < r->n_tested; i++) {
-        size_t g = r->tested[i];
-        const uint64_t *rules = &r->rel_rules[g * r->words];
-        if (any_passed(r, rules) && !shape_holds(r, &r->rel_shape[g], ctx, scratch))
-            add_irrelevant(r, rules);
+    memcpy(r->irrelevant, p->irrelevant, r->words * sizeof *r->irrelevant);
+    for (size_t i = 0; i < p->n_ladders; i++)
+        if (needed(r, &p->ladders[i])) {
+            const Ladder *l = &r->ladders[p->ladders[i].index];
+            add_irrelevant(r, &l->rules[ladder_reach(l, ctx->event) * r->words]);
+        }
+    for (size_t i = 0; i < p->n_trees; i++) {
+        size_t g = p->trees[i].index;
+        if (needed(r, &p->trees[i]) && !shape_holds(r, &r->rel_shape[g], ctx, scratch))
+            add_irrelevant(r, &r->rel_rules[g * r->words]);
     }
 }
 
@@ -713,39 +976,55 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
     r->key_res[g] = ROUTE_KEYED;
 }
 
-/* passed, irrelevant, keyed and the keys of the passed rules, for the current event. */
-static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
+/* The plan for ev's value of the switch field. */
+static const Plan *plan_of(const Router *r, const Event *ev)
 {
-    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
-    memset(r->passed, 0, r->words * sizeof *r->passed);
-    for (size_t k = 0; k < r->n_test_order;) {
-        size_t f = r->test_order[k], first = r->filter_rule[f];
-        uint32_t guard = guard_of(&r->shape[first]);
-        if (guard != NO_GUARD && atom_truth(r, guard, &ctx, scratch) != 1) {
-            k = r->run_end[k];
+    int32_t slot = r->switch_slot;
+    if (slot >= 0 && (uint32_t)slot < ev->n_slots && ev->slots[slot].type == V_STR) {
+        const Value *v = &ev->slots[slot];
+        for (size_t c = 0; c < r->n_cases; c++)
+            if (r->cases[c].len == v->len && (!v->len || !memcmp(r->cases[c].s, v->s, v->len)))
+                return &r->plans[c];
+    }
+    return &r->plans[r->n_cases];
+}
+
+/* The filters the plan leaves open, into r->passed. */
+static void pass_tests(Router *r, const Plan *p, const EvalCtx *ctx, EvalScratch *scratch)
+{
+    for (size_t k = 0; k < p->n_tests;) {
+        const FilterTest *t = &p->tests[k];
+        if (t->guard != NO_GUARD && atom_truth(r, t->guard, ctx, scratch) != 1) {
+            k = t->run_end;
             continue;
         }
         k++;
-        if (!filter_holds(r, first, &ctx, scratch))
-            continue;
-        const uint64_t *rules = &r->filter_rules[f * r->words];
-        for (size_t w = 0; w < r->words; w++)
-            r->passed[w] |= rules[w];
+        if (shape_holds(r, &t->shape, ctx, scratch))
+            or_bits(r->passed, t->rules, r->words);
     }
-    for (size_t i = 0; i < r->n_filter_ladders; i++)
-        pass_ladder(r, &r->filter_ladders[i], &ctx, scratch);
-    mark_irrelevant(r, &ctx, scratch);
+    for (size_t i = 0; i < p->n_filter_ladders; i++)
+        pass_ladder(r, &r->filter_ladders[p->filter_ladders[i]], ctx, scratch);
+}
+
+/* passed, irrelevant, keyed and the keys of the passed rules, for the current event:
+ * what its plan leaves to do. */
+static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
+{
+    EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
+    const Plan *p = plan_of(r, ev);
+    memcpy(r->atom_truth, p->truth, r->n_atoms);
+    memcpy(r->passed, p->passed, r->words * sizeof *r->passed);
+    pass_tests(r, p, &ctx, scratch);
+    mark_irrelevant(r, p, &ctx, scratch);
     /* every key the passed rules need, relevant or not: a missing key counts anyway */
     memset(r->keyed, 0, r->words * sizeof *r->keyed);
-    for (size_t k = 0; k < r->n_keys; k++) {
-        const uint64_t *rules = &r->key_rules[k * r->words];
-        if (!any_passed(r, rules))
+    for (size_t i = 0; i < p->n_keys; i++) {
+        if (!needed(r, &p->keys[i]))
             continue;
-        size_t g = r->key_rule[k];
+        size_t k = p->keys[i].index, g = r->key_rule[k];
         compute_key(r, g, &ctx, scratch);
         if (r->key_res[g] == ROUTE_KEYED)
-            for (size_t w = 0; w < r->words; w++)
-                r->keyed[w] |= rules[w];
+            or_bits(r->keyed, &r->key_rules[k * r->words], r->words);
     }
     r->routed = true;
 }

@@ -9,8 +9,12 @@
  * at most once per event, and filters starting with the same atom are skipped
  * together when it fails; filters that are one threshold on a field (after the same
  * atom: `type == "tx" and amount > 20000`, ...) are settled together by one search
- * of their thresholds. Owns: the groups (built once per rule set) and the
- * per-event cache (atom truths; key bytes, hashes and values per group).
+ * of their thresholds. The field that most atoms ask for a text (`type == "tx"`) is
+ * read once per event, and its value picks a plan built with the router, in which
+ * those atoms and what they settle (filters, relevance, which keys the admitted
+ * rules may need) are settled already. Owns: the groups and plans (built once per
+ * rule set) and the per-event cache (atom truths; key bytes, hashes and values per
+ * group).
  * Not thread-safe: one router per thread. */
 #ifndef VIGIL_RUNTIME_ROUTE_H
 #define VIGIL_RUNTIME_ROUTE_H

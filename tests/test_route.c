@@ -104,16 +104,18 @@ static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t
 }
 
 
+#define MAX_RULES 32   /* in the rule sets that check_routes_agree checks */
+
 /* Routes ev through `all` (router_route_all) and `one` (router_route, rule by rule)
  * and checks both against each rule's own filter; returns how many rules it admits. */
 static size_t check_routes_agree(const CompiledRuleSet *rs, Router *all, Router *one,
                                  EvalScratch *scratch, Event *ev, const char *what)
 {
     size_t n = rs->n_rules;
-    size_t order[16];
-    RouteResult res[16];
-    RouteKey keys[16];
-    ck_assert_uint_le(n, 16);
+    size_t order[MAX_RULES];
+    RouteResult res[MAX_RULES];
+    RouteKey keys[MAX_RULES];
+    ck_assert_uint_le(n, MAX_RULES);
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     size_t admitted = router_route_all(all, ev, scratch, order, res, keys);
     router_begin(one);
@@ -148,9 +150,9 @@ static void expect_admitted(TestRouters *t, const Sample *sm, const char *want)
              sm->type ? sm->type : "(none)", sm->amount, sm->flag, sm->qty);
     check_routes_agree(t->rs, t->all, t->one, t->scratch, ev, what);
     expr_scratch_reset(t->scratch);
-    size_t order[16];
-    RouteResult res[16];
-    RouteKey keys[16];
+    size_t order[MAX_RULES];
+    RouteResult res[MAX_RULES];
+    RouteKey keys[MAX_RULES];
     size_t n = router_route_all(t->all, ev, t->scratch, order, res, keys);
     Buf names = BUF_INIT;
     for (size_t i = 0; i < n; i++)
@@ -382,6 +384,96 @@ START_TEST(ladders_on_two_fields)
 }
 END_TEST
 
+/* The field that most filters ask for a text (`type == "a"`) is read once and its
+ * value picks a plan in which those atoms, and what they settle, are settled already:
+ * whatever the field holds (each text, another, "", a number, a boolean, null,
+ * nothing), the rules admitted are exactly those whose filter holds, with the text
+ * written either side, under `not`, in `or`, beside `!=`, another field's text, a
+ * condition left unknown, a ladder of thresholds behind the same text and one behind
+ * a condition the text leaves open; the empty text is a text like any other (no
+ * number, null or missing field holds it). */
+START_TEST(switch_on_the_field_most_filters_ask)
+{
+    static const char *const rules =
+        "rule a { filter type == \"a\"; key user; begin x; }\n"
+        "rule b_rev { filter \"b\" == type; key user; begin x; }\n"
+        "rule a_or_c { filter type == \"a\" or type == \"c\"; key user; begin x; }\n"
+        "rule not_b { filter not (type == \"b\"); key user; begin x; }\n"
+        "rule ne_a { filter type != \"a\"; key user; begin x; }\n"
+        "rule a_flag { filter type == \"a\" and flag; key user; begin x; }\n"
+        "rule flag_or_b { filter flag or type == \"b\"; key user; begin x; }\n"
+        "rule tree { filter (type == \"a\" or flag) and not (type == \"c\"); key user; "
+        "begin x; }\n"
+        "rule kind { filter kind == \"a\" and type == \"c\"; key user; begin x; }\n"
+        "rule a_big { filter type == \"a\" and amount > 5; key user; begin x; }\n"
+        "rule a_bigger { filter type == \"a\" and amount > 50; key user; begin x; }\n"
+        "rule c_big { filter type == \"c\" and amount > 5; key id; begin x; }\n"
+        "rule f_big { filter flag and amount > 5; key user; begin x; }\n"
+        "rule f_bigger { filter flag and amount > 50; key user; begin x; }\n"
+        "rule empty { filter type == \"\"; key user; begin x; }\n"
+        "rule all { key user; begin x; }\n";
+    static const char *const types[] = {"a", "b", "c", "d", "", "ab", NULL};
+    static const double amounts[] = {-1, 1, 10, 100};
+    TestRouters t = test_routers_new(rules);
+    int type = slot_named(t.rs, "type"), kind = slot_named(t.rs, "kind");
+    size_t admitted = 0;
+    for (size_t ty = 0; ty < sizeof types / sizeof *types + 3; ty++)
+        for (size_t am = 0; am < sizeof amounts / sizeof *amounts; am++)
+            for (int flag = 0; flag < 4; flag++)
+                for (int k = 0; k < 2; k++) {
+                    bool text = ty < sizeof types / sizeof *types;
+                    Sample sm = {text ? types[ty] : NULL, amounts[am], flag, -1};
+                    Event *ev = sample_event(t.rs, &sm, 0);
+                    size_t odd = ty - sizeof types / sizeof *types;
+                    if (!text)   /* not a string */
+                        ev->slots[type] = odd == 0 ? value_num(7)
+                                          : odd == 1 ? value_bool(true) : value_null();
+                    if (k)
+                        ev->slots[kind] = value_str("a", 1);
+                    char what[64];
+                    snprintf(what, sizeof what, "type #%zu, amount %g, flag %d, kind %d", ty,
+                             sm.amount, flag, k);
+                    admitted += check_routes_agree(t.rs, t.all, t.one, t.scratch, ev, what);
+                    event_release(ev);
+                    expr_scratch_reset(t.scratch);
+                }
+    ck_assert_uint_gt(admitted, 0);
+    expect_admitted(&t, &(Sample){"a", 10, 1, -1},
+                    "a a_or_c not_b a_flag flag_or_b tree a_big f_big all");
+    expect_admitted(&t, &(Sample){"c", 10, 0, -1}, "a_or_c not_b ne_a c_big all");
+    expect_admitted(&t, &(Sample){"b", 100, 2, -1}, "b_rev ne_a flag_or_b all");
+    expect_admitted(&t, &(Sample){NULL, 100, 1, -1}, "not_b flag_or_b tree f_big f_bigger all");
+    test_routers_free(&t);
+}
+END_TEST
+
+/* A switch takes its first 16 texts; the filters asking for the others are tested
+ * one by one, and each event still finds exactly its own rules: the texts are told
+ * apart whole, not by a prefix ("t1" and "t10"). */
+START_TEST(more_texts_than_the_switch_takes)
+{
+    Buf text = BUF_INIT;
+    for (int i = 0; i < 20; i++)
+        buf_printf(&text, "rule t%d { filter type == \"t%d\"; key user; begin a; }\n", i, i);
+    buf_puts(&text, "rule two { filter type == \"t3\" or type == \"t19\"; key user; "
+                    "begin a; }\n");
+    ck_assert(!text.failed);
+    TestRouters t = test_routers_new(text.data);
+    buf_free(&text);
+    char type[8], want[16];
+    for (int i = 0; i < 22; i++) {
+        snprintf(type, sizeof type, "t%d", i);
+        want[0] = '\0';
+        if (i < 20)
+            snprintf(want, sizeof want, "t%d%s", i, i == 3 || i == 19 ? " two" : "");
+        expect_admitted(&t, &(Sample){type, -1, 3, -1}, want);
+    }
+    expect_admitted(&t, &(Sample){"t", -1, 3, -1}, "");
+    expect_admitted(&t, &(Sample){NULL, -1, 3, -1}, "");
+    test_routers_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("route");
@@ -392,6 +484,8 @@ int main(void)
     tcase_add_test(tc, threshold_filters_on_ladders);
     tcase_add_test(tc, unknown_inside_and_or_not);
     tcase_add_test(tc, ladders_on_two_fields);
+    tcase_add_test(tc, switch_on_the_field_most_filters_ask);
+    tcase_add_test(tc, more_texts_than_the_switch_takes);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }
