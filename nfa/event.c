@@ -210,9 +210,18 @@ Event *event_clone_cached(EventCache *cache, const Event *ev)
     return c;
 }
 
+/* The last reference went: true, and the caller frees or caches the event. */
+static inline bool event_unref(Event *ev)
+{
+    return ev && --ev->refs == 0;
+}
+
+/* Small, so that match_node_free inlines it: a node's release drops an event's
+ * reference, and seldom its last. */
 void event_release(Event *ev)
 {
-    event_cache_release(NULL, ev);
+    if (event_unref(ev))
+        free(ev);
 }
 
 /* ---- match chains --------------------------------------------------------- */
@@ -469,7 +478,7 @@ Event *event_cache_new_room(EventCache *c, const char *line, size_t line_len, si
 
 void event_cache_release(EventCache *c, Event *ev)
 {
-    if (!ev || --ev->refs != 0)
+    if (!event_unref(ev))
         return;
     size_t cls = c ? size_class(event_alloc_size(ev)) : CACHE_CLASSES;
     if (cls >= CACHE_CLASSES || c->bytes + class_bytes(cls) > c->max_bytes) {

@@ -123,6 +123,12 @@ static NfaKey *key_new(NfaWork *w)
  * caller's). */
 static void key_release(NfaKey *k)
 {
+    if (k->cap_live == 1) {   /* the usual key: its one inline run, or none */
+        if (k->n_live)
+            match_node_release(k->live.one.last);
+        k->n_live = 0;
+        return;
+    }
     RunList live = live_view(k);
     list_release_from(&live, 0);
     if (k->cap_live > 1) {
@@ -584,16 +590,33 @@ static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCo
 
 /* ---- timeouts and deadlines ------------------------------------------------------ */
 
-/* Deadline of a partial match: rule within from its first event, step within from
- * its newest event; *expiry receives the one that has passed at `now`. */
+/* When a partial match's rule within ends (from its first event) and its step within
+ * (from its newest event); INT64_MAX: none. */
+static inline int64_t first_due(const Nfa *nfa, const Run *r)
+{
+    return nfa->within_ms > 0 ? add_sat(nfa_run_start_time(r), nfa->within_ms) : INT64_MAX;
+}
+
+static inline int64_t step_due(const Nfa *nfa, const Run *r)
+{
+    int64_t w = nfa->states[r->state].within_ms;
+    return w > 0 ? add_sat(nfa_run_time(r), w) : INT64_MAX;
+}
+
+/* Deadline of a partial match: the earlier of the two; *expiry receives the one that
+ * has passed at `now`. */
 static int64_t run_deadline(const Nfa *nfa, const Run *r, int64_t now, int64_t *expiry)
 {
-    int64_t d_first =
-        nfa->within_ms > 0 ? add_sat(nfa_run_start_time(r), nfa->within_ms) : INT64_MAX;
-    int64_t w = nfa->states[r->state].within_ms;
-    int64_t d_step = w > 0 ? add_sat(nfa_run_time(r), w) : INT64_MAX;
+    int64_t d_first = first_due(nfa, r), d_step = step_due(nfa, r);
     /* Flink reports the step-within expiry when both have passed */
-    *expiry = w > 0 && now >= d_step ? d_step : d_first;
+    *expiry = nfa->states[r->state].within_ms > 0 && now >= d_step ? d_step : d_first;
+    return d_first < d_step ? d_first : d_step;
+}
+
+/* run_deadline's deadline alone (the runtime asks for a key's after every run). */
+static inline int64_t run_due(const Nfa *nfa, const Run *r)
+{
+    int64_t d_first = first_due(nfa, r), d_step = step_due(nfa, r);
     return d_first < d_step ? d_first : d_step;
 }
 
@@ -610,10 +633,12 @@ static bool timed_out(const Nfa *nfa, const Run *r, int64_t now, int64_t *expiry
  * within, the newest node's event, which the matcher reads anyway. */
 static int64_t key_deadline(const Nfa *nfa, const NfaKey *k)
 {
-    int64_t best = INT64_MAX, unused;
+    if (k->cap_live == 1)   /* the usual key: its one inline run, or none */
+        return k->n_live ? run_due(nfa, &k->live.one) : INT64_MAX;
+    int64_t best = INT64_MAX;
     const Run *live = nfa_key_live_c(k);
     for (size_t i = 0; i < k->n_live; i++) {
-        int64_t d = run_deadline(nfa, &live[i], INT64_MIN, &unused);
+        int64_t d = run_due(nfa, &live[i]);
         if (d < best)
             best = d;
     }
@@ -953,8 +978,8 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
 /* An idle key's start as one partial match, straight into the key, along the start
  * state's take e into a state that neither completes nor proceeds (the rule's cap has
  * room): where key_step would put it after its lists. */
-static void start_in_key(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
-                         NfaRunCtx *ctx)
+static inline void start_in_key(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
+                                NfaRunCtx *ctx)
 {
     MatchNode *node = work_node_new(nfa, ctx->work, NULL, ev, nfa->states[e->source].step);
     if (!node) {
@@ -970,7 +995,7 @@ static void start_in_key(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
 
 /* Can the start state's take e go straight into an idle key (start_in_key)? Not when
  * the work is told to take the general way (for tests). */
-static bool start_plain(const Nfa *nfa, const NfaEdge *e, const NfaRunCtx *ctx)
+static inline bool start_plain(const Nfa *nfa, const NfaEdge *e, const NfaRunCtx *ctx)
 {
     const NfaState *to = &nfa->states[e->target];
     return e->action == NFA_TAKE && to->kind != NFA_ST_FINAL && !to->proceeds_to_final &&
@@ -1171,10 +1196,9 @@ size_t nfa_key_end_timeouts(const Nfa *nfa, const NfaKey *key)
     if (nfa->within_ms > 0)
         return key->n_live;   /* the pattern's within bounds every run: no event to read */
     size_t n = 0;
-    int64_t unused;
     const Run *live = nfa_key_live_c(key);
     for (size_t i = 0; i < key->n_live; i++)
-        n += run_deadline(nfa, &live[i], INT64_MAX, &unused) != INT64_MAX;
+        n += run_due(nfa, &live[i]) != INT64_MAX;
     return n;
 }
 
