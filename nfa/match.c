@@ -448,6 +448,14 @@ static void collect(Decide *d, uint32_t state)
     }
 }
 
+/* Is e, an edge of the start state, a take whose partial match waits: into a state
+ * that neither completes nor proceeds (so nothing more is tested for it)? */
+static bool start_take_plain(const Nfa *nfa, const NfaEdge *e)
+{
+    const NfaState *to = &nfa->states[e->target];
+    return e->action == NFA_TAKE && to->kind != NFA_ST_FINAL && !to->proceeds_to_final;
+}
+
 /* After a take into `state`: does a proceed path whose conditions hold reach the end?
  * (Flink's findFinalStateAfterProceed; an optional tail completes at once.) */
 static bool final_after_proceed(Decide *d, uint32_t state)
@@ -975,40 +983,61 @@ static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
                     .w = ctx->work};
 }
 
-/* An idle key's start as one partial match, straight into the key, along the start
- * state's take e into a state that neither completes nor proceeds (the rule's cap has
- * room): where key_step would put it after its lists. */
-static inline void start_in_key(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
-                                NfaRunCtx *ctx)
+/* An idle key's start as one partial match, straight into the key: the start state's
+ * take into `target`, a node for (`step`, ev), under the rule's cap: where key_step
+ * would put it after its lists. `plain`: the rule has no aggregates (the Nfa need
+ * not be read to know). */
+static inline void start_in_key(const Nfa *nfa, NfaKey *k, uint32_t target, uint32_t step,
+                                bool plain, Event *ev, NfaRunCtx *ctx)
 {
-    MatchNode *node = work_node_new(nfa, ctx->work, NULL, ev, nfa->states[e->source].step);
+    NfaWork *w = ctx->work;
+    MatchNode *node = plain ? node_pool_take(w->nodes, NULL, ev, (uint16_t)step)
+                            : work_node_new(nfa, w, NULL, ev, step);
     if (!node) {
         drop_for_memory(ctx->counters, 1);
         return;
     }
     ctx->counters->takes++;
     k->live.one = (Run){.last = node, .start = ev};
-    k->live.one.state = e->target;
+    k->live.one.state = target;
     k->n_live = 1;
     ctx->counters->partials_live++;
 }
 
-/* Can the start state's take e go straight into an idle key (start_in_key)? Not when
+/* May an idle key start in place (start_in_key) now? Not past the rule's cap, nor when
  * the work is told to take the general way (for tests). */
-static inline bool start_plain(const Nfa *nfa, const NfaEdge *e, const NfaRunCtx *ctx)
+static inline bool start_room(const NfaRunCtx *ctx)
 {
-    const NfaState *to = &nfa->states[e->target];
-    return e->action == NFA_TAKE && to->kind != NFA_ST_FINAL && !to->proceeds_to_final &&
-           ctx->counters->partials_live < rule_cap(ctx) && !ctx->work->general_only;
+    return ctx->counters->partials_live < rule_cap(ctx) && !ctx->work->general_only;
+}
+
+/* An idle key's event told from the gate and the cache alone (NfaWakeGate.start_take):
+ * what start_quick gives, without reading the Nfa, whose lines a rule's first event
+ * for a key finds cold. False, having changed nothing, when the gate cannot tell. */
+static inline bool start_by_gate(NfaKey *k, Event *ev, NfaRunCtx *ctx)
+{
+    const NfaWakeGate *gate = ctx->gate;
+    NfaCondCache *c = ctx->cond_cache;
+    if (!gate || !c || !ctx->cond_ids || !gate->start_take)
+        return false;
+    uint32_t g = gate->group[0];
+    if (c->seen[g] != c->event || !start_room(ctx))
+        return false;
+    c->hits++;   /* as collect's test of the condition would count */
+    if (c->vals[g] == 1)
+        start_in_key(NULL, k, gate->take_target, gate->take_step, true, ev, ctx);
+    return true;
 }
 
 /* An idle key's event told from the Nfa and the cache alone, for the usual start
- * state: one plain take (start_plain) under `true` or a `where` the cache already
+ * state: one plain take (start_take_plain) under `true` or a `where` the cache already
  * decided for this event (nfa_key_wakes has mostly asked it). What the general way
  * gives, without its Decide, memo and lists; false, having changed nothing (not even
  * the cache's hits), when the start is not of that kind. */
 static bool start_quick(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
 {
+    if (start_by_gate(k, ev, ctx))
+        return true;
     const NfaState *s = &nfa->states[nfa->start];
     if (s->n_edges != 1)
         return false;
@@ -1023,14 +1052,14 @@ static bool start_quick(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
     } else if (cd->kind != NFA_C_TRUE) {
         return false;
     }
-    if (!start_plain(nfa, e, ctx))
+    if (!start_take_plain(nfa, e) || !start_room(ctx))
         return false;
     if (g != NFA_NONE) {
         c->hits++;   /* as collect's test of the condition would count */
         if (c->vals[g] != 1)
             return true;
     }
-    start_in_key(nfa, k, e, ev, ctx);
+    start_in_key(nfa, k, e->target, nfa->states[e->source].step, false, ev, ctx);
     return true;
 }
 
@@ -1043,10 +1072,22 @@ static bool start_single(const Nfa *nfa, NfaKey *k, const Decide *d, Event *ev,
     if (d->n_edges != 1 || d->stopped)
         return false;
     const NfaEdge *e = &nfa->edges[ctx->work->edges[0]];
-    if (!start_plain(nfa, e, ctx))
+    if (!start_take_plain(nfa, e) || !start_room(ctx))
         return false;
-    start_in_key(nfa, k, e, ev, ctx);
+    start_in_key(nfa, k, e->target, nfa->states[e->source].step, false, ev, ctx);
     return true;
+}
+
+/* nfa_key_event_in_undue past start_quick: the Decide, its memo and key_step. Out of
+ * line, so that an idle key's quick start saves no registers for it. */
+static __attribute__((noinline)) void event_decided(const Nfa *nfa, NfaKey *k, Event *ev,
+                                                    NfaRunCtx *ctx, bool idle)
+{
+    Decide d = decide_for(nfa, ev, ctx);
+    next_memo(ctx->work);   /* the start's conditions are then tested once */
+    if (idle && (!start_reacts(nfa, &d) || start_single(nfa, k, &d, ev, ctx)))
+        return;
+    key_step(nfa, k, &d, ev, ctx, idle);
 }
 
 void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
@@ -1054,11 +1095,7 @@ void nfa_key_event_in_undue(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx
     bool idle = nfa_key_idle(k);
     if (idle && start_quick(nfa, k, ev, ctx))
         return;
-    Decide d = decide_for(nfa, ev, ctx);
-    next_memo(ctx->work);   /* the start's conditions are then tested once */
-    if (idle && (!start_reacts(nfa, &d) || start_single(nfa, k, &d, ev, ctx)))
-        return;
-    key_step(nfa, k, &d, ev, ctx, idle);
+    event_decided(nfa, k, ev, ctx, idle);
 }
 
 void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
@@ -1460,6 +1497,11 @@ static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
         g->group[i] = ids[g->slot[i]];
         g->simple &= g->group[i] != NFA_NONE;
     }
+    const NfaEdge *e = &nfa->edges[nfa->states[nfa->start].first_edge];
+    g->start_take = g->simple && g->n == 1 && nfa->n_aggs == 0 && start_take_plain(nfa, e) &&
+                    nfa->states[e->source].step <= UINT16_MAX;
+    g->take_step = g->start_take ? (uint16_t)nfa->states[e->source].step : 0;
+    g->take_target = g->start_take ? e->target : 0;
 }
 
 NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)

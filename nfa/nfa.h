@@ -233,6 +233,13 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
 struct NfaWakeGate {
     bool simple;           /* false: the start state is not of that shape */
     uint8_t n;
+    bool start_take;       /* simple, n == 1, and that edge a take into a state that
+                              neither completes nor proceeds, of a rule without
+                              aggregates: an idle key's start needs nothing more of the
+                              Nfa than the two fields below, which sit in the line the
+                              wake test has just read */
+    uint16_t take_step;    /* the step of the start's node */
+    uint32_t take_target;  /* the state its partial match waits in */
     uint32_t group[NFA_GATE_MAX];
     uint32_t slot[NFA_GATE_MAX];
 };
