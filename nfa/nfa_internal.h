@@ -61,23 +61,26 @@ typedef struct NfaStep {
     char *until_text;
 } NfaStep;
 
+/* What the matcher reads for every key comes first, the deadline's two fields in
+ * the first 16 bytes (one cache line, whatever malloc's 16-byte alignment gives): a
+ * rule's Nfa is mostly cold when one of its keys runs. */
 struct Nfa {
-    char *rule_name;       /* heap copy */
-    NfaStep *steps;
-    size_t n_steps;
     NfaState *states;
-    size_t n_states;
-    NfaEdge *edges;
-    size_t n_edges;
-    NfaCond *conds;
-    size_t n_conds;
-    uint32_t start;
     int64_t within_ms;     /* rule within, or DURATION_NONE */
+    NfaEdge *edges;
+    NfaCond *conds;
+    NfaStep *steps;
+    size_t n_aggs;         /* 0 when no condition uses aggregates: plain nodes */
+    uint32_t start;
     SkipKind skip;
     int skip_step;         /* to_first / to_last */
-    size_t max_collect;    /* most edges one decision (a state plus its proceed closure) yields */
     AggKey *aggs;          /* running aggregates every MatchNode carries (n_acc); heap, owned */
-    size_t n_aggs;         /* 0 when no condition uses aggregates: plain nodes */
+    char *rule_name;       /* heap copy */
+    size_t n_steps;
+    size_t n_states;
+    size_t n_edges;
+    size_t n_conds;
+    size_t max_collect;    /* most edges one decision (a state plus its proceed closure) yields */
 };
 
 /* ---- matcher state (match.c; read by snapshot.c and white-box tests) ---------- */
