@@ -1089,6 +1089,15 @@ bool expr_string_eq(const CExpr *ce, ExprStringEq *out)
     return true;
 }
 
+bool expr_field_slot(const CExpr *ce, int32_t *slot)
+{
+    const Node *root = &ce->nodes[ce->root];
+    if (root->op != OP_FIELD)
+        return false;
+    *slot = root->slot;
+    return true;
+}
+
 /* ---- compilation ---------------------------------------------------------- */
 
 typedef struct Compiler {

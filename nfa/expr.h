@@ -124,6 +124,12 @@ typedef struct ExprStringEq {
 /* Is ce such a condition? Then *out describes it. */
 bool expr_string_eq(const CExpr *ce, ExprStringEq *out);
 
+/* ---- fields -----------------------------------------------------------------
+ * An expression that is one field of the event (`user`, `a.b`), as keys mostly are:
+ * evaluated on an event, its value is the event's slot, or missing when the event
+ * has none (slot out of its range). A caller reading many such keys reads the slot. */
+bool expr_field_slot(const CExpr *ce, int32_t *slot);
+
 /* ---- running aggregates ---------------------------------------------------
  * A rule's compiler binds the count/sum/avg/min/max/first/last aggregates of its
  * conditions to (step, field) keys; its matcher then keeps one AggAcc per key in

@@ -34,10 +34,14 @@ typedef struct FilterShape {
  * admitted are those of the rungs it reaches). */
 typedef struct Ladder {
     int32_t slot;
-    int op;
+    /* a rung holds on a number v when sign * v > its number (>= unless strict): `<`
+     * and `<=` compare the negated number with negated thresholds, exactly, so that
+     * the search tests no operator */
+    double sign;
+    bool strict;
     uint32_t guard;            /* filters: the atom that must be true first, or NO_GUARD */
     size_t n;                  /* rungs */
-    double *numbers;           /* per rung: those that hold on an event come first */
+    double *numbers;           /* per rung, times sign: ascending, those that hold first */
     uint64_t *rules;           /* (n + 1) * words: [k] = relevance: the rules of rungs
                                   k .. n-1; filters: those of rungs 0 .. k-1 */
 } Ladder;
@@ -46,6 +50,8 @@ typedef struct Ladder {
 #define NO_GUARD UINT32_MAX
 
 #define NOT_TESTED 2   /* atom_truth of an atom not tested for this event yet */
+
+#define NOT_A_FIELD INT32_MIN   /* Router.key_slot of a key evaluated as an expression */
 
 /* The texts of a switch (below) are compared one by one: more would cost an event
  * more in compares than the tests they save. */
@@ -71,8 +77,15 @@ typedef struct Needed {
  * (see route_event): the atoms, filters and relevance trees the value settles are
  * settled when the router is built, and what the passed rules cannot need is left out.
  * Owns its arrays. */
+typedef struct AtomTruth {
+    uint32_t atom;
+    int8_t truth;              /* or NOT_TESTED */
+} AtomTruth;
+
 typedef struct Plan {
-    int8_t *truth;             /* n_atoms: the truths the value settles, else NOT_TESTED */
+    AtomTruth *starts;         /* the atoms its open work reads, each with the truth the
+                                  value settles or NOT_TESTED: what it resets per event */
+    size_t n_starts;
     uint64_t *passed;          /* words: the rules whose filter it settles true */
     uint64_t *irrelevant;      /* words: the rules whose relevance it settles not true */
     FilterTest *tests;         /* the filters it leaves open, in test order */
@@ -154,6 +167,8 @@ struct Router {
     RouteKey *key_of;          /* on ROUTE_KEYED: bytes, hash and values */
     Buf *key_bytes;
     Value *key_vals;           /* n * widest */
+    int32_t *key_slot;         /* n * widest: per key of a rule, the slot of the event
+                                  field it is (most keys), else NOT_A_FIELD */
 };
 
 /* Canonical text of a rule's filter ("" without one) or of its key tuple; NULL on OOM. */
@@ -308,13 +323,15 @@ static bool same_ladder(const Rung *a, const Rung *b)
 static bool build_ladder(Router *r, Ladder *l, const Rung *rungs, size_t n,
                          const uint64_t *base, bool reached)
 {
-    *l = (Ladder){rungs[0].th.slot, rungs[0].th.op, rungs[0].guard, n, NULL, NULL};
+    int op = rungs[0].th.op;
+    *l = (Ladder){rungs[0].th.slot, op == BIN_LT || op == BIN_LE ? -1.0 : 1.0,
+                  op == BIN_LT || op == BIN_GT, rungs[0].guard, n, NULL, NULL};
     l->numbers = calloc(n, sizeof *l->numbers);
     l->rules = calloc((n + 1) * r->words, sizeof *l->rules);
     if (!l->numbers || !l->rules)
         return false;
     for (size_t k = 0; k < n; k++)
-        l->numbers[k] = rungs[k].th.number;
+        l->numbers[k] = l->sign * rungs[k].th.number;
     for (size_t i = 0; i < n; i++) {
         size_t k = reached ? i : n - 1 - i;   /* each set grows from the previous one */
         size_t from = reached ? k : k + 1, to = reached ? k + 1 : k;
@@ -631,7 +648,7 @@ static void index_switch(Router *r, uint32_t *case_of)
 
 static void plan_free(Plan *p)
 {
-    free(p->truth);
+    free(p->starts);
     free(p->passed);
     free(p->irrelevant);
     free(p->tests);
@@ -652,13 +669,13 @@ static void plan_need(Needed *list, size_t *n, size_t index, const uint64_t *rul
 
 /* The filter tests case c leaves open (in test order, runs of one guard together)
  * and the rules it passes; `may` gets the rules that may pass. */
-static void plan_tests(const Router *r, Plan *p, uint64_t *may)
+static void plan_tests(const Router *r, Plan *p, const int8_t *truth, uint64_t *may)
 {
     for (size_t k = 0; k < r->n_test_order; k++) {
         size_t f = r->test_order[k];
         const FilterShape *sh = &r->shape[r->filter_rule[f]];
         const uint64_t *rules = &r->filter_rules[f * r->words];
-        int holds = settle_shape(r, p->truth, sh);
+        int holds = settle_shape(r, truth, sh);
         if (holds == 1)
             or_bits(p->passed, rules, r->words);
         else if (holds == NOT_TESTED)
@@ -674,7 +691,7 @@ static void plan_tests(const Router *r, Plan *p, uint64_t *may)
     or_bits(may, p->passed, r->words);
     for (size_t i = 0; i < r->n_filter_ladders; i++) {
         const Ladder *l = &r->filter_ladders[i];
-        if (l->guard != NO_GUARD && p->truth[l->guard] != NOT_TESTED && p->truth[l->guard] != 1)
+        if (l->guard != NO_GUARD && truth[l->guard] != NOT_TESTED && truth[l->guard] != 1)
             continue;
         p->filter_ladders[p->n_filter_ladders++] = i;
         or_bits(may, &l->rules[l->n * r->words], r->words);   /* every rung's */
@@ -682,14 +699,14 @@ static void plan_tests(const Router *r, Plan *p, uint64_t *may)
 }
 
 /* The relevance and keys the rules that may pass (`may`) need under plan p. */
-static void plan_needs(const Router *r, Plan *p, const uint64_t *may)
+static void plan_needs(const Router *r, Plan *p, const int8_t *truth, const uint64_t *may)
 {
     for (size_t i = 0; i < r->n_ladders; i++)   /* [0]: every rung's rules */
         plan_need(p->ladders, &p->n_ladders, i, r->ladders[i].rules, may, p->passed, r->words);
     for (size_t i = 0; i < r->n_tested; i++) {
         size_t g = r->tested[i];
         const uint64_t *rules = &r->rel_rules[g * r->words];
-        int holds = settle_shape(r, p->truth, &r->rel_shape[g]);
+        int holds = settle_shape(r, truth, &r->rel_shape[g]);
         if (holds == 0)
             or_bits(p->irrelevant, rules, r->words);
         else if (holds == NOT_TESTED)
@@ -700,10 +717,60 @@ static void plan_needs(const Router *r, Plan *p, const uint64_t *may)
                   r->words);
 }
 
+static void mark_node_atoms(const Router *r, uint32_t node, bool *read)
+{
+    const FilterNode *fn = &r->rs->filters.nodes[node];
+    if (fn->op == FILTER_ATOM) {
+        read[fn->a] = true;
+        return;
+    }
+    mark_node_atoms(r, fn->a, read);
+    if (fn->op != FILTER_NOT)
+        mark_node_atoms(r, fn->b, read);
+}
+
+static void mark_shape_atoms(const Router *r, const FilterShape *sh, bool *read)
+{
+    switch (sh->kind) {
+    case SHAPE_NONE:
+        break;
+    case SHAPE_AND:
+    case SHAPE_OR:
+        read[sh->b] = true;
+        /* fall through */
+    case SHAPE_ATOM:
+        read[sh->a] = true;
+        break;
+    case SHAPE_TREE:
+        mark_node_atoms(r, sh->a, read);
+        break;
+    }
+}
+
+/* p->starts, from the open work of the plan (read: n_atoms, false). */
+static void plan_starts(const Router *r, Plan *p, const int8_t *truth, bool *read)
+{
+    for (size_t k = 0; k < p->n_tests; k++)
+        mark_shape_atoms(r, &p->tests[k].shape, read);
+    for (size_t i = 0; i < p->n_filter_ladders; i++) {
+        uint32_t guard = r->filter_ladders[p->filter_ladders[i]].guard;
+        if (guard != NO_GUARD)
+            read[guard] = true;
+    }
+    for (size_t i = 0; i < p->n_trees; i++)
+        mark_shape_atoms(r, &r->rel_shape[p->trees[i].index], read);
+    for (size_t a = 0; a < r->n_atoms; a++)
+        if (read[a])
+            p->starts[p->n_starts++] = (AtomTruth){(uint32_t)a, truth[a]};
+}
+
 /* The plan of case c (n_cases: any other value). False on OOM. */
 static bool build_plan(const Router *r, Plan *p, size_t c, const uint32_t *case_of)
 {
-    p->truth = malloc(r->n_atoms ? r->n_atoms : 1);
+    size_t n_atoms = r->n_atoms ? r->n_atoms : 1;
+    int8_t *truth = malloc(n_atoms);
+    bool *read = calloc(n_atoms, sizeof *read);
+    p->starts = calloc(n_atoms, sizeof *p->starts);
     p->passed = calloc(r->words, sizeof *p->passed);
     p->irrelevant = calloc(r->words, sizeof *p->irrelevant);
     p->tests = calloc(r->n_test_order ? r->n_test_order : 1, sizeof *p->tests);
@@ -713,14 +780,17 @@ static bool build_plan(const Router *r, Plan *p, size_t c, const uint32_t *case_
     p->trees = calloc(r->n_tested ? r->n_tested : 1, sizeof *p->trees);
     p->keys = calloc(r->n_keys ? r->n_keys : 1, sizeof *p->keys);
     uint64_t *may = calloc(r->words, sizeof *may);
-    bool ok = p->truth && p->passed && p->irrelevant && p->tests && p->filter_ladders &&
-              p->ladders && p->trees && p->keys && may;
+    bool ok = truth && read && p->starts && p->passed && p->irrelevant && p->tests &&
+              p->filter_ladders && p->ladders && p->trees && p->keys && may;
     if (ok) {
         for (size_t a = 0; a < r->n_atoms; a++)
-            p->truth[a] = case_of[a] == MAX_CASES ? NOT_TESTED : case_of[a] == c;
-        plan_tests(r, p, may);
-        plan_needs(r, p, may);
+            truth[a] = case_of[a] == MAX_CASES ? NOT_TESTED : case_of[a] == c;
+        plan_tests(r, p, truth, may);
+        plan_needs(r, p, truth, may);
+        plan_starts(r, p, truth, read);
     }
+    free(truth);
+    free(read);
     free(may);
     return ok;
 }
@@ -758,6 +828,7 @@ Router *router_new(const CompiledRuleSet *rs)
     r->key_of = calloc(n, sizeof *r->key_of);
     r->key_bytes = calloc(n, sizeof *r->key_bytes);
     r->key_vals = calloc(n * r->widest, sizeof *r->key_vals);
+    r->key_slot = calloc(n * r->widest, sizeof *r->key_slot);
     size_t n_atoms = rs->filters.n_atoms ? rs->filters.n_atoms : 1;
     r->n_atoms = rs->filters.n_atoms;
     r->atoms = rs->filters.atoms;
@@ -765,14 +836,18 @@ Router *router_new(const CompiledRuleSet *rs)
     r->shape = calloc(n, sizeof *r->shape);
     if (!r->atom_truth || !r->shape ||
         !r->filter_group || !r->key_group || !r->key_res || !r->key_of || !r->key_bytes ||
-        !r->key_vals ||
+        !r->key_vals || !r->key_slot ||
         !build_groups(rs, filter_text, r->filter_group) ||
         !build_groups(rs, key_text, r->key_group) || !index_filters(r)) {
         router_free(r);
         return NULL;
     }
-    for (size_t i = 0; i < rs->n_rules; i++)
+    for (size_t i = 0; i < rs->n_rules; i++) {
         r->shape[i] = shape_of(rs, &rs->rules[i]);
+        for (size_t k = 0; k < rs->rules[i].n_keys; k++)
+            if (!expr_field_slot(rs->rules[i].keys[k], &r->key_slot[i * r->widest + k]))
+                r->key_slot[i * r->widest + k] = NOT_A_FIELD;
+    }
     if (!plan_filters(r) || !index_keys(r) || !index_relevance(r) || !build_plans(r)) {
         router_free(r);
         return NULL;
@@ -801,6 +876,7 @@ void router_free(Router *r)
     free(r->key_of);
     free(r->key_bytes);
     free(r->key_vals);
+    free(r->key_slot);
     free(r->filter_rule);
     free(r->filter_rules);
     free(r->passed);
@@ -904,22 +980,30 @@ static void add_irrelevant(Router *r, const uint64_t *rules)
     or_bits(r->irrelevant, rules, r->words);
 }
 
+/* How many of the ascending numbers x is above (or at, unless strict). Inlined
+ * with strict constant, so that the search compares without a test of the kind. */
+static inline size_t rungs_below(const double *numbers, size_t n, double x, bool strict)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {   /* the first rung that does not hold */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strict ? x > numbers[mid] : x >= numbers[mid])
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* How many of the ladder's rungs hold on ev: they come first. */
 static size_t ladder_reach(const Ladder *l, const Event *ev)
 {
-    size_t lo = 0;
     double v;
-    if (expr_slot_number(ev, l->slot, &v)) {   /* else no rung holds */
-        size_t hi = l->n;
-        while (lo < hi) {   /* the first rung that does not hold */
-            size_t mid = lo + (hi - lo) / 2;
-            if (expr_number_holds(l->op, v, l->numbers[mid]))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-    }
-    return lo;
+    if (!expr_slot_number(ev, l->slot, &v))
+        return 0;   /* no rung holds */
+    double x = l->sign * v;
+    return l->strict ? rungs_below(l->numbers, l->n, x, true)
+                     : rungs_below(l->numbers, l->n, x, false);
 }
 
 /* The rules whose filter is on the filter ladder and holds on the event. */
@@ -941,7 +1025,6 @@ static bool needed(const Router *r, const Needed *nd)
 static void mark_irrelevant(Router *r, const Plan *p, const EvalCtx *ctx,
                             EvalScratch *scratch)
 {
-    memcpy(r->irrelevant, p->irrelevant, r->words * sizeof *r->irrelevant);
     for (size_t i = 0; i < p->n_ladders; i++)
         if (needed(r, &p->ladders[i])) {
             const Ladder *l = &r->ladders[p->ladders[i].index];
@@ -954,13 +1037,21 @@ static void mark_irrelevant(Router *r, const Plan *p, const EvalCtx *ctx,
     }
 }
 
+/* A key that is a field, as expr_eval gives it (expr_field_slot), without the call. */
+static inline Value event_field(const Event *ev, int32_t slot)
+{
+    return slot >= 0 && (uint32_t)slot < ev->n_slots ? ev->slots[slot] : value_missing();
+}
+
 static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *scratch)
 {
     const CompiledRule *rule = &r->rs->rules[g];
     Value *vals = &r->key_vals[g * r->widest];
     Buf *kb = &r->key_bytes[g];
+    const int32_t *slots = &r->key_slot[g * r->widest];
     for (size_t k = 0; k < rule->n_keys; k++)
-        vals[k] = expr_eval(rule->keys[k], ctx, scratch);
+        vals[k] = slots[k] != NOT_A_FIELD ? event_field(ctx->event, slots[k])
+                                          : expr_eval(rule->keys[k], ctx, scratch);
     buf_clear(kb);
     if (!part_key_bytes(vals, rule->n_keys, kb)) {
         r->key_res[g] = ROUTE_NO_KEY;
@@ -976,6 +1067,18 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
     r->key_res[g] = ROUTE_KEYED;
 }
 
+/* Does the string v hold the case's text? Compared here rather than by memcmp: the
+ * texts are a few bytes, and most differ in the first. */
+static inline bool is_case(const ExprStringEq *c, const Value *v)
+{
+    if (c->len != v->len)
+        return false;
+    for (size_t i = 0; i < c->len; i++)
+        if (c->s[i] != v->s[i])
+            return false;
+    return true;
+}
+
 /* The plan for ev's value of the switch field. */
 static const Plan *plan_of(const Router *r, const Event *ev)
 {
@@ -983,10 +1086,24 @@ static const Plan *plan_of(const Router *r, const Event *ev)
     if (slot >= 0 && (uint32_t)slot < ev->n_slots && ev->slots[slot].type == V_STR) {
         const Value *v = &ev->slots[slot];
         for (size_t c = 0; c < r->n_cases; c++)
-            if (r->cases[c].len == v->len && (!v->len || !memcmp(r->cases[c].s, v->s, v->len)))
+            if (is_case(&r->cases[c], v))
                 return &r->plans[c];
     }
     return &r->plans[r->n_cases];
+}
+
+/* The event's state as its plan starts it: the truths of the atoms its open work
+ * reads, not of every atom, and bitmaps of a word or two, where calls to memcpy and
+ * memset would cost more than the copies. */
+static void start_plan(Router *r, const Plan *p)
+{
+    for (size_t i = 0; i < p->n_starts; i++)
+        r->atom_truth[p->starts[i].atom] = p->starts[i].truth;
+    for (size_t w = 0; w < r->words; w++) {
+        r->passed[w] = p->passed[w];
+        r->irrelevant[w] = p->irrelevant[w];
+        r->keyed[w] = 0;
+    }
 }
 
 /* The filters the plan leaves open, into r->passed. */
@@ -1012,12 +1129,10 @@ static void route_event(Router *r, const Event *ev, EvalScratch *scratch)
 {
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     const Plan *p = plan_of(r, ev);
-    memcpy(r->atom_truth, p->truth, r->n_atoms);
-    memcpy(r->passed, p->passed, r->words * sizeof *r->passed);
+    start_plan(r, p);
     pass_tests(r, p, &ctx, scratch);
     mark_irrelevant(r, p, &ctx, scratch);
     /* every key the passed rules need, relevant or not: a missing key counts anyway */
-    memset(r->keyed, 0, r->words * sizeof *r->keyed);
     for (size_t i = 0; i < p->n_keys; i++) {
         if (!needed(r, &p->keys[i]))
             continue;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "runtime/partition.h"
 #include "runtime/route.h"
 #include "tests/checkmain.h"
 #include "tests/rulesutil.h"
@@ -106,6 +107,26 @@ static Event *sample_event(const CompiledRuleSet *rs, const Sample *s, int64_t t
 
 #define MAX_RULES 32   /* in the rule sets that check_routes_agree checks */
 
+/* The router's key of a rule agrees with the rule's key expressions evaluated one by
+ * one: its values, canonical bytes and hash. */
+static void check_key(const CompiledRule *cr, const EvalCtx *ctx, EvalScratch *scratch,
+                      const RouteKey *got)
+{
+    Value vals[4];
+    ck_assert_uint_le(cr->n_keys, 4);
+    for (size_t k = 0; k < cr->n_keys; k++)
+        vals[k] = expr_eval(cr->keys[k], ctx, scratch);
+    Buf b = BUF_INIT;
+    ck_assert(part_key_bytes(vals, cr->n_keys, &b));
+    ck_assert(!b.failed);
+    ck_assert_uint_eq(got->len, b.len);
+    ck_assert(!b.len || !memcmp(got->bytes, b.data, b.len));
+    ck_assert_uint_eq(got->hash, part_hash(b.data ? b.data : "", b.len));
+    for (size_t k = 0; k < cr->n_keys; k++)
+        ck_assert(value_equal(&got->vals[k], &vals[k]));
+    buf_free(&b);
+}
+
 /* Routes ev through `all` (router_route_all) and `one` (router_route, rule by rule)
  * and checks both against each rule's own filter; returns how many rules it admits. */
 static size_t check_routes_agree(const CompiledRuleSet *rs, Router *all, Router *one,
@@ -132,8 +153,8 @@ static size_t check_routes_agree(const CompiledRuleSet *rs, Router *all, Router 
         ck_assert_uint_eq(order[k], i);
         ck_assert_int_eq(res[i], ROUTE_KEYED);
         ck_assert_int_eq(r, ROUTE_KEYED);
-        ck_assert_uint_eq(keys[i].hash, key.hash);
-        ck_assert_uint_eq(keys[i].len, key.len);
+        check_key(cr, &ctx, scratch, &keys[i]);
+        check_key(cr, &ctx, scratch, &key);
         k++;
     }
     ck_assert_uint_eq(k, admitted);
@@ -391,7 +412,8 @@ END_TEST
  * written either side, under `not`, in `or`, beside `!=`, another field's text, a
  * condition left unknown, a ladder of thresholds behind the same text and one behind
  * a condition the text leaves open; the empty text is a text like any other (no
- * number, null or missing field holds it). */
+ * number, null or missing field holds it). Keys that are a field and keys that are
+ * an expression give what the rule's own expressions give. */
 START_TEST(switch_on_the_field_most_filters_ask)
 {
     static const char *const rules =
@@ -411,6 +433,8 @@ START_TEST(switch_on_the_field_most_filters_ask)
         "rule f_big { filter flag and amount > 5; key user; begin x; }\n"
         "rule f_bigger { filter flag and amount > 50; key user; begin x; }\n"
         "rule empty { filter type == \"\"; key user; begin x; }\n"
+        "rule lower { filter type == \"d\"; key id, lower(user); begin x; }\n"
+        "rule two_keys { filter type == \"d\"; key user, id; begin x; }\n"
         "rule all { key user; begin x; }\n";
     static const char *const types[] = {"a", "b", "c", "d", "", "ab", NULL};
     static const double amounts[] = {-1, 1, 10, 100};
