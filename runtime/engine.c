@@ -727,6 +727,17 @@ static bool engine_failed(const Engine *e)
 
 /* ---- released events -------------------------------------------------------- */
 
+/* The event likely to be matched after the one being matched, for the shard to load
+ * its keys' records meanwhile: the reorder buffer's oldest (released next unless an
+ * older one arrives first), or NULL. Where nothing waits (in-order input without
+ * lateness, processing time) the next line is not decoded ahead for this: its event
+ * would go cold in the cache while the current one is matched (scenario 4: 20 % more
+ * L1 misses, 5 % more CPU time), which costs more than the lookup's misses. */
+static const Event *expected_next(const Engine *e)
+{
+    return reorder_peek(&e->reorder);
+}
+
 /* Takes over the reference to ev. */
 static void match_event(Engine *e, Event *ev)
 {
@@ -746,7 +757,7 @@ static void match_event(Engine *e, Event *ev)
             e->failed = true;
         return;
     }
-    shard_event(e->shard, ev);
+    shard_event_ahead(e->shard, ev, expected_next(e));
     event_cache_release(e->cache, ev);
 }
 

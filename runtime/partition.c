@@ -201,6 +201,22 @@ uint64_t part_hash(const char *kbytes, size_t klen)
     return hash_bytes(HASH_SEED, kbytes, klen);
 }
 
+bool part_key_hash_guess(const Value *vals, size_t n, Buf *tmp, uint64_t *hash)
+{
+    if (n == 1 && vals[0].type == V_STR) {
+        /* buf_json_string's spelling of a string without escapes, hashed in place */
+        uint64_t h = hash_bytes(HASH_SEED, "\"", 1);
+        h = hash_bytes(h, vals[0].s, vals[0].len);
+        *hash = hash_bytes(h, "\"", 1);
+        return true;
+    }
+    buf_clear(tmp);
+    if (!part_key_bytes(vals, n, tmp) || tmp->failed)
+        return false;
+    *hash = part_hash(tmp->data, tmp->len);
+    return true;
+}
+
 PartEntry *part_lookup(const PartTable *t, const char *kbytes, size_t klen, uint64_t hash)
 {
     if (!t->n_slots)

@@ -201,6 +201,12 @@ bool part_key_bytes(const Value *vals, size_t n, Buf *out);
 bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf *text);
 /* The hash of key bytes, the only one a table takes: the table recomputes it. */
 uint64_t part_hash(const char *kbytes, size_t klen);
+/* part_hash of what part_key_bytes writes for vals, into *hash, false where it writes
+ * nothing (a value missing or null, or no memory in tmp, scratch for the bytes). A
+ * single string is hashed as it is, without the copy or the escape test: exact unless
+ * it needs an escape, else some other hash. For guessing which record a key has
+ * before it is looked up (runtime/shard.c), where a wrong guess costs only time. */
+bool part_key_hash_guess(const Value *vals, size_t n, Buf *tmp, uint64_t *hash);
 static inline uint64_t part_entry_hash(const PartEntry *e)
 {
     return part_hash(e->tail, e->klen);

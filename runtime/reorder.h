@@ -52,6 +52,11 @@ void *reorder_pop_ready(Reorder *r, int64_t *time_ms);
 void *reorder_pop_oldest(Reorder *r, int64_t *time_ms);
 /* Time of the next buffered item (ready or not); INT64_MAX if empty. */
 int64_t reorder_peek_time(const Reorder *r);
+/* That item itself, left in the buffer; NULL if empty. */
+static inline void *reorder_peek(const Reorder *r)
+{
+    return r->n ? r->heap[0].item : NULL;
+}
 /* A new lateness (hot reload) for the next items; the watermark never moves back. */
 void reorder_set_lateness(Reorder *r, int64_t lateness_ms);
 /* End of input: the watermark moves to +infinity, so everything becomes ready. */

@@ -22,6 +22,17 @@ typedef struct RuleState {
     int64_t refuse_warned_ms;  /* when (monotonic), or INT64_MIN */
 } RuleState;
 
+/* The most distinct key tuples whose records are loaded ahead (shard_event_ahead), and
+ * the most key values in such a tuple: rule sets keyed by a handful of fields are the
+ * common case, and fetching more records per event would cost more than it hides. */
+enum { AHEAD_KEYS = 4, AHEAD_KEY_VALUES = 4 };
+
+/* A key of plain fields: the event slots of its values. */
+typedef struct AheadKey {
+    uint32_t n;
+    int32_t slot[AHEAD_KEY_VALUES];
+} AheadKey;
+
 /* A record an event reaches (one per distinct key among the rules it routes to, mostly
  * one or two): found once, then settled once after every rule ran. */
 typedef struct Touch {
@@ -69,6 +80,12 @@ struct Shard {
     Touch *cur_touch;          /* NULL: a timer, whose record exists */
     size_t routed_after;       /* rules the event reaches after the running one: how
                                   many more slots a record made now may soon need */
+    /* loading the next event's records ahead (shard_event_ahead) */
+    AheadKey ahead_keys[AHEAD_KEYS]; /* the rules' distinct keys of plain fields */
+    size_t n_ahead_keys;
+    uint64_t ahead_hash[AHEAD_KEYS]; /* the expected event's keys' hashes */
+    size_t n_ahead;
+    Buf ahead_bytes;           /* scratch for their key bytes */
 };
 
 /* What runs once per rule set, reload, checkpoint or warning: out of the way of the
@@ -76,6 +93,7 @@ struct Shard {
 #define COLD __attribute__((cold))
 
 static void on_result(void *user, const NfaResult *r);
+COLD static void index_ahead_keys(Shard *s);
 static int64_t rec_base_charge(const PartEntry *rec);
 
 static bool rule_suppresses(const CompiledRule *rule)
@@ -217,6 +235,7 @@ COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const 
     for (size_t i = 0; i < rs->n_rules; i++)
         rule_state_init(s, &s->rules[i], &s->ctxs[i], limits, &rs->rules[i]);
     wire_matcher_parts(s);
+    index_ahead_keys(s);
     return s;
 }
 
@@ -872,8 +891,132 @@ static void prefetch_key_slots(Shard *s, size_t n)
     }
 }
 
+/* ---- the next event's records, ahead -------------------------------------------
+ * A key's record is found through its table slot, then the record itself: two
+ * dependent cache misses in a table of every key (scenario 3: 100k live orders), which
+ * prefetch_key_slots only starts once the event is routed. When the engine knows the
+ * event likely to come next, its keys' hashes are computed and their table slots start
+ * loading while the current event is matched; when it comes, the records those slots
+ * name start loading before it is routed. Each miss then overlaps a whole event's work
+ * or the routing, and the lookup finds both in cache. Only keys of plain fields are
+ * computed ahead: a field read, the key bytes and a hash, which can neither fail the
+ * run nor count anything, so a wrong guess costs only time. */
+
+/* The slot of the field x reads (the decoder fills every field of the rule set's
+ * table), or -1 if x is not a plain field. */
+COLD static int32_t plain_field_slot(const FieldTable *ft, const Expr *x)
+{
+    if (x->kind != EX_PATH || x->u.path.kind != PATH_FIELD)
+        return -1;
+    for (size_t i = 0; i < ft->n && i <= INT32_MAX; i++) {
+        const FieldPath *fp = &ft->paths[i];
+        bool same = fp->n_segs == x->u.path.n_segs;
+        for (size_t j = 0; same && j < fp->n_segs; j++) {
+            const PathSeg *a = &fp->segs[j], *b = &x->u.path.segs[j];
+            same = a->name && b->name ? !strcmp(a->name, b->name)
+                                      : !a->name && !b->name && a->index == b->index;
+        }
+        if (same)
+            return (int32_t)i;
+    }
+    return -1;
+}
+
+/* The field slots of cr's key, false unless it is a tuple of plain fields short
+ * enough to compute ahead. */
+COLD static bool field_key_of(const FieldTable *ft, const CompiledRule *cr, AheadKey *out)
+{
+    if (!cr->n_keys || cr->n_keys > AHEAD_KEY_VALUES || cr->n_keys != cr->ast->n_keys)
+        return false;
+    *out = (AheadKey){.n = (uint32_t)cr->n_keys};
+    for (size_t k = 0; k < cr->n_keys; k++)
+        if ((out->slot[k] = plain_field_slot(ft, cr->ast->keys[k].expr)) < 0)
+            return false;
+    return true;
+}
+
+/* The distinct keys of s->rs's rules that are computed ahead (after a build or a
+ * swap; cannot fail). */
+COLD static void index_ahead_keys(Shard *s)
+{
+    s->n_ahead_keys = 0;
+    s->n_ahead = 0;
+    for (size_t i = 0; i < s->rs->n_rules && s->n_ahead_keys < AHEAD_KEYS; i++) {
+        AheadKey k;
+        if (!field_key_of(&s->rs->fields, &s->rs->rules[i], &k))
+            continue;
+        bool seen = false;
+        for (size_t g = 0; g < s->n_ahead_keys && !seen; g++)
+            seen = !memcmp(&s->ahead_keys[g], &k, sizeof k);
+        if (!seen)
+            s->ahead_keys[s->n_ahead_keys++] = k;
+    }
+}
+
+/* ev's value in a slot, NULL if it has none (missing or null: no key). */
+static const Value *ahead_value(const Event *ev, int32_t slot)
+{
+    const Value *v = (uint32_t)slot < ev->n_slots ? &ev->slots[slot] : NULL;
+    return v && !value_is_null(v) ? v : NULL;
+}
+
+/* The hash of ev's key k (as part_key_hash_guess), false if ev has none. */
+static bool ahead_key_hash(Shard *s, const AheadKey *k, const Event *ev, uint64_t *hash)
+{
+    if (k->n == 1) {   /* the usual key: hashed where it lies */
+        const Value *v = ahead_value(ev, k->slot[0]);
+        return v && part_key_hash_guess(v, 1, &s->ahead_bytes, hash);
+    }
+    Value vals[AHEAD_KEY_VALUES];
+    for (size_t j = 0; j < k->n; j++) {
+        const Value *v = ahead_value(ev, k->slot[j]);
+        if (!v)
+            return false;
+        vals[j] = *v;
+    }
+    return part_key_hash_guess(vals, k->n, &s->ahead_bytes, hash);
+}
+
+/* Stage one: the hashes of next's keys, and their table slots start loading. */
+static void expect_keys(Shard *s, const Event *next)
+{
+    PartProbe probe = part_probe_of(&s->keys);
+    for (size_t g = 0; g < s->n_ahead_keys; g++) {
+        uint64_t hash;
+        if (!ahead_key_hash(s, &s->ahead_keys[g], next, &hash))
+            continue;
+        part_probe_prefetch(&probe, hash);
+        s->ahead_hash[s->n_ahead++] = hash;
+    }
+}
+
+/* Stage two, as the expected event comes: the records its keys' slots name start
+ * loading (the slots were loaded during the previous event). The bitmap answers for
+ * a key without a record (scenario 3: every order) without reading its slot, which
+ * stalls more often than the bitmap word. */
+static void fetch_expected_records(Shard *s)
+{
+    PartProbe probe = part_probe_of(&s->keys);
+    for (size_t i = 0; i < s->n_ahead; i++) {
+        if (!part_probe_may_hold(&probe, s->ahead_hash[i]))
+            continue;
+        PartEntry *rec = part_probe_candidate(&probe, s->ahead_hash[i]);
+        if (rec)
+            part_entry_prefetch(rec);
+    }
+    s->n_ahead = 0;
+}
+
 void shard_event(Shard *s, Event *ev)
 {
+    shard_event_ahead(s, ev, NULL);
+}
+
+void shard_event_ahead(Shard *s, Event *ev, const Event *next)
+{
+    fetch_expected_records(s);
+    if (next)
+        expect_keys(s, next);
     if (s->cond_cache)
         nfa_cond_cache_next_event(s->cond_cache);
     size_t n = router_route_all(s->router, ev, s->scratch, s->routed_order, s->routed,
@@ -1097,6 +1240,7 @@ COLD void shard_free(Shard *s)
     free_rule_set_parts(s);
     part_pool_free(&s->pool);   /* after the tables that use it */
     buf_free(&s->key_text);
+    buf_free(&s->ahead_bytes);
     if (s->scratch)
         expr_scratch_free(s->scratch);
     free(s);
@@ -1451,6 +1595,7 @@ COLD void shard_swap_commit(Shard *s, ShardSwap *sw, const size_t *from)
     s->routed_key = sw->routed_key;
     s->rs = sw->next;
     wire_matcher_parts(s);
+    index_ahead_keys(s);
     rearm_records(s);
     free(sw);
 }

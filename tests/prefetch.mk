@@ -14,3 +14,11 @@ tests_test_partition_CFLAGS = $(TEST_CFLAGS)
 tests_test_partition_LDFLAGS = $(OOM_WRAP_FLAGS)
 tests_test_partition_LDADD = $(TEST_LIBS)
 
+
+# the shard told the event likely to come next (shard_event_ahead): true and wrong
+# hints change nothing; the hash computed ahead (part_key_hash_guess)
+check_PROGRAMS += tests/test_lookahead
+TESTS += tests/test_lookahead
+tests_test_lookahead_SOURCES = tests/test_lookahead.c tests/rulesutil.c tests/rulesutil.h
+tests_test_lookahead_CFLAGS = $(TEST_CFLAGS)
+tests_test_lookahead_LDADD = $(TEST_LIBS)
