@@ -117,7 +117,7 @@ typedef struct FeedRouter {
     EvalScratch *scratch;
     size_t *order;             /* n_rules each */
     RouteResult *res;
-    RouteKey *key;
+    const RouteKey **key;      /* the router's */
 } FeedRouter;
 
 /* Where the fast path stands, so that a decoding job can take its batch's fast path
@@ -326,7 +326,7 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
     size_t key_bytes = 0;
     for (size_t i = 0; i < n; i++)
         if (fr->res[fr->order[i]] == ROUTE_KEYED)
-            key_bytes += fr->key[fr->order[i]].len;
+            key_bytes += fr->key[fr->order[i]]->len;
     if (b->n_routes + n > b->routes_cap) {
         size_t cap = b->routes_cap ? b->routes_cap : FEED_BATCH_LINES;
         while (cap < b->n_routes + n)
@@ -352,9 +352,9 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
         if (r->res != ROUTE_KEYED)
             continue;
         r->key_off = b->keys.len;
-        r->key_len = fr->key[ri].len;
-        r->hash = fr->key[ri].hash;
-        buf_append_inline(&b->keys, fr->key[ri].bytes, r->key_len);
+        r->key_len = fr->key[ri]->len;
+        r->hash = fr->key[ri]->hash;
+        buf_append_inline(&b->keys, fr->key[ri]->bytes, r->key_len);
     }
     expr_scratch_reset(fr->scratch);
     o->routed = true;

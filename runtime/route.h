@@ -58,10 +58,11 @@ RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *s
 /* Every rule at once, for the inline path: a filter group that fails is skipped in
  * one test instead of one lookup per rule. For each rule whose result (as
  * router_route's) is not ROUTE_FILTERED, in rule order, appends its number to `order`
- * and sets res[rule] (and key[rule] on ROUTE_KEYED, valid as for router_route);
- * returns how many. Starts a new event
- * itself (router_begin). order, res and key have room for every rule. */
+ * and sets res[rule] (and key[rule] on ROUTE_KEYED: the router's key of the rule's
+ * key group, valid as for router_route; rules keyed alike get the same pointer);
+ * returns how many. Starts a new event itself (router_begin). order, res and key have
+ * room for every rule. */
 size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
-                        RouteResult *res, RouteKey *key);
+                        RouteResult *res, const RouteKey **key);
 
 #endif

@@ -56,7 +56,7 @@ struct Shard {
     NfaCondCache *cond_cache;  /* their results for the current event; owned */
     NfaWork *work;             /* the matcher's scratch for every rule; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
-    RouteKey *routed_key;      /* per rule: its key when ROUTE_KEYED */
+    const RouteKey **routed_key;   /* per rule: its key when ROUTE_KEYED (the router's) */
     size_t *routed_order;      /* the rules whose filter this event passed, in order */
     const Nfa **nfas;          /* per rule: its Nfa, side by side: most rules only ask
                                   nfa_key_wakes, which should not cost a line each */
@@ -883,7 +883,7 @@ static void prefetch_key_slots(Shard *s, size_t n)
     PartProbe probe = part_probe_of(&s->keys);
     const char *last = NULL;
     for (size_t j = 0; j < n; j++) {
-        const RouteKey *k = &s->routed_key[s->routed_order[j]];
+        const RouteKey *k = s->routed_key[s->routed_order[j]];
         if (s->routed[s->routed_order[j]] != ROUTE_KEYED || k->bytes == last)
             continue;
         last = k->bytes;
@@ -1028,7 +1028,7 @@ void shard_event_ahead(Shard *s, Event *ev, const Event *next)
         RouteResult rr = s->routed[ri];
         s->routed_after = n - j - 1;
         if (rr == ROUTE_KEYED)
-            feed_key(s, ri, &s->routed_key[ri], ev);
+            feed_key(s, ri, s->routed_key[ri], ev);
         else if (rr == ROUTE_NO_KEY)
             s->rules[ri].stats.missing_key++;
         else if (rr == ROUTE_FAILED)
@@ -1435,7 +1435,7 @@ struct ShardSwap {
     NfaCondCache *cond_cache;
     NfaWork *work;
     RouteResult *routed;
-    RouteKey *routed_key;
+    const RouteKey **routed_key;
     size_t *routed_order;
     Touch *touched;
     const Nfa **nfas;
