@@ -637,7 +637,8 @@ static void index_switch(Router *r, uint32_t *case_of)
             continue;
         size_t c = 0;
         while (c < r->n_cases &&
-               (r->cases[c].len != eq.len || memcmp(r->cases[c].s, eq.s, eq.len) != 0))
+               (r->cases[c].len != eq.len ||
+                (eq.len && memcmp(r->cases[c].s, eq.s, eq.len) != 0)))
             c++;
         if (c == MAX_CASES)
             continue;

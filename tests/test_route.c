@@ -433,7 +433,7 @@ START_TEST(switch_on_the_field_most_filters_ask)
         "rule c_big { filter type == \"c\" and amount > 5; key id; begin x; }\n"
         "rule f_big { filter flag and amount > 5; key user; begin x; }\n"
         "rule f_bigger { filter flag and amount > 50; key user; begin x; }\n"
-        "rule empty { filter type == \"\"; key user; begin x; }\n"
+        "rule empty { filter type == \"\" or \"\" == type; key user; begin x; }\n"
         "rule lower { filter type == \"d\"; key id, lower(user); begin x; }\n"
         "rule two_keys { filter type == \"d\"; key user, id; begin x; }\n"
         "rule all { key user; begin x; }\n";
