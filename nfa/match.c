@@ -930,31 +930,23 @@ static bool start_reacts(const Nfa *nfa, Decide *d)
     return d->n_edges > 0;
 }
 
-/* The matching of one event after advance, for a key that exists or that the start
- * state acts for (d's memo is this event's and key's). `started`: the key is idle
- * and start_reacts left the start state's edges in d. */
-static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx,
-                     bool started)
+/* The rest of key_step once the live runs' successors are in w->next and w->fresh
+ * (`before` runs went in, released; the key holds none): the start state's
+ * successors, already collected in d when `start_collected`, then the caps, the key's
+ * new runs and the release of completed matches. */
+static void key_step_finish(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx,
+                            size_t before, bool start_collected)
 {
     NfaWork *w = ctx->work;
-    w->next.n = 0;
-    w->fresh.n = 0;
-    size_t before = k->n_live;
-    Run *live = nfa_key_live(k);
-    for (size_t i = 0; i < before; i++) {
-        advance_run(d, w, &live[i], ev, ctx->counters);
-        match_node_release(live[i].last);
-    }
-    k->n_live = 0;
     size_t mark = w->next.n;
-    if (started)
+    if (start_collected)
         follow_edges(d, w, NULL, ev, ctx->counters);
     else
         advance_run(d, w, NULL, ev, ctx->counters);
     /* The usual start of an idle key: one partial match, nothing completed, room under
      * the rule's cap (the key's cap keeps at least one). It goes inline, where the
      * general way below (caps, install_live, release, settle) would put it too. */
-    if (started && w->next.n == 1 && !w->fresh.n &&
+    if (start_collected && before == 0 && w->next.n == 1 && !w->fresh.n &&
         ctx->counters->partials_live < rule_cap(ctx)) {
         k->live.one = w->next.v[0];
         k->n_live = 1;
@@ -971,6 +963,110 @@ static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx 
     ctx->counters->partials_live -= before;
     release_any(nfa, k, w, ctx, false);
     settle(k);
+}
+
+/* A decision edge of a waiting run that can be followed later, with another decision
+ * in d, to the same effect (it tests nothing more): an ignore into a waiting state, or
+ * a take into the final state or into a state that does not proceed to it. */
+static bool plain_successor(const Nfa *nfa, const NfaEdge *e)
+{
+    const NfaState *to = &nfa->states[e->target];
+    if (e->action == NFA_IGNORE)
+        return to->kind != NFA_ST_FINAL;
+    return to->kind == NFA_ST_FINAL || !to->proceeds_to_final;
+}
+
+/* The one run of a key follows its plain edge e (NULL: it has none and dies) in place,
+ * the start state acting on nothing: what key_step's lists, caps and release give. A
+ * take into the final state completes the run; with no partial match left and none
+ * held back, every skip strategy releases it at once and prunes nothing. */
+static void single_follow(const Nfa *nfa, NfaKey *k, const NfaEdge *e, Event *ev,
+                          NfaRunCtx *ctx)
+{
+    Run *r = &k->live.one;
+    if (e && e->action == NFA_IGNORE) {
+        r->state = e->target;
+        return;
+    }
+    MatchNode *node = e ? work_node_new(nfa, ctx->work, r->last, ev,
+                                        nfa->states[e->source].step)
+                        : NULL;
+    match_node_release(r->last);   /* the new node, if any, holds it */
+    if (e && !node)
+        drop_for_memory(ctx->counters, 1);
+    if (node)
+        ctx->counters->takes++;
+    if (node && nfa->states[e->target].kind != NFA_ST_FINAL) {
+        r->last = node;
+        r->state = e->target;
+        return;
+    }
+    k->n_live = 0;
+    ctx->counters->partials_live--;
+    if (node) {
+        emit(ctx, NFA_MATCH, ev->time_ms, node);
+        match_node_release(node);
+    }
+}
+
+/* key_step for a key with one partial match, inline and nothing held back (not idle:
+ * the start is decided here). The decisions come in key_step's order, the run's then
+ * the start's; when the run has at most one edge, a plain one, and the start acts on
+ * nothing, the run moves on (or completes, or dies) in place. Otherwise the work's
+ * lists take over from where key_step would be, deciding nothing twice (the cache
+ * counts its hits). */
+static void step_single(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx)
+{
+    NfaWork *w = ctx->work;
+    Run *r = &k->live.one;
+    d->ec.match = r->last;
+    d->n_edges = 0;
+    d->stopped = false;
+    collect(d, r->state);
+    const NfaEdge *e = d->n_edges == 1 ? &nfa->edges[w->edges[0]] : NULL;
+    w->next.n = 0;
+    w->fresh.n = 0;
+    if (d->stopped || d->n_edges > 1 || (e && !plain_successor(nfa, e))) {
+        follow_edges(d, w, r, ev, ctx->counters);
+        match_node_release(r->last);
+        k->n_live = 0;
+        key_step_finish(nfa, k, d, ev, ctx, 1, false);
+        return;
+    }
+    if (!start_reacts(nfa, d)) {
+        single_follow(nfa, k, e, ev, ctx);
+        return;
+    }
+    if (e && e->action == NFA_TAKE)
+        follow_take(d, w, r, e, ev, ctx->counters);
+    else if (e)
+        follow_ignore(w, r, e, ev, nfa, ctx->counters);
+    match_node_release(r->last);
+    k->n_live = 0;
+    key_step_finish(nfa, k, d, ev, ctx, 1, true);
+}
+
+/* The matching of one event after advance, for a key that exists or that the start
+ * state acts for (d's memo is this event's and key's). `started`: the key is idle
+ * and start_reacts left the start state's edges in d. */
+static void key_step(const Nfa *nfa, NfaKey *k, Decide *d, Event *ev, NfaRunCtx *ctx,
+                     bool started)
+{
+    NfaWork *w = ctx->work;
+    if (!started && k->n_live == 1 && k->cap_live == 1 && !w->general_only) {
+        step_single(nfa, k, d, ev, ctx);
+        return;
+    }
+    w->next.n = 0;
+    w->fresh.n = 0;
+    size_t before = k->n_live;
+    Run *live = nfa_key_live(k);
+    for (size_t i = 0; i < before; i++) {
+        advance_run(d, w, &live[i], ev, ctx->counters);
+        match_node_release(live[i].last);
+    }
+    k->n_live = 0;
+    key_step_finish(nfa, k, d, ev, ctx, before, started);
 }
 
 static Decide decide_for(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)

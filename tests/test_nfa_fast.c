@@ -1,10 +1,13 @@
 /* tests/test_nfa_fast.c — the matcher's fast paths against its general path.
  *
  * The matcher (nfa/match.c) takes shortcuts for the common shapes: a start whose one
- * decision is a take into a plain state goes straight into the key, and an edge whose
- * condition (`where` or `not where`) the shared cache already decided is read without
- * the general evaluation. Each shortcut must give exactly what the general path gives,
- * which a work told nfa_work_set_general_only always takes.
+ * decision is a take into a plain state goes straight into the key (from the wake
+ * gate, or from the Nfa), an edge whose condition (`where` or `not where`) the shared
+ * cache already decided is read without the general evaluation, and a key with one
+ * partial match whose one decision is plain (an ignore, a take, a take that completes)
+ * while the start acts on nothing moves on in place. Each shortcut must give exactly
+ * what the general path gives, which a work told nfa_work_set_general_only always
+ * takes.
  *
  * Generated cases (a seeded xorshift, so a failure reproduces): rule sets of three
  * rules whose steps draw their conditions from a small pool (shared texts, a ladder
@@ -67,7 +70,7 @@ static const char *const skips[] = {"", "skip no_skip; ", "skip to_next; ",
                                     "skip past_last_event; ", "skip to_first a; ",
                                     "skip to_last a; "};
 
-#define N_KINDS 14
+#define N_KINDS 15
 
 static void put_pattern(Buf *b, uint64_t *x)
 {
@@ -115,6 +118,10 @@ static void put_pattern(Buf *b, uint64_t *x)
     case 12:   /* the start's take under `not until and where` */
         buf_printf(b, "begin a where %s one_or_more until %s; followed_by b where %s; "
                    "within %us; ", a, cond(x, true), c1, w);
+        break;
+    case 13:   /* a live run's take into a state that proceeds to the end */
+        buf_printf(b, "begin a where %s; followed_by b where %s; followed_by c where %s optional; "
+                   "within %us; ", a, c1, c2, w);
         break;
     default:   /* a step without where: `true` edges; within per step */
         buf_printf(b, "begin a; followed_by b within 1s where %s; ", c1);
