@@ -13,12 +13,12 @@
  * rules whose steps draw their conditions from a small pool (shared texts, a ladder
  * `v > 0`, `v > 1`, `v > 2`, conditions reading the partial match), over step kinds
  * that reach each shortcut and each way around it (one step, next, followed_by,
- * followed_by_any, loops, optional starts and tails, not_next, a trailing not_followed_by), every
- * skip strategy, per-key and per-rule caps, a few keys per rule, the wake test asked
- * or not before an idle key runs, undue events and timers. Two sides run the same
- * calls, one with the fast paths and one without; after every call the results (in
- * order), each key's partial matches and deadline, each rule's counters and the cache's
- * hits must agree, and so at the end of input. */
+ * followed_by_any, loops, optional starts and tails, not_next, a trailing
+ * not_followed_by), every skip strategy, per-key and per-rule caps, a few keys per
+ * rule, the wake test asked or not before an idle key runs, undue events and timers.
+ * Two sides run the same calls, one with the fast paths and one without; after every
+ * call the results (in order), each key's partial matches and deadline, each rule's
+ * counters and the cache's hits must agree, and so at the end of input. */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -92,11 +92,12 @@ static void put_pattern(Buf *b, uint64_t *x)
                    "within %us; ", a, c1, c2, w);
         break;
     case 4:   /* a start that takes and proceeds */
-        buf_printf(b, "begin a where %s times 1..2; followed_by b where %s; within %us; ", a, c1,
-                   w);
+        buf_printf(b, "begin a where %s times 1..2; followed_by b where %s; within %us; ", a,
+                   c1, w);
         break;
     case 5:   /* an optional tail: a take that completes through a proceed */
-        buf_printf(b, "begin a where %s; followed_by b where %s optional; within %us; ", a, c1, w);
+        buf_printf(b, "begin a where %s; followed_by b where %s optional; within %us; ", a, c1,
+                   w);
         break;
     case 6:
         buf_printf(b, "begin a where %s; not_next c where %s; followed_by b where %s; "
@@ -110,7 +111,8 @@ static void put_pattern(Buf *b, uint64_t *x)
                    pick(x, 2) ? " consecutive" : "", c1, w);
         break;
     case 10:   /* an optional start: a take and, through a proceed, another */
-        buf_printf(b, "begin a where %s optional; followed_by b where %s; within %us; ", a, c1, w);
+        buf_printf(b, "begin a where %s optional; followed_by b where %s; within %us; ", a, c1,
+                   w);
         break;
     case 11:
         buf_printf(b, "begin a where %s times 0..2; next b where %s; within %us; ", a, c1, w);
@@ -120,8 +122,8 @@ static void put_pattern(Buf *b, uint64_t *x)
                    "within %us; ", a, cond(x, true), c1, w);
         break;
     case 13:   /* a live run's take into a state that proceeds to the end */
-        buf_printf(b, "begin a where %s; followed_by b where %s; followed_by c where %s optional; "
-                   "within %us; ", a, c1, c2, w);
+        buf_printf(b, "begin a where %s; followed_by b where %s; "
+                   "followed_by c where %s optional; within %us; ", a, c1, c2, w);
         break;
     default:   /* a step without where: `true` edges; within per step */
         buf_printf(b, "begin a; followed_by b within 1s where %s; ", c1);
@@ -295,7 +297,8 @@ static bool same_counters(const NfaCounters *a, const NfaCounters *b)
 static void assert_same(const char *text, size_t at, const Side *fast, const Side *gen)
 {
     bool same_log = fast->log.len == gen->log.len &&
-                    (fast->log.len == 0 || memcmp(fast->log.data, gen->log.data, fast->log.len) == 0);
+                    (fast->log.len == 0 ||
+                     memcmp(fast->log.data, gen->log.data, fast->log.len) == 0);
     ck_assert_msg(same_log, "%s\nafter call %zu, results differ:\nfast:\n%.*s\ngeneral:\n%.*s",
                   text, at, (int)fast->log.len, fast->log.data ? fast->log.data : "",
                   (int)gen->log.len, gen->log.data ? gen->log.data : "");
