@@ -325,8 +325,13 @@ static void climb(Decide *d, NfaCondCache *c, const Ladder *l)
         else
             hi = mid;
     }
+    /* a ladder's groups are consecutive in rung order (ladder_groups_adjacent): its
+     * results are two runs of adjacent entries, not one scattered entry per rung */
+    uint32_t g0 = r[0].group;
     for (size_t i = 0; i < l->n; i++)
-        cache_put(c, r[i].group, (i < lo) != l->rising);
+        c->seen[g0 + i] = c->event;
+    memset(&c->vals[g0], !l->rising, lo);
+    memset(&c->vals[g0 + lo], l->rising, l->n - lo);
 }
 
 /* A non-iterative condition: from another rule's evaluation of the same text for
@@ -1583,6 +1588,45 @@ static bool assign_groups(NfaCondShare *sh, const CondRef *refs, size_t n)
     return ok;
 }
 
+/* Renumbers the groups so that each ladder's rungs have consecutive numbers in rung
+ * order, the other groups after them (climb relies on it). False on allocation
+ * failure. */
+static bool ladder_groups_adjacent(NfaCondShare *sh, const Nfa *const *nfas)
+{
+    size_t n = sh->n_groups ? sh->n_groups : 1;
+    uint32_t *to = malloc(n * sizeof *to);
+    uint32_t *ladder_of = malloc(n * sizeof *ladder_of);
+    if (!to || !ladder_of) {
+        free(to);
+        free(ladder_of);
+        return false;
+    }
+    for (size_t g = 0; g < sh->n_groups; g++)
+        to[g] = NFA_NONE;
+    uint32_t next = 0;
+    for (size_t l = 0; l < sh->n_ladders; l++)
+        for (uint32_t i = 0; i < sh->ladders[l].n; i++)
+            to[sh->rungs[sh->ladders[l].first + i].group] = next++;
+    for (size_t g = 0; g < sh->n_groups; g++)
+        if (to[g] == NFA_NONE)
+            to[g] = next++;
+    for (size_t g = 0; g < sh->n_groups; g++)
+        ladder_of[to[g]] = sh->ladder_of[g];
+    for (size_t l = 0; l < sh->n_ladders; l++)
+        for (uint32_t i = 0; i < sh->ladders[l].n; i++) {
+            Rung *r = &sh->rungs[sh->ladders[l].first + i];
+            r->group = to[r->group];
+        }
+    for (size_t r = 0; r < sh->n_rules; r++)
+        for (size_t i = 0; i < 2 * nfas[r]->n_steps; i++)
+            if (sh->ids[r][i] != NFA_NONE)
+                sh->ids[r][i] = to[sh->ids[r][i]];
+    free(sh->ladder_of);
+    sh->ladder_of = ladder_of;
+    free(to);
+    return true;
+}
+
 /* A rule's gate: simple when every condition of its start state is in a group. */
 static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
 {
@@ -1620,7 +1664,7 @@ NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
     if (ok) {
         shareable(nfas, n, refs);
         qsort(refs, n_refs, sizeof *refs, cmp_cond_text);
-        ok = assign_groups(sh, refs, n_refs);
+        ok = assign_groups(sh, refs, n_refs) && ladder_groups_adjacent(sh, nfas);
     }
     if (ok)
         ok = (sh->gates = calloc(n ? n : 1, sizeof *sh->gates)) != NULL;
