@@ -76,6 +76,9 @@ struct Shard {
                                   same reason (the wake test reads its gate) */
     Touch *touched;            /* the records of this event (n_rules of room) */
     size_t n_touched;
+    Touch *last_touch;         /* the touch the previous rule's key found (NULL: none
+                                  yet this event): consecutive rules mostly share their
+                                  key group's RouteKey, told by one pointer compare */
     PartTable keys;            /* every key with state in any rule: its record */
     DeadlineHeap timers;       /* the records by their next deadline */
     Value *key_vals;           /* room for the widest key; heap, owned */
@@ -98,6 +101,11 @@ struct Shard {
 /* What runs once per rule set, reload, checkpoint or warning: out of the way of the
  * event and timer paths, which then share fewer instruction-cache lines with it. */
 #define COLD __attribute__((cold))
+/* The event's loop over its rules inlines what every routed rule does (find its touch
+ * and slot, ask the wake test) and calls out for a rule that runs: a loop body that
+ * holds the running paths saves their registers for every rule, and most run nothing. */
+#define EVERY_RULE __attribute__((always_inline)) inline
+#define RUNNING_RULE __attribute__((noinline))
 
 static void on_result(void *user, const NfaResult *r);
 COLD static void index_ahead_keys(Shard *s);
@@ -785,10 +793,10 @@ static bool same_key(const RouteKey *a, const RouteKey *b)
 /* The event's touch of key k: the same for every rule with the same key bytes (rules
  * keyed alike share their key's text, so mostly a pointer compare), else a new one,
  * whose record is looked up now. */
-static Touch *touch_key(Shard *s, const RouteKey *k)
+static Touch *touch_key_slow(Shard *s, const RouteKey *k)
 {
     for (size_t i = 0; i < s->n_touched; i++)
-        if (same_key(s->touched[i].key, k))
+        if (s->touched[i].key == k || same_key(s->touched[i].key, k))
             return &s->touched[i];
     Touch *t = &s->touched[s->n_touched++];
     t->key = k;
@@ -798,8 +806,16 @@ static Touch *touch_key(Shard *s, const RouteKey *k)
     return t;
 }
 
+/* touch_key_slow, after one pointer compare with the previous rule's touch. */
+static EVERY_RULE Touch *touch_key(Shard *s, const RouteKey *k)
+{
+    if (!s->last_touch || s->last_touch->key != k)
+        s->last_touch = touch_key_slow(s, k);
+    return s->last_touch;
+}
+
 /* One event for rule ri and the key of touch t, whose record has a slot for the rule. */
-static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
+RUNNING_RULE static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
 {
     PartEntry *rec = t->rec;
     size_t before = nfa_key_partials(&sl->nfa);
@@ -824,7 +840,7 @@ static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
 /* One event for rule ri and a key it holds no state for. Most events start nothing
  * for most rules (nfa_key_wakes says so cheaply), so the rule gets a slot only once
  * its NFA keeps state (or the key a record, once it alerts). */
-static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
+RUNNING_RULE static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
 {
     RuleState *st = &s->rules[ri];
     NfaKey fresh;
@@ -860,7 +876,7 @@ static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     }
 }
 
-static void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+static EVERY_RULE void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     Touch *t = touch_key(s, k);
     PartSlot *sl = NULL;
@@ -885,6 +901,7 @@ static void settle_touched(Shard *s, int64_t now)
         if (s->touched[i].rec)
             rec_settle(s, s->touched[i].rec, now, &s->touched[i].key->hash);
     s->n_touched = 0;
+    s->last_touch = NULL;
 }
 
 /* An event's key is found through its table's occupancy bitmap, then its slot: both
