@@ -106,7 +106,7 @@ struct Shard {
  * holds the running paths saves their registers for every rule, and most run nothing. */
 #define EVERY_RULE __attribute__((always_inline)) inline
 #define RUNNING_RULE __attribute__((noinline))
-/* A slot's own steps (insert, re-hold, settle, leave, drop), each run for most fed or
+/* A slot's own steps (insert, re-hold, settle and retime, leave, drop), each run for most fed or
  * firing slots from a handful of callers: inlined there, they cost no call and no
  * register saves per slot. */
 #define SLOT_STEP __attribute__((always_inline)) inline
@@ -322,22 +322,30 @@ static SLOT_STEP void slot_leave(Shard *s, PartEntry *rec, PartSlot *sl)
 static void slots_compact(PartEntry *rec)
 {
     PartSlot *sl = part_slots(rec);
-    size_t kept = 0;
-    for (size_t i = 0; i < rec->n_slots; i++) {
-        if (sl[i].rule == SLOT_GONE)
-            continue;
-        if (kept != i)
-            sl[kept] = sl[i];
+    size_t n = rec->n_slots, kept = 0;
+    while (kept < n && sl[kept].rule != SLOT_GONE)   /* before the first gap: in place */
         kept++;
-    }
+    for (size_t i = kept + 1; i < n; i++)
+        if (sl[i].rule != SLOT_GONE)
+            sl[kept++] = sl[i];
     rec->n_slots = (uint16_t)kept;
+}
+
+/* Closes the one gap slot i left: the slots after it move down at once (a fed slot
+ * that leaves a record of many rules' slots, as a login's failed_logins). */
+static void slots_close(PartEntry *rec, size_t i)
+{
+    PartSlot *sl = part_slots(rec);
+    if (i + 1 < rec->n_slots)   /* so never in an entry with room for one */
+        memmove(&sl[i], &sl[i + 1], (rec->n_slots - i - 1) * sizeof *sl);
+    rec->n_slots--;
 }
 
 /* Takes slot i out of rec (its NfaKey idle), keeping the others in order. */
 static void slot_remove(Shard *s, PartEntry *rec, size_t i)
 {
     slot_leave(s, rec, &part_slots(rec)[i]);
-    slots_compact(rec);
+    slots_close(rec, i);
 }
 
 /* A slot's next time (PartSlot.due). An entry with room for one slot keeps none: its
@@ -577,7 +585,7 @@ static bool slot_may_wait(const Shard *s, const PartSlot *sl)
 
 /* A slot's next time from its matcher (not idle), and whether it may wait: known
  * after each run, so that re-arming the record reads the slots and not the rules. */
-static void slot_retime(const Shard *s, const PartEntry *rec, PartSlot *sl)
+static SLOT_STEP void slot_retime(const Shard *s, const PartEntry *rec, PartSlot *sl)
 {
     if (rec->room > 1)
         sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
@@ -837,7 +845,7 @@ RUNNING_RULE static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, 
     size_t i = (size_t)(sl - part_slots(rec));
     bool stays = slot_settle(s, rec, i, ev->time_ms);
     if (!stays)
-        slots_compact(rec);
+        slots_close(rec, i);
     t->next = i + stays;   /* past it, unless it left */
 }
 
@@ -875,7 +883,7 @@ RUNNING_RULE static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     slot_reheld(sl, 0, ev, st->counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl));
     if (!slot_settle(s, t->rec, i, ev->time_ms)) {   /* not so far: it holds state */
-        slots_compact(t->rec);
+        slots_close(t->rec, i);
         t->next = i;
     }
 }
