@@ -21,9 +21,7 @@
 
 static int64_t add_sat(int64_t a, int64_t b)
 {
-    if (b > 0 && a > INT64_MAX - b)
-        return INT64_MAX;
-    return a + b;
+    return nfa_add_saturating(a, b);
 }
 
 /* A run's start against the event (t, id): its first event's time, then input id. */
@@ -1627,6 +1625,21 @@ static bool ladder_groups_adjacent(NfaCondShare *sh, const Nfa *const *nfas)
     return true;
 }
 
+/* Room for n gates, zeroed, each in one cache line (NfaWakeGate); NULL on failure. */
+static NfaWakeGate *gates_new(size_t n)
+{
+    enum { LINE = 64 };
+    _Static_assert(sizeof(NfaWakeGate) == LINE, "a gate is one cache line");
+    size_t bytes = (n ? n : 1) * sizeof(NfaWakeGate);
+    if (bytes / sizeof(NfaWakeGate) != (n ? n : 1))
+        return NULL;
+    bytes = (bytes + LINE - 1) / LINE * LINE;   /* aligned_alloc wants a multiple */
+    NfaWakeGate *gates = aligned_alloc(LINE, bytes);
+    if (gates)
+        memset(gates, 0, bytes);
+    return gates;
+}
+
 /* A rule's gate: simple when every condition of its start state is in a group. */
 static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
 {
@@ -1642,6 +1655,10 @@ static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
                     nfa->states[e->source].step <= UINT16_MAX;
     g->take_step = g->start_take ? (uint16_t)nfa->states[e->source].step : 0;
     g->take_target = g->start_take ? e->target : 0;
+    const NfaState *to = &nfa->states[g->take_target];
+    g->take_pending = g->start_take && to->kind == NFA_ST_PENDING;
+    g->within_ms = g->start_take ? nfa->within_ms : 0;
+    g->take_within_ms = g->start_take ? to->within_ms : 0;
 }
 
 NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
@@ -1667,7 +1684,7 @@ NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
         ok = assign_groups(sh, refs, n_refs) && ladder_groups_adjacent(sh, nfas);
     }
     if (ok)
-        ok = (sh->gates = calloc(n ? n : 1, sizeof *sh->gates)) != NULL;
+        ok = (sh->gates = gates_new(n)) != NULL;
     for (size_t r = 0; ok && r < n; r++)
         build_gate(nfas[r], sh->ids[r], &sh->gates[r]);
     free(refs);

@@ -229,19 +229,23 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
 /* Most start states act on an event iff one of a few `where` conditions holds. */
 #define NFA_GATE_MAX 4
 
-/* A rule's answer to nfa_key_wakes from the cache alone. */
+/* A rule's answer to nfa_key_wakes from the cache alone. One cache line (the share
+ * aligns its gates): a start by the gate and its deadline read nothing else. */
 struct NfaWakeGate {
     bool simple;           /* false: the start state is not of that shape */
     uint8_t n;
     bool start_take;       /* simple, n == 1, and that edge a take into a state that
                               neither completes nor proceeds, of a rule without
                               aggregates: an idle key's start needs nothing more of the
-                              Nfa than the two fields below, which sit in the line the
+                              Nfa than the take_ fields below, which sit in the line the
                               wake test has just read */
+    bool take_pending;     /* with start_take: take_target is a pending state */
     uint16_t take_step;    /* the step of the start's node */
     uint32_t take_target;  /* the state its partial match waits in */
     uint32_t group[NFA_GATE_MAX];
     uint32_t slot[NFA_GATE_MAX];
+    int64_t within_ms;     /* with start_take: the rule's within (<= 0: none) */
+    int64_t take_within_ms;   /* with start_take: take_target's step within (<= 0: none) */
 };
 
 struct NfaCondCache {
@@ -267,6 +271,33 @@ static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
             return true;
     }
     return false;
+}
+
+static inline int64_t nfa_add_saturating(int64_t a, int64_t b)
+{
+    return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* For a key that was idle before an event at time_ms and holds after it just what the
+ * gate's start gives (one partial match waiting in take_target): its nfa_key_deadline
+ * and nfa_key_end_only_timeouts from the gate alone, which the wake test has just
+ * read, where the Nfa is mostly cold. False, with nothing set, when the key is not so
+ * (then ask those two). */
+static inline bool nfa_key_started_by_gate(const NfaWakeGate *gate, const NfaKey *key,
+                                           int64_t time_ms, int64_t *deadline,
+                                           bool *only_timeouts)
+{
+    if (!gate || !gate->start_take || key->cap_live != 1 || key->n_live != 1 ||
+        key->live.one.state != gate->take_target)
+        return false;
+    /* the run's first and newest event are the one it started on */
+    int64_t d_first = gate->within_ms > 0 ? nfa_add_saturating(time_ms, gate->within_ms)
+                                          : INT64_MAX;
+    int64_t d_step = gate->take_within_ms > 0
+                         ? nfa_add_saturating(time_ms, gate->take_within_ms) : INT64_MAX;
+    *deadline = d_first < d_step ? d_first : d_step;
+    *only_timeouts = !gate->take_pending;
+    return true;
 }
 
 /* Earliest time at which advance would produce something or prune state; INT64_MAX if

@@ -573,6 +573,12 @@ static inline void fail_if_out_of_memory(Shard *s, const RuleState *st)
 
 /* ---- records ----------------------------------------------------------------- */
 
+/* The rule alerts on no timeout, so its timeouts may be counted late. */
+static bool rule_timeouts_lazy(const Shard *s, size_t ri)
+{
+    return s->rule_bits[ri] & RULE_LAZY_TIMEOUTS;
+}
+
 /* Whether a slot's next time may pass unattended, to be handled whenever the record
  * runs next: what it shows then is nothing but timeouts of a rule that does not alert
  * on them (counted late, but counted), or the end of a suppression. A slot that may
@@ -580,7 +586,7 @@ static inline void fail_if_out_of_memory(Shard *s, const RuleState *st)
 static bool slot_may_wait(const Shard *s, const PartSlot *sl)
 {
     return nfa_key_idle(&sl->nfa) ||
-           ((s->rule_bits[sl->rule] & RULE_LAZY_TIMEOUTS) && nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa));
+           (rule_timeouts_lazy(s, sl->rule) && nfa_key_end_only_timeouts(s->nfas[sl->rule], &sl->nfa));
 }
 
 /* A slot's next time from its matcher (not idle), and whether it may wait: known
@@ -590,6 +596,22 @@ static SLOT_STEP void slot_retime(const Shard *s, const PartEntry *rec, PartSlot
     if (rec->room > 1)
         sl->due = nfa_key_deadline(s->nfas[sl->rule], &sl->nfa);
     sl->waits = slot_may_wait(s, sl);
+}
+
+/* slot_retime for a slot whose key was idle before the event at `now` and started as
+ * its rule's gate does (nfa_key_started_by_gate): the same time and wait, told from the
+ * gate, which the start has just read, where the rule's Nfa is mostly cold. False,
+ * having changed nothing, when the gate cannot tell. */
+static SLOT_STEP bool slot_retime_started(const Shard *s, const PartEntry *rec, PartSlot *sl,
+                                          int64_t now)
+{
+    int64_t due;
+    bool only_timeouts;
+    if (!nfa_key_started_by_gate(s->ctxs[sl->rule].gate, &sl->nfa, now, &due, &only_timeouts))
+        return false;
+    slot_set_due(rec, sl, due);
+    sl->waits = rule_timeouts_lazy(s, sl->rule) && only_timeouts;
+    return true;
 }
 
 /* A slot whose partial matches die unseen (slot_may_wait): its `timeouts` are counted
@@ -882,6 +904,8 @@ RUNNING_RULE static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     sl->nfa = fresh;   /* the key moves into its slot */
     slot_reheld(sl, 0, ev, st->counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl));
+    if (slot_retime_started(s, t->rec, sl, ev->time_ms))
+        return;
     if (!slot_settle(s, t->rec, i, ev->time_ms)) {   /* not so far: it holds state */
         slots_close(t->rec, i);
         t->next = i;

@@ -70,7 +70,7 @@ static const char *const skips[] = {"", "skip no_skip; ", "skip to_next; ",
                                     "skip past_last_event; ", "skip to_first a; ",
                                     "skip to_last a; "};
 
-#define N_KINDS 15
+#define N_KINDS 16
 
 static void put_pattern(Buf *b, uint64_t *x)
 {
@@ -124,6 +124,9 @@ static void put_pattern(Buf *b, uint64_t *x)
     case 13:   /* a live run's take into a state that proceeds to the end */
         buf_printf(b, "begin a where %s; followed_by b where %s; "
                    "followed_by c where %s optional; within %us; ", a, c1, c2, w);
+        break;
+    case 14:   /* a start into a state with its own within, and no rule within */
+        buf_printf(b, "begin a where %s; followed_by b within %us where %s; ", a, w, c1);
         break;
     default:   /* a step without where: `true` edges; within per step */
         buf_printf(b, "begin a; followed_by b within 1s where %s; ", c1);
@@ -267,6 +270,9 @@ typedef struct Tally {
     uint64_t starts;       /* idle keys that came out holding one partial match */
     uint64_t single_steps; /* events into a key holding one partial match */
     uint64_t results;
+    uint64_t gate_times;   /* starts whose time and wait the gate told */
+    uint64_t gate_pending; /* of those, into a pending state */
+    uint64_t gate_step_within;   /* of those, into a state with its own within */
 } Tally;
 
 static void side_call(Side *s, const Call *c, Event *ev)
@@ -342,6 +348,30 @@ static void count_reach(const Side *s, const Call *c, bool was_idle, size_t was_
     tally->single_steps += was_live == 1;
 }
 
+/* A key idle before ev that the gate says it can tell (nfa_key_started_by_gate): its
+ * deadline and end must be what the Nfa gives. A gate start_take key that holds one
+ * partial match must be told (the runtime then never reads the Nfa for it). */
+static void check_started_by_gate(const Side *s, const Call *c, bool was_idle, const Event *ev,
+                                  Tally *tally)
+{
+    const Nfa *nfa = s->rig->nfas[c->rule];
+    const NfaKey *k = &s->keys[c->rule][c->key];
+    const NfaWakeGate *gate = nfa_cond_share_gate(s->rig->share, (size_t)c->rule);
+    if (!was_idle)
+        return;
+    int64_t due = 0;
+    bool only_timeouts = false;
+    bool told = nfa_key_started_by_gate(gate, k, ev->time_ms, &due, &only_timeouts);
+    ck_assert(told == (gate->start_take && k->cap_live == 1 && k->n_live == 1));
+    if (!told)
+        return;
+    ck_assert_int_eq(due, nfa_key_deadline(nfa, k));
+    ck_assert(only_timeouts == nfa_key_end_only_timeouts(nfa, k));
+    tally->gate_times++;
+    tally->gate_pending += !only_timeouts;
+    tally->gate_step_within += gate->take_within_ms > 0;
+}
+
 static void run_case(uint64_t seed, Tally *tally)
 {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1;
@@ -373,6 +403,8 @@ static void run_case(uint64_t seed, Tally *tally)
             side_call(&fast, &c, ev);
             side_call(&gen, &c, ev);
             count_reach(&fast, &c, was_idle, was_live, tally);
+            check_started_by_gate(&fast, &c, was_idle, ev, tally);
+            check_started_by_gate(&gen, &c, was_idle, ev, tally);
             expr_scratch_reset(fast.scratch);
             expr_scratch_reset(gen.scratch);
             assert_same(text, ++calls, &fast, &gen);
@@ -404,6 +436,9 @@ START_TEST(fast_paths_give_what_the_general_path_gives)
     ck_assert_uint_gt(tally.starts, 20 * cases);
     ck_assert_uint_gt(tally.single_steps, 20 * cases);
     ck_assert_uint_gt(tally.results, 10 * cases);
+    ck_assert_uint_gt(tally.gate_times, 10 * cases);
+    ck_assert_uint_gt(tally.gate_pending, cases / 10);
+    ck_assert_uint_gt(tally.gate_step_within, cases / 10);
 }
 END_TEST
 
