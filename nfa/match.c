@@ -1625,21 +1625,6 @@ static bool ladder_groups_adjacent(NfaCondShare *sh, const Nfa *const *nfas)
     return true;
 }
 
-/* Room for n gates, zeroed, each in one cache line (NfaWakeGate); NULL on failure. */
-static NfaWakeGate *gates_new(size_t n)
-{
-    enum { LINE = 64 };
-    _Static_assert(sizeof(NfaWakeGate) == LINE, "a gate is one cache line");
-    size_t bytes = (n ? n : 1) * sizeof(NfaWakeGate);
-    if (bytes / sizeof(NfaWakeGate) != (n ? n : 1))
-        return NULL;
-    bytes = (bytes + LINE - 1) / LINE * LINE;   /* aligned_alloc wants a multiple */
-    NfaWakeGate *gates = aligned_alloc(LINE, bytes);
-    if (gates)
-        memset(gates, 0, bytes);
-    return gates;
-}
-
 /* A rule's gate: simple when every condition of its start state is in a group. */
 static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
 {
@@ -1657,8 +1642,10 @@ static void build_gate(const Nfa *nfa, const uint32_t *ids, NfaWakeGate *g)
     g->take_target = g->start_take ? e->target : 0;
     const NfaState *to = &nfa->states[g->take_target];
     g->take_pending = g->start_take && to->kind == NFA_ST_PENDING;
-    g->within_ms = g->start_take ? nfa->within_ms : 0;
-    g->take_within_ms = g->start_take ? to->within_ms : 0;
+    g->times_known = g->start_take && nfa->within_ms <= INT32_MAX && to->within_ms <= INT32_MAX &&
+                     nfa->within_ms >= INT32_MIN && to->within_ms >= INT32_MIN;
+    g->within_ms = g->times_known ? (int32_t)nfa->within_ms : 0;
+    g->take_within_ms = g->times_known ? (int32_t)to->within_ms : 0;
 }
 
 NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
@@ -1684,7 +1671,7 @@ NfaCondShare *nfa_cond_share_new(const Nfa *const *nfas, size_t n)
         ok = assign_groups(sh, refs, n_refs) && ladder_groups_adjacent(sh, nfas);
     }
     if (ok)
-        ok = (sh->gates = gates_new(n)) != NULL;
+        ok = (sh->gates = calloc(n ? n : 1, sizeof *sh->gates)) != NULL;
     for (size_t r = 0; ok && r < n; r++)
         build_gate(nfas[r], sh->ids[r], &sh->gates[r]);
     free(refs);

@@ -229,8 +229,9 @@ void nfa_key_advance(const Nfa *nfa, NfaKey **key, int64_t time_ms, NfaRunCtx *c
 /* Most start states act on an event iff one of a few `where` conditions holds. */
 #define NFA_GATE_MAX 4
 
-/* A rule's answer to nfa_key_wakes from the cache alone. One cache line (the share
- * aligns its gates): a start by the gate and its deadline read nothing else. */
+/* A rule's answer to nfa_key_wakes from the cache alone; with times_known, also the
+ * first deadline of a key it starts (52 bytes: the wake test reads the gates of many
+ * rules per event, so they are packed). */
 struct NfaWakeGate {
     bool simple;           /* false: the start state is not of that shape */
     uint8_t n;
@@ -241,11 +242,12 @@ struct NfaWakeGate {
                               wake test has just read */
     bool take_pending;     /* with start_take: take_target is a pending state */
     uint16_t take_step;    /* the step of the start's node */
+    bool times_known;      /* start_take, and both withins below fit */
     uint32_t take_target;  /* the state its partial match waits in */
     uint32_t group[NFA_GATE_MAX];
     uint32_t slot[NFA_GATE_MAX];
-    int64_t within_ms;     /* with start_take: the rule's within (<= 0: none) */
-    int64_t take_within_ms;   /* with start_take: take_target's step within (<= 0: none) */
+    int32_t within_ms;     /* with times_known: the rule's within (<= 0: none) */
+    int32_t take_within_ms;   /* with times_known: take_target's step within (<= 0: none) */
 };
 
 struct NfaCondCache {
@@ -287,7 +289,7 @@ static inline bool nfa_key_started_by_gate(const NfaWakeGate *gate, const NfaKey
                                            int64_t time_ms, int64_t *deadline,
                                            bool *only_timeouts)
 {
-    if (!gate || !gate->start_take || key->cap_live != 1 || key->n_live != 1 ||
+    if (!gate || !gate->times_known || key->cap_live != 1 || key->n_live != 1 ||
         key->live.one.state != gate->take_target)
         return false;
     /* the run's first and newest event are the one it started on */

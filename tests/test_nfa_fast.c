@@ -349,8 +349,9 @@ static void count_reach(const Side *s, const Call *c, bool was_idle, size_t was_
 }
 
 /* A key idle before ev that the gate says it can tell (nfa_key_started_by_gate): its
- * deadline and end must be what the Nfa gives. A gate start_take key that holds one
- * partial match must be told (the runtime then never reads the Nfa for it). */
+ * deadline and end must be what the Nfa gives. A key that holds one
+ * partial match must be told when its gate knows the times (the runtime then never
+ * reads the Nfa for it). */
 static void check_started_by_gate(const Side *s, const Call *c, bool was_idle, const Event *ev,
                                   Tally *tally)
 {
@@ -362,7 +363,7 @@ static void check_started_by_gate(const Side *s, const Call *c, bool was_idle, c
     int64_t due = 0;
     bool only_timeouts = false;
     bool told = nfa_key_started_by_gate(gate, k, ev->time_ms, &due, &only_timeouts);
-    ck_assert(told == (gate->start_take && k->cap_live == 1 && k->n_live == 1));
+    ck_assert(told == (gate->times_known && k->cap_live == 1 && k->n_live == 1));
     if (!told)
         return;
     ck_assert_int_eq(due, nfa_key_deadline(nfa, k));
@@ -480,6 +481,29 @@ START_TEST(the_switch_selects_the_general_path)
 }
 END_TEST
 
+/* A gate knows a start's times only when both withins fit its 32-bit fields: a within
+ * of 30 days does not (the runtime then asks the Nfa). */
+START_TEST(a_gate_knows_the_times_of_short_withins_only)
+{
+    Rig g;
+    rig_open(&g, "time ts epoch_ms;\n"
+                 "rule r0 { begin a where type == \"a\"; followed_by b where type == \"b\"; "
+                 "within 5s; on match alert \"m\"; }\n"
+                 "rule r1 { begin a where type == \"a\"; followed_by b where type == \"b\"; "
+                 "within 30d; on match alert \"m\"; }\n"
+                 "rule r2 { begin a where type == \"a\"; "
+                 "followed_by b within 30d where type == \"b\"; on match alert \"m\"; }\n");
+    const NfaWakeGate *g0 = nfa_cond_share_gate(g.share, 0);
+    ck_assert(g0->start_take && g0->times_known);
+    ck_assert_int_eq(g0->within_ms, 5000);
+    for (size_t r = 1; r < RULES; r++) {
+        const NfaWakeGate *gate = nfa_cond_share_gate(g.share, r);
+        ck_assert(gate->start_take && !gate->times_known);
+    }
+    rig_close(&g);
+}
+END_TEST
+
 static Suite *fast_suite(void)
 {
     Suite *s = suite_create("nfa_fast");
@@ -487,6 +511,7 @@ static Suite *fast_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fast_paths_give_what_the_general_path_gives);
     tcase_add_test(tc, the_switch_selects_the_general_path);
+    tcase_add_test(tc, a_gate_knows_the_times_of_short_withins_only);
     suite_add_tcase(s, tc);
     return s;
 }
