@@ -3,7 +3,7 @@
 # entries with room for one slot
 check_PROGRAMS += tests/test_nfa_undue
 TESTS += tests/test_nfa_undue
-tests_test_nfa_undue_SOURCES = tests/test_nfa_undue.c
+tests_test_nfa_undue_SOURCES = tests/test_nfa_undue.c $(TEST_UTIL)
 tests_test_nfa_undue_CFLAGS = $(TEST_CFLAGS)
 tests_test_nfa_undue_LDADD = $(TEST_LIBS)
 

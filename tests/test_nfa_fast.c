@@ -26,15 +26,13 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "dsl/check.h"
-#include "dsl/diag.h"
-#include "dsl/parse.h"
 #include "nfa/event.h"
 #include "nfa/expr.h"
 #include "nfa/nfa.h"
 #include "nfa/nfa_internal.h"
 #include "runtime/decode.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 #define RULES 3
 #define KEYS 3
@@ -163,17 +161,7 @@ static void rig_open(Rig *g, const char *text)
 {
     memset(g, 0, sizeof *g);
     field_table_init(&g->ft);
-    g->rs = ast_ruleset_new();
-    ck_assert_ptr_nonnull(g->rs);
-    Diags d;
-    diags_init(&d);
-    dsl_parse_text(g->rs, "fast.cep", text, strlen(text), &d);
-    if (d.errors == 0)
-        dsl_check(g->rs, &d);
-    if (d.errors)
-        diags_print(&d, stderr);
-    ck_assert_msg(d.errors == 0, "rules do not compile:\n%s", text);
-    diags_free(&d);
+    g->rs = test_parse_checked(text);   /* fails the test on a diagnostic */
     ck_assert_uint_eq(g->rs->n_rules, RULES);
     for (int r = 0; r < RULES; r++) {
         ExprEnv env = {.fields = &g->ft, .rule = &g->rs->rules[r]};

@@ -21,14 +21,12 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "dsl/check.h"
-#include "dsl/diag.h"
-#include "dsl/parse.h"
 #include "nfa/event.h"
 #include "nfa/expr.h"
 #include "nfa/nfa.h"
 #include "runtime/decode.h"
 #include "tests/checkmain.h"
+#include "tests/testutil.h"
 
 static uint64_t next_rand(uint64_t *x)
 {
@@ -78,17 +76,7 @@ static void rig_open(Rig *g, const char *text, size_t cap)
 {
     memset(g, 0, sizeof *g);
     field_table_init(&g->ft);
-    g->rs = ast_ruleset_new();
-    ck_assert_ptr_nonnull(g->rs);
-    Diags d;
-    diags_init(&d);
-    dsl_parse_text(g->rs, "undue.cep", text, strlen(text), &d);
-    if (d.errors == 0)
-        dsl_check(g->rs, &d);
-    if (d.errors)
-        diags_print(&d, stderr);
-    ck_assert_msg(d.errors == 0, "rule does not compile: %s", text);
-    diags_free(&d);
+    g->rs = test_parse_checked(text);   /* fails the test on a diagnostic */
     ExprEnv env = {.fields = &g->ft, .rule = &g->rs->rules[0]};
     char *err = NULL;
     g->nfa = nfa_compile(&g->rs->rules[0], &env, &err);
