@@ -32,22 +32,15 @@
 #include "nfa/nfa_internal.h"
 #include "runtime/decode.h"
 #include "tests/checkmain.h"
+#include "tests/nfadiff.h"
 #include "tests/testutil.h"
 
 #define RULES 3
 #define KEYS 3
 
-static uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
 static unsigned pick(uint64_t *x, unsigned n)
 {
-    return (unsigned)(next_rand(x) % n);
+    return nfadiff_pick(x, n);
 }
 
 /* ---- the rule generator ------------------------------------------------------------ */
@@ -199,11 +192,7 @@ typedef struct Side {
 static void log_result(void *user, const NfaResult *r)
 {
     Side *s = user;
-    buf_printf(&s->log, "%s@%lld", r->kind == NFA_MATCH ? "match" : "timeout",
-               (long long)r->time_ms);
-    for (const MatchNode *m = r->last; m; m = m->prev)
-        buf_printf(&s->log, " %u:%" PRIu64, (unsigned)m->step, m->event->id);
-    buf_putc(&s->log, '\n');
+    nfadiff_log_result(&s->log, r);
 }
 
 static void side_open(Side *s, const Rig *g, bool general)
@@ -281,21 +270,9 @@ static void side_call(Side *s, const Call *c, Event *ev)
         nfa_key_event_in(nfa, k, ev, &ctx);
 }
 
-static bool same_counters(const NfaCounters *a, const NfaCounters *b)
-{
-    return a->partials_dropped == b->partials_dropped && a->partials_live == b->partials_live &&
-           a->partials_refused == b->partials_refused && a->cap_hits == b->cap_hits &&
-           a->takes == b->takes && a->out_of_memory == b->out_of_memory;
-}
-
 static void assert_same(const char *text, size_t at, const Side *fast, const Side *gen)
 {
-    bool same_log = fast->log.len == gen->log.len &&
-                    (fast->log.len == 0 ||
-                     memcmp(fast->log.data, gen->log.data, fast->log.len) == 0);
-    ck_assert_msg(same_log, "%s\nafter call %zu, results differ:\nfast:\n%.*s\ngeneral:\n%.*s",
-                  text, at, (int)fast->log.len, fast->log.data ? fast->log.data : "",
-                  (int)gen->log.len, gen->log.data ? gen->log.data : "");
+    nfadiff_assert_same_log(text, at, &fast->log, "fast", &gen->log, "general");
     for (int r = 0; r < RULES; r++) {
         const Nfa *nfa = fast->rig->nfas[r];
         for (int k = 0; k < KEYS; k++) {
@@ -306,7 +283,7 @@ static void assert_same(const char *text, size_t at, const Side *fast, const Sid
                           "%s\nafter call %zu: rule %d key %d differs (partials %zu vs %zu)",
                           text, at, r, k, nfa_key_partials(a), nfa_key_partials(b));
         }
-        ck_assert_msg(same_counters(&fast->counters[r], &gen->counters[r]),
+        ck_assert_msg(nfadiff_same_counters(&fast->counters[r], &gen->counters[r]),
                       "%s\nafter call %zu: rule %d's counters differ", text, at, r);
     }
     ck_assert_msg(nfa_cond_cache_hits(fast->cache) == nfa_cond_cache_hits(gen->cache),
@@ -316,16 +293,7 @@ static void assert_same(const char *text, size_t at, const Side *fast, const Sid
 
 static Event *make_event(Rig *g, uint64_t *x, int64_t t, uint64_t id)
 {
-    static const char *const types[] = {"a", "b", "c", "a", "b"};
-    char line[128];
-    int n = snprintf(line, sizeof line, "{\"ts\":%lld,\"type\":\"%s\",\"v\":%u}", (long long)t,
-                     types[pick(x, 5)], pick(x, 4));
-    DecodeError de;
-    Event *ev = decoder_decode(g->dec, line, (size_t)n, &de);
-    ck_assert_ptr_nonnull(ev);
-    ev->id = id;
-    ev->time_ms = t;
-    return ev;
+    return nfadiff_event(g->dec, x, t, id, 4);
 }
 
 static void count_reach(const Side *s, const Call *c, bool was_idle, size_t was_live,

@@ -26,19 +26,12 @@
 #include "nfa/nfa.h"
 #include "runtime/decode.h"
 #include "tests/checkmain.h"
+#include "tests/nfadiff.h"
 #include "tests/testutil.h"
-
-static uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
 
 static unsigned pick(uint64_t *x, unsigned n)
 {
-    return (unsigned)(next_rand(x) % n);
+    return nfadiff_pick(x, n);
 }
 
 /* ---- one side: a key, its counters and what it emitted ---------------------------- */
@@ -53,11 +46,7 @@ typedef struct Side {
 static void log_result(void *user, const NfaResult *r)
 {
     Side *s = user;
-    buf_printf(&s->log, "%s@%lld", r->kind == NFA_MATCH ? "match" : "timeout",
-               (long long)r->time_ms);
-    for (const MatchNode *m = r->last; m; m = m->prev)
-        buf_printf(&s->log, " %u:%" PRIu64, (unsigned)m->step, m->event->id);
-    buf_putc(&s->log, '\n');
+    nfadiff_log_result(&s->log, r);
 }
 
 /* ---- a case: one compiled rule and what runs it ------------------------------------ */
@@ -179,22 +168,10 @@ typedef struct Tally {
     uint64_t results;
 } Tally;
 
-static bool same_counters(const NfaCounters *a, const NfaCounters *b)
-{
-    return a->partials_dropped == b->partials_dropped && a->partials_live == b->partials_live &&
-           a->partials_refused == b->partials_refused && a->cap_hits == b->cap_hits &&
-           a->takes == b->takes && a->out_of_memory == b->out_of_memory;
-}
-
 /* The two sides agree; else the message names where (caller frees nothing). */
 static void assert_same(const char *text, size_t at, const Side *ref, const Side *un)
 {
-    bool same_log = ref->log.len == un->log.len &&
-                    (ref->log.len == 0 || memcmp(ref->log.data, un->log.data, ref->log.len) == 0);
-    ck_assert_msg(same_log,
-                  "%s\nafter event %zu, results differ:\nin:\n%.*s\nundue:\n%.*s", text, at,
-                  (int)ref->log.len, ref->log.data ? ref->log.data : "", (int)un->log.len,
-                  un->log.data ? un->log.data : "");
+    nfadiff_assert_same_log(text, at, &ref->log, "in", &un->log, "undue");
     ck_assert_msg(nfa_key_partials(&ref->key) == nfa_key_partials(&un->key),
                   "%s\nafter event %zu: partials %zu vs %zu", text, at,
                   nfa_key_partials(&ref->key), nfa_key_partials(&un->key));
@@ -202,22 +179,13 @@ static void assert_same(const char *text, size_t at, const Side *ref, const Side
                   "%s\nafter event %zu: deadline %lld vs %lld", text, at,
                   (long long)nfa_key_deadline(ref->nfa, &ref->key),
                   (long long)nfa_key_deadline(un->nfa, &un->key));
-    ck_assert_msg(same_counters(&ref->counters, &un->counters),
+    ck_assert_msg(nfadiff_same_counters(&ref->counters, &un->counters),
                   "%s\nafter event %zu: counters differ", text, at);
 }
 
 static Event *make_event(Rig *g, uint64_t *x, int64_t t, uint64_t id)
 {
-    static const char *const types[] = {"a", "b", "c", "a", "b"};
-    char line[128];
-    int n = snprintf(line, sizeof line, "{\"ts\":%lld,\"type\":\"%s\",\"v\":%u}", (long long)t,
-                     types[pick(x, 5)], pick(x, 3));
-    DecodeError de;
-    Event *ev = decoder_decode(g->dec, line, (size_t)n, &de);
-    ck_assert_ptr_nonnull(ev);
-    ev->id = id;
-    ev->time_ms = t;
-    return ev;
+    return nfadiff_event(g->dec, x, t, id, 3);
 }
 
 static void run_case(uint64_t seed, Tally *tally)
