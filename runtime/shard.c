@@ -967,35 +967,13 @@ static void prefetch_key_slots(Shard *s, size_t n)
  * computed ahead: a field read, the key bytes and a hash, which can neither fail the
  * run nor count anything, so a wrong guess costs only time. */
 
-/* The slot of the field x reads (the decoder fills every field of the rule set's
- * table), or -1 if x is not a plain field. */
-COLD static int32_t plain_field_slot(const FieldTable *ft, const Expr *x)
+COLD static bool field_key_of(const CompiledRule *cr, AheadKey *out)
 {
-    if (x->kind != EX_PATH || x->u.path.kind != PATH_FIELD)
-        return -1;
-    for (size_t i = 0; i < ft->n && i <= INT32_MAX; i++) {
-        const FieldPath *fp = &ft->paths[i];
-        bool same = fp->n_segs == x->u.path.n_segs;
-        for (size_t j = 0; same && j < fp->n_segs; j++) {
-            const PathSeg *a = &fp->segs[j], *b = &x->u.path.segs[j];
-            same = a->name && b->name ? !strcmp(a->name, b->name)
-                                      : !a->name && !b->name && a->index == b->index;
-        }
-        if (same)
-            return (int32_t)i;
-    }
-    return -1;
-}
-
-/* The field slots of cr's key, false unless it is a tuple of plain fields short
- * enough to compute ahead. */
-COLD static bool field_key_of(const FieldTable *ft, const CompiledRule *cr, AheadKey *out)
-{
-    if (!cr->n_keys || cr->n_keys > AHEAD_KEY_VALUES || cr->n_keys != cr->ast->n_keys)
+    if (!cr->n_keys || cr->n_keys > AHEAD_KEY_VALUES)
         return false;
     *out = (AheadKey){.n = (uint32_t)cr->n_keys};
     for (size_t k = 0; k < cr->n_keys; k++)
-        if ((out->slot[k] = plain_field_slot(ft, cr->ast->keys[k].expr)) < 0)
+        if (!expr_field_slot(cr->keys[k], &out->slot[k]))   /* as the router reads it */
             return false;
     return true;
 }
@@ -1009,7 +987,7 @@ COLD static void index_ahead_keys(Shard *s)
     la->n = 0;
     for (size_t i = 0; i < s->rs->n_rules && la->n_keys < AHEAD_KEYS; i++) {
         AheadKey k;
-        if (!field_key_of(&s->rs->fields, &s->rs->rules[i], &k))
+        if (!field_key_of(&s->rs->rules[i], &k))
             continue;
         bool seen = false;
         for (size_t g = 0; g < la->n_keys && !seen; g++)
