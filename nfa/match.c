@@ -19,11 +19,6 @@
 
 /* ---- small helpers -------------------------------------------------------------- */
 
-static int64_t add_sat(int64_t a, int64_t b)
-{
-    return nfa_add_saturating(a, b);
-}
-
 /* A run's start against the event (t, id): its first event's time, then input id. */
 static int cmp_start_event(const Run *a, int64_t t, uint64_t id)
 {
@@ -605,13 +600,12 @@ static void advance_run(Decide *d, NfaWork *w, const Run *from, Event *ev, NfaCo
  * (from its newest event); INT64_MAX: none. */
 static inline int64_t first_due(const Nfa *nfa, const Run *r)
 {
-    return nfa->within_ms > 0 ? add_sat(nfa_run_start_time(r), nfa->within_ms) : INT64_MAX;
+    return nfa_due_after(nfa_run_start_time(r), nfa->within_ms);
 }
 
 static inline int64_t step_due(const Nfa *nfa, const Run *r)
 {
-    int64_t w = nfa->states[r->state].within_ms;
-    return w > 0 ? add_sat(nfa_run_time(r), w) : INT64_MAX;
+    return nfa_due_after(nfa_run_time(r), nfa->states[r->state].within_ms);
 }
 
 /* Deadline of a partial match: the earlier of the two; *expiry receives the one that

@@ -275,9 +275,13 @@ static inline bool nfa_key_wakes(const Nfa *nfa, Event *ev, NfaRunCtx *ctx)
     return false;
 }
 
-static inline int64_t nfa_add_saturating(int64_t a, int64_t b)
+/* When a `within` of within_ms counted from time_ms runs out, saturating; INT64_MAX
+ * for none (<= 0). The one rule for every deadline the matcher and its callers compute. */
+static inline int64_t nfa_due_after(int64_t time_ms, int64_t within_ms)
 {
-    return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+    if (within_ms <= 0 || time_ms > INT64_MAX - within_ms)
+        return INT64_MAX;
+    return time_ms + within_ms;
 }
 
 /* For a key that was idle before an event at time_ms and holds after it just what the
@@ -293,10 +297,8 @@ static inline bool nfa_key_started_by_gate(const NfaWakeGate *gate, const NfaKey
         key->live.one.state != gate->take_target)
         return false;
     /* the run's first and newest event are the one it started on */
-    int64_t d_first = gate->within_ms > 0 ? nfa_add_saturating(time_ms, gate->within_ms)
-                                          : INT64_MAX;
-    int64_t d_step = gate->take_within_ms > 0
-                         ? nfa_add_saturating(time_ms, gate->take_within_ms) : INT64_MAX;
+    int64_t d_first = nfa_due_after(time_ms, gate->within_ms);
+    int64_t d_step = nfa_due_after(time_ms, gate->take_within_ms);
     *deadline = d_first < d_step ? d_first : d_step;
     *only_timeouts = !gate->take_pending;
     return true;
