@@ -1,8 +1,9 @@
 /* alerts/alerts.c — the router: from a rule's result to its actions' outputs.
  *
  * Owns: the outputs of one rule set (slot 0 is `stdout`, slot i+1 is
- * rs->ast->outputs[i], the numbering of CompiledAction.to shifted by one) and the
- * configuration they share. Rendering is in render.c, delivery in out_*.c. */
+ * rs->ast->outputs[i], the numbering of CompiledAction.to shifted by one), the
+ * configuration they share, each rule's texts escaped once with its actions' heads,
+ * and the cache of alert times. Rendering is in render.c, delivery in out_*.c. */
 #include "alerts/alerts.h"
 
 #include <stdatomic.h>
@@ -26,6 +27,7 @@ struct AlertRouter {
     size_t n_outs;
     RulePlan *plans;         /* per rule of rs; heap, owned */
     _Atomic uint64_t lost;   /* alerts_lost; workers deliver concurrently */
+    TimeCache times;         /* the alerts' times, shared by the delivering threads */
 };
 
 static void config_from_options(OutConfig *c, const AlertOptions *o)
@@ -126,6 +128,7 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
         return NULL;
     }
     ar->rs = rs;
+    time_cache_init(&ar->times);
     config_from_options(&ar->cfg, opts);
     ar->outs[0] = out_stdout_new(opts ? opts->stdout_path : NULL, &ar->cfg, err);
     if (ar->outs[0])
@@ -188,14 +191,17 @@ uint64_t alerts_lost(const AlertRouter *ar)
     return atomic_load_explicit(&ar->lost, memory_order_relaxed);
 }
 
+/* head: the action's in the rule's plan, or NULL without a plan. */
 static void deliver_action(AlertRouter *ar, const CompiledRule *rule, const RulePlan *plan,
-                           const CompiledAction *action, const Value *key, size_t n_key,
-                           const NfaResult *r, EvalScratch *scratch, AlertMeta *meta,
-                           AlertWork *w)
+                           const RecordHead *head, const CompiledAction *action,
+                           const Value *key, size_t n_key, const NfaResult *r,
+                           EvalScratch *scratch, AlertMeta *meta, AlertWork *w)
 {
     w->buf->len = w->records_at;
-    meta->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
-    int rc = plan ? alert_render_named(rule, &plan->names, action, key, n_key, r, scratch,
+    meta->severity = head ? head->severity
+                          : alert_severity_name(action ? action->severity : SEV_MEDIUM);
+    RenderAids aids = {plan ? &plan->names : NULL, head, &ar->times};
+    int rc = plan ? alert_render_named(rule, &aids, action, key, n_key, r, scratch,
                                        ECHO_DECODED, w->buf)
                   : alert_render_echo(rule, action, key, n_key, r, scratch, ECHO_DECODED,
                                       w->buf);
@@ -255,10 +261,13 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
             .key_names = rule->key_names, .key_texts = ptrs, .n_key = n_meta_keys,
             .time_ms = r->time_ms,
         };
+        const RecordHead *heads =
+            plan ? record_heads_of(&plan->names, rule, r->kind, use_default) : NULL;
         /* the default action is the one action of a rule without `on` */
         for (size_t i = 0; i < (use_default ? 1 : n_actions); i++)
-            deliver_action(ar, rule, plan, use_default ? NULL : &actions[i], key, n_key, r,
-                           scratch, &meta, &w);
+            deliver_action(ar, rule, plan, heads ? &heads[i] : NULL,
+                           use_default ? NULL : &actions[i], key, n_key, r, scratch, &meta,
+                           &w);
     }
     if (w.buf->cap > ALERT_ROOM_KEPT || w.buf->failed)
         buf_free(w.buf);

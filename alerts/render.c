@@ -12,8 +12,9 @@
  * length is known before they are written (head, keys and time; the events) get their
  * room reserved once and are copied in without a check per piece; the message is
  * built in place and scanned for escapes only when a piece of it is not known to need
- * none; the time is formatted straight into the record, without printf; and the
- * event lines of a result from the engine are not validated again (render.h). */
+ * none; the time is formatted straight into the record, without printf, or copied
+ * from the text of its second when the router's TimeCache holds it; and the event
+ * lines of a result from the engine are not validated again (render.h). */
 #include "alerts/render.h"
 
 #include <stdlib.h>
@@ -242,6 +243,7 @@ static void put_action_head(RecordNames *names, RecordHead *head, const Compiled
         if (rule->n_keys)
             put_key_piece(&names->text, rule->key_names[0], true);
     }
+    head->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
     head->plain_literals = !action || literals_need_no_escape(&action->message);
 }
 
@@ -300,11 +302,11 @@ static const RecordHead *head_of(const RecordNames *names, const CompiledRule *r
 {
     size_t i;
     if (!action)
-        return &names->heads[0];
+        return record_heads_of(names, rule, NFA_MATCH, true);
     if (array_index(action, rule->on_match, rule->n_on_match, sizeof *action, &i))
-        return &names->heads[1 + i];
+        return &record_heads_of(names, rule, NFA_MATCH, false)[i];
     if (array_index(action, rule->on_timeout, rule->n_on_timeout, sizeof *action, &i))
-        return &names->heads[1 + rule->n_on_match + i];
+        return &record_heads_of(names, rule, NFA_TIMEOUT, false)[i];
     return NULL;
 }
 
@@ -333,14 +335,73 @@ typedef struct Chain {
 #define TIME_ROOM 64
 
 
+/* ---- the time, through the cache of its second ------------------------------- */
+
+#define ISO_LEN 24             /* what time_format_iso writes for years 1970..9999 */
+#define ISO_MS_AT 20           /* where its milliseconds start: "...:48.667Z" */
+
+/* The cached text of `second` to p (ISO_LEN bytes), if the cache holds it. */
+static bool time_cached(TimeCache *tc, int64_t second, char *p)
+{
+    if (atomic_load_explicit(&tc->second, memory_order_acquire) != second)
+        return false;
+    uint64_t w[3] = {atomic_load_explicit(&tc->words[0], memory_order_relaxed),
+                     atomic_load_explicit(&tc->words[1], memory_order_relaxed),
+                     atomic_load_explicit(&tc->words[2], memory_order_relaxed)};
+    /* the words read before the second is read again: a writer that began since
+     * changed it (a writer only ever puts back the same second's text) */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&tc->second, memory_order_relaxed) != second)
+        return false;
+    memcpy(p, w, ISO_LEN);
+    return true;
+}
+
+/* Keeps text (ISO_LEN bytes) as the cache's second, unless another thread is at it. */
+static void time_cache_put(TimeCache *tc, int64_t second, const char *text)
+{
+    int64_t was = atomic_load_explicit(&tc->second, memory_order_relaxed);
+    if (was == TIME_CACHE_BUSY ||
+        !atomic_compare_exchange_strong_explicit(&tc->second, &was, TIME_CACHE_BUSY,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return;
+    /* BUSY visible before any word: a reader that reads a new word sees it after */
+    atomic_thread_fence(memory_order_release);
+    uint64_t w[3];
+    memcpy(w, text, ISO_LEN);
+    for (size_t i = 0; i < 3; i++)
+        atomic_store_explicit(&tc->words[i], w[i], memory_order_relaxed);
+    atomic_store_explicit(&tc->second, second, memory_order_release);
+}
+
+/* time_format_iso(ms, p) without its NUL, through the cache when it has ms's second
+ * (tc NULL: none); returns the end of the text. */
+static char *put_time(char *p, int64_t ms, TimeCache *tc)
+{
+    bool usual = tc && ms >= 0;
+    int64_t second = ms / 1000;
+    if (usual && time_cached(tc, second, p)) {
+        unsigned msec = (unsigned)(ms - second * 1000), tens = msec / 10;
+        p[ISO_MS_AT] = (char)('0' + tens / 10);
+        p[ISO_MS_AT + 1] = (char)('0' + tens % 10);
+        p[ISO_MS_AT + 2] = (char)('0' + msec - tens * 10);
+        return p + ISO_LEN;   /* the 'Z' came with the text */
+    }
+    size_t len = time_format_iso(ms, p);
+    if (usual && len == ISO_LEN)
+        time_cache_put(tc, second, p);
+    return p + len;
+}
+
 /* {"rule":...,"key":{...},"time":"...","message": (and the message's opening quote
  * when it is a template): one reservation for all of it, redone only after a key
  * value that had to be written otherwise. head NULL: an action not the rule's own. */
-static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNames *names,
-                              const RecordHead *head, const CompiledAction *action,
-                              const NfaResult *r, const Value *key, size_t n_key,
-                              Buf *tmp)
+static void put_head_and_time(Buf *out, const CompiledRule *rule, const RenderAids *aids,
+                              const CompiledAction *action, const NfaResult *r,
+                              const Value *key, size_t n_key, Buf *tmp)
 {
+    const RecordNames *names = aids->names;
+    const RecordHead *head = aids->head;
     size_t kind = r->kind == NFA_TIMEOUT;
     size_t n = n_key < rule->n_keys ? n_key : rule->n_keys;
     size_t room = TIME_ROOM + (head ? head->len[kind] : 0) + names->steps_at - names->name_len;
@@ -374,7 +435,7 @@ static void put_head_and_time(Buf *out, const CompiledRule *rule, const RecordNa
         p = out->data + out->len;
     }
     p = PUT_AT(p, "},\"time\":\"");
-    p += time_format_iso(r->time_ms, p);   /* its NUL is overwritten next */
+    p = put_time(p, r->time_ms, aids->times);
     if (action)
         p = PUT_AT(p, "\",\"message\":\"");
     else
@@ -625,10 +686,11 @@ static const MatchNode **chain_oldest_first(const MatchNode *last, const MatchNo
     return nodes;
 }
 
-int alert_render_named(const CompiledRule *rule, const RecordNames *names,
+int alert_render_named(const CompiledRule *rule, const RenderAids *aids,
                        const CompiledAction *action, const Value *key, size_t n_key,
                        const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out)
 {
+    const RecordNames *names = aids->names;
     const MatchNode *room[CHAIN_ON_STACK];
     Chain chain = {.echo = echo};
     chain.nodes = chain_oldest_first(r->last, room, rule->ast->n_steps, &chain);
@@ -639,12 +701,11 @@ int alert_render_named(const CompiledRule *rule, const RecordNames *names,
     Buf tmp = BUF_INIT;   /* only for text that must be escaped after all */
     EvalCtx ctx = {.event = NULL, .match = r->last, .key = key, .n_key = n_key,
                    .time_ms = r->time_ms};
-    const RecordHead *head = head_of(names, rule, action);
     /* A template that ran out of memory evaluated to null, which is not its text: a
      * failed allocation of the record, not a record saying "null". */
     uint64_t oom_before = expr_scratch_out_of_memory(scratch);
-    put_head_and_time(out, rule, names, head, action, r, key, n_key, &tmp);
-    put_message(out, names, head, action, &ctx, scratch, &chain, &tmp);
+    put_head_and_time(out, rule, aids, action, r, key, n_key, &tmp);
+    put_message(out, names, aids->head, action, &ctx, scratch, &chain, &tmp);
     put_fields(out, action, &ctx, scratch, &tmp);
     if (expr_scratch_out_of_memory(scratch) != oom_before)
         out->failed = true;
@@ -663,8 +724,11 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
 {
     RecordNames names;
     int rc = record_names_build(&names, rule);
-    if (rc == 0)
-        rc = alert_render_named(rule, &names, action, key, n_key, r, scratch, echo, out);
+    RenderAids aids = {&names, NULL, NULL};
+    if (rc == 0) {
+        aids.head = head_of(&names, rule, action);
+        rc = alert_render_named(rule, &aids, action, key, n_key, r, scratch, echo, out);
+    }
     else
         out->failed = true;
     record_names_free(&names);

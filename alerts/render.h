@@ -1,6 +1,7 @@
 /* alerts/render.h — the record renderer's entry point inside alerts/.
  *
- * Owns: RecordNames (a rule's texts escaped once). Declares what alert_render
+ * Owns: RecordNames (a rule's texts escaped once) and TimeCache (the text of an alert
+ * time's second, shared by the delivering threads). Declares what alert_render
  * (alerts.h) and alerts_deliver share. The echoed event lines are the largest part
  * of a record; a line that decoder_decode produced is valid JSON in valid UTF-8 by
  * construction (it validated every byte), so checking it again while rendering is
@@ -8,6 +9,7 @@
 #ifndef VIGIL_ALERTS_RENDER_H
 #define VIGIL_ALERTS_RENDER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,9 +35,10 @@ static inline bool array_index(const void *elem, const void *array, size_t n, si
                                size_t *index)
 {
     uintptr_t at = (uintptr_t)elem, first = (uintptr_t)array;
-    if (at < first || (at - first) % size || (at - first) / size >= n)
+    size_t i = (at - first) / size;   /* one division: the product tells the rest */
+    if (at < first || i >= n || i * size != at - first)
         return false;
-    *index = (at - first) / size;
+    *index = i;
     return true;
 }
 
@@ -45,6 +48,7 @@ static inline bool array_index(const void *elem, const void *array, size_t n, si
  * without keys), so that a record's start up to its first key value is one copy. */
 typedef struct RecordHead {
     size_t at[2], len[2];      /* in RecordNames.text, by kind: [0] match, [1] timeout */
+    const char *severity;      /* alert_severity_name of the action's severity */
     bool plain_literals;       /* no literal part of its message needs escaping */
 } RecordHead;
 
@@ -66,10 +70,52 @@ typedef struct RecordNames {
 /* 0, or -1 on allocation failure (then *names is empty and may be freed). */
 int record_names_build(RecordNames *names, const CompiledRule *rule);
 void record_names_free(RecordNames *names);
-/* alert_render_echo with the rule's texts already escaped (names built for `rule`).
- * An action that is not one of the rule's own (a modified copy) still renders right,
- * only a little slower. */
-int alert_render_named(const CompiledRule *rule, const RecordNames *names,
+
+/* The heads of the actions a result of `kind` runs, in the rule's order (head i is
+ * action i's); with use_default, the default action's alone. */
+static inline const RecordHead *record_heads_of(const RecordNames *names,
+                                                const CompiledRule *rule, NfaResultKind kind,
+                                                bool use_default)
+{
+    if (use_default)
+        return names->heads;
+    return names->heads + 1 + (kind == NFA_TIMEOUT ? rule->n_on_match : 0);
+}
+
+/* The text of the last second an alert's time fell in, for the threads that deliver
+ * to share: most alerts of a busy stream fall in the second of the one before, and
+ * formatting a date costs several times a copy. Only times that time_format_iso
+ * writes in 24 bytes ("2023-11-14T22:13:48.667Z": years 1970 to 9999) are kept.
+ * The words are read and written as a seqlock keyed by `second`: a reader that sees
+ * the same second before and after reading them has text of that second; a writer
+ * first claims the cache (TIME_CACHE_BUSY), or leaves it alone if another one has. */
+typedef struct TimeCache {
+    _Atomic int64_t second;       /* ms / 1000 of the text; TIME_CACHE_NONE or _BUSY */
+    _Atomic uint64_t words[3];    /* time_format_iso's 24 bytes of a time in it */
+} TimeCache;
+
+#define TIME_CACHE_NONE INT64_C(-1)
+#define TIME_CACHE_BUSY INT64_C(-2)
+
+static inline void time_cache_init(TimeCache *tc)
+{
+    atomic_init(&tc->second, TIME_CACHE_NONE);
+    for (size_t i = 0; i < 3; i++)
+        atomic_init(&tc->words[i], 0);
+}
+
+/* What alert_render_named is given besides the alert: the rule's texts escaped once
+ * (names built for the rule), the action's head in them (record_heads_of; NULL: an
+ * action that is not one of the rule's own, a modified copy, which still renders
+ * right, only slower) and the cache of times (NULL: none). */
+typedef struct RenderAids {
+    const RecordNames *names;
+    const RecordHead *head;
+    TimeCache *times;
+} RenderAids;
+
+/* alert_render_echo with the aids. */
+int alert_render_named(const CompiledRule *rule, const RenderAids *aids,
                        const CompiledAction *action, const Value *key, size_t n_key,
                        const NfaResult *r, EvalScratch *scratch, EchoLines echo, Buf *out);
 

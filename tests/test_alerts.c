@@ -842,27 +842,37 @@ START_TEST(events_grouped_by_step_in_pattern_order)
 END_TEST
 
 /* The record's time field is the formatter's text, within a second, across seconds,
- * days and years, before 1970 and past year 9999. */
+ * days and years, before 1970 and past year 9999; the same through a cache of times
+ * (TimeCache), which the times visit in an order that has it hold a second whose
+ * milliseconds differ, another second, a second gone back to, and a time it must
+ * not keep. */
 START_TEST(record_time_is_the_formatters)
 {
     const CompiledRule *r = rule_with_empty_event("rule t { begin a; }\n", "t");
     RecordNames names;
     ck_assert_int_eq(record_names_build(&names, r), 0);
     static const int64_t times[] = {
-        T_2026, T_2026 + 1, T_2026 + 999, T_2026 + 1000, T_2026 + DAY_MS, T_2026 - 1, 0,
-        999, -1, -1000, -1001, INT64_C(253402300799999), INT64_C(253402300800000),
-        INT64_MAX, INT64_MIN,
+        T_2026, T_2026 + 1, T_2026 + 999, T_2026 + 1000, T_2026 + 1999, T_2026 + 7,
+        T_2026 + DAY_MS, T_2026 - 1, 0, 999, 1, -1, -1000, -1001, -999,
+        INT64_C(253402300799999), INT64_C(253402300799001), INT64_C(253402300800000),
+        INT64_C(253402300800001), INT64_MAX, INT64_MIN, T_2026 + 50, T_2026 + 1049,
     };
-    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
-        NfaResult res = {.kind = NFA_MATCH, .time_ms = times[i], .last = fx.chain};
-        buf_clear(&fx.out);
-        ck_assert_int_eq(alert_render_named(r, &names, NULL, NULL, 0, &res, fx.scratch,
-                                            ECHO_DECODED, &fx.out), 0);
-        char iso[32], field[64];
-        time_format_iso(times[i], iso);
-        snprintf(field, sizeof field, ",\"time\":\"%s\",\"message\":", iso);
-        ck_assert_msg(strstr(fx.out.data, field) != NULL, "%s in %s", field, fx.out.data);
-    }
+    TimeCache cache;
+    time_cache_init(&cache);
+    for (int cached = 0; cached < 2; cached++)
+        for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+            NfaResult res = {.kind = NFA_MATCH, .time_ms = times[i], .last = fx.chain};
+            RenderAids aids = {&names, names.heads, cached ? &cache : NULL};
+            buf_clear(&fx.out);
+            ck_assert_int_eq(alert_render_named(r, &aids, NULL, NULL, 0, &res, fx.scratch,
+                                                ECHO_DECODED, &fx.out), 0);
+            char iso[32], field[64];
+            time_format_iso(times[i], iso);
+            snprintf(field, sizeof field, ",\"time\":\"%s\",\"message\":", iso);
+            ck_assert_msg(strstr(fx.out.data, field) != NULL, "%s in %s", field, fx.out.data);
+        }
+    /* it held the last usual second */
+    ck_assert_int_eq(atomic_load(&cache.second), (T_2026 + 1049) / 1000);
     record_names_free(&names);
 }
 END_TEST
