@@ -201,6 +201,11 @@ bool part_key_bytes(const Value *vals, size_t n, Buf *out);
 bool part_key_values(const char *kbytes, size_t klen, Value *out, size_t n, Buf *text);
 /* The hash of key bytes, the only one a table takes: the table recomputes it. */
 uint64_t part_hash(const char *kbytes, size_t klen);
+/* part_key_bytes into out, cleared first, and part_hash of what it wrote into *hash:
+ * the same bytes and hash, in one pass for the usual key (one plain string). False if
+ * a value is missing or null; out->failed on allocation failure (*hash then means
+ * nothing). */
+bool part_key_encode(const Value *vals, size_t n, Buf *out, uint64_t *hash);
 /* part_hash of what part_key_bytes writes for vals, into *hash, false where it writes
  * nothing (a value missing or null, or no memory in tmp, scratch for the bytes). A
  * single string is hashed as it is, without the copy or the escape test: exact unless

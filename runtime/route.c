@@ -1054,8 +1054,8 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
     for (size_t k = 0; k < rule->n_keys; k++)
         vals[k] = slots[k] != NOT_A_FIELD ? event_field(ctx->event, slots[k])
                                           : expr_eval(rule->keys[k], ctx, scratch);
-    buf_clear(kb);
-    if (!part_key_bytes(vals, rule->n_keys, kb)) {
+    uint64_t hash;
+    if (!part_key_encode(vals, rule->n_keys, kb, &hash)) {
         r->key_res[g] = ROUTE_NO_KEY;
         return;
     }
@@ -1065,7 +1065,7 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
         r->key_res[g] = ROUTE_FAILED;
         return;
     }
-    r->key_of[g] = (RouteKey){kb->data, kb->len, part_hash(kb->data, kb->len), vals};
+    r->key_of[g] = (RouteKey){kb->data, kb->len, hash, vals};
     r->key_res[g] = ROUTE_KEYED;
 }
 

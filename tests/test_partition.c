@@ -4,7 +4,8 @@
  * or a wrong hash, tables shrinking), entries are reused at once, also across tables
  * sharing a pool, and a pool that no longer holds keys keeps at most one empty slab;
  * and partition key bytes read back into values (every kind of value and escape), with
- * bytes that are not what part_key_bytes writes refused. */
+ * bytes that are not what part_key_bytes writes refused; part_key_encode's one-pass
+ * way for a plain string writes and hashes what the general way does. */
 #include <check.h>
 #include <math.h>
 #include <signal.h>
@@ -632,6 +633,72 @@ START_TEST(null_values_have_no_key)
 }
 END_TEST
 
+/* part_key_encode's bytes and hash against part_key_bytes and part_hash, the general
+ * way, into a buffer left dirty by the key before (longer, or failed). */
+static void encode_agrees(const Value *vals, size_t n, Buf *kb)
+{
+    Buf want = BUF_INIT;
+    bool want_key = part_key_bytes(vals, n, &want);
+    uint64_t hash = 0;
+    ck_assert_int_eq(part_key_encode(vals, n, kb, &hash), want_key);
+    if (want_key) {
+        ck_assert(!kb->failed);
+        ck_assert_msg(kb->len == want.len && !memcmp(kb->data, want.data, want.len) &&
+                          kb->data[kb->len] == '\0',
+                      "encoded %.*s, want %.*s", (int)kb->len, kb->data, (int)want.len,
+                      want.data);
+        ck_assert_uint_eq(hash, part_hash(want.data, want.len));
+    }
+    buf_free(&want);
+}
+
+/* One string of 0-40 bytes: mostly plain ASCII (the one-pass way), at times a byte
+ * it must leave to the general way (quote, backslash, control, DEL, UTF-8, invalid),
+ * at any place, word boundaries included. */
+static size_t random_key_text(uint64_t *seed, char *s)
+{
+    static const unsigned char odd[] = {'"', '\\', 0x01, 0x1f, 0x7f, 0xc3, 0xa9, 0xff, 0x80};
+    size_t n = next_rand(seed) % 41;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = next_rand(seed);
+        s[i] = r % 16 ? (char)(0x20 + r / 16 % 95) : (char)odd[r / 16 % sizeof odd];
+    }
+    return n;
+}
+
+START_TEST(encoded_keys_equal_the_general_way)
+{
+    uint64_t seed = 0x5eed1234abcdULL;
+    Buf kb = BUF_INIT;
+    char s[64], t[64];
+    for (int i = 0; i < 20000; i++) {
+        size_t n = random_key_text(&seed, s), m = random_key_text(&seed, t);
+        Value one = value_str(s, n);
+        encode_agrees(&one, 1, &kb);
+        Value two[2] = {value_str(s, n), next_rand(&seed) % 2 ? value_str(t, m) : value_num(7)};
+        encode_agrees(two, 2, &kb);
+        if (i % 100 == 0)
+            kb.failed = true;   /* a failure before is forgotten, as by buf_clear */
+    }
+    /* every plain byte, and the edges of the plain range, alone and at each place */
+    for (int c = 0; c < 256; c++) {
+        memset(s, 'x', 17);
+        for (size_t at = 0; at < 17; at++) {
+            s[at] = (char)c;
+            Value v = value_str(s, 17 - at % 9);
+            encode_agrees(&v, 1, &kb);
+            s[at] = 'x';
+        }
+    }
+    Value other[] = {value_num(2.5), value_bool(true), value_null(), value_missing(),
+                     value_str("", 0)};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+        encode_agrees(&other[i], 1, &kb);
+    encode_agrees(other, 0, &kb);   /* the global partition: no values */
+    buf_free(&kb);
+}
+END_TEST
+
 typedef struct Bad {
     const char *bytes;
     size_t n;     /* values asked for */
@@ -723,6 +790,7 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, objects_and_arrays_kept_raw);
     tcase_add_test(tc, null_values_have_no_key);
     tcase_add_test(tc, malformed_key_bytes_refused);
+    tcase_add_test(tc, encoded_keys_equal_the_general_way);
     suite_add_tcase(s, tc);
     return s;
 }
