@@ -500,7 +500,7 @@ read -r CEIL CEIL_LO CEIL_HI <<< "$(round_stat 3)"
 read -r BURN _ _ <<< "$(round_stat 4)"
 ceiling_clause() {
     [ "$(calc "$CEIL < 1.6 ? 1 : 0")" = 0 ] ||
-        echo " (the ceiling itself is under 1.6x: in these rounds no program could have met the target)"
+        echo " (the ceiling itself is under 1.6x: in these rounds the machine did not offer what the target asks)"
 }
 END_S=$(date +%s)
 {
