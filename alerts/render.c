@@ -228,11 +228,18 @@ static bool literals_need_no_escape(const CompiledTemplate *t)
     return true;
 }
 
+/* The slot of a message part that is one field, else -1 (RecordNames.part_slots). */
+static int32_t part_slot(const CompiledTemplatePart *p)
+{
+    int32_t slot;
+    return p->expr && expr_field_slot(p->expr, &slot) && slot >= 0 ? slot : -1;
+}
+
 /* The heads of an action (NULL: the default action) at the end of names->text, each
- * followed by the first key's piece; name_json is the rule's name as a JSON string,
- * kept elsewhere. */
+ * followed by the first key's piece, and its parts' slots from names->part_slots[*n_slots]
+ * on; name_json is the rule's name as a JSON string, kept elsewhere. */
 static void put_action_head(RecordNames *names, RecordHead *head, const CompiledAction *action,
-                            const Buf *name_json, const CompiledRule *rule)
+                            const Buf *name_json, const CompiledRule *rule, size_t *n_slots)
 {
     static const NfaResultKind kinds[2] = {NFA_MATCH, NFA_TIMEOUT};
     for (size_t k = 0; k < 2; k++) {
@@ -244,7 +251,21 @@ static void put_action_head(RecordNames *names, RecordHead *head, const Compiled
             put_key_piece(&names->text, rule->key_names[0], true);
     }
     head->severity = alert_severity_name(action ? action->severity : SEV_MEDIUM);
+    head->slots_at = *n_slots;
+    for (size_t i = 0; action && i < action->message.n_parts; i++)
+        names->part_slots[(*n_slots)++] = part_slot(&action->message.parts[i]);
     head->plain_literals = !action || literals_need_no_escape(&action->message);
+}
+
+/* The parts of all the rule's messages (at least 1, a size to allocate). */
+static size_t message_parts(const CompiledRule *rule)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < rule->n_on_match; i++)
+        n += rule->on_match[i].message.n_parts;
+    for (size_t i = 0; i < rule->n_on_timeout; i++)
+        n += rule->on_timeout[i].message.n_parts;
+    return n;
 }
 
 int record_names_build(RecordNames *names, const CompiledRule *rule)
@@ -255,7 +276,8 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
     names->key_ends = malloc((rule->n_keys ? rule->n_keys : 1) * sizeof *names->key_ends);
     names->step_ends = malloc((ast->n_steps ? ast->n_steps : 1) * sizeof *names->step_ends);
     names->heads = malloc(n_heads * sizeof *names->heads);
-    if (!names->key_ends || !names->step_ends || !names->heads)
+    names->part_slots = malloc(message_parts(rule) * sizeof *names->part_slots);
+    if (!names->key_ends || !names->step_ends || !names->heads || !names->part_slots)
         return -1;
     Buf name_json = BUF_INIT;
     put_name(&name_json, rule->name);
@@ -276,11 +298,12 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
         names->step_ends[s] = names->text.len;
     }
     RecordHead *head = names->heads;
-    put_action_head(names, head++, NULL, &name_json, rule);
+    size_t n_slots = 0;
+    put_action_head(names, head++, NULL, &name_json, rule, &n_slots);
     for (size_t i = 0; i < rule->n_on_match; i++)
-        put_action_head(names, head++, &rule->on_match[i], &name_json, rule);
+        put_action_head(names, head++, &rule->on_match[i], &name_json, rule, &n_slots);
     for (size_t i = 0; i < rule->n_on_timeout; i++)
-        put_action_head(names, head++, &rule->on_timeout[i], &name_json, rule);
+        put_action_head(names, head++, &rule->on_timeout[i], &name_json, rule, &n_slots);
     bool failed = names->text.failed || name_json.failed;
     buf_free(&name_json);
     return failed ? -1 : 0;
@@ -292,6 +315,7 @@ void record_names_free(RecordNames *names)
     free(names->key_ends);
     free(names->step_ends);
     free(names->heads);
+    free(names->part_slots);
     memset(names, 0, sizeof *names);
 }
 
@@ -486,6 +510,22 @@ static bool put_text_value(Buf *out, const Value *v, const Chain *c)
     return true;
 }
 
+static const Value no_value;   /* all zero: V_MISSING */
+
+/* The value of a message part with an expression: a field's (slot >= 0, see
+ * part_slot) is read in place, what it evaluates to in an action (the slot of the
+ * match's last event, missing when that has none); others are evaluated into *tmp. */
+static const Value *part_value(const CompiledTemplatePart *p, int32_t slot,
+                               const EvalCtx *ctx, EvalScratch *scratch, Value *tmp)
+{
+    if (slot < 0) {
+        *tmp = expr_eval(p->expr, ctx, scratch);
+        return tmp;
+    }
+    const Event *ev = ctx->match ? ctx->match->event : NULL;
+    return ev && (uint32_t)slot < ev->n_slots ? &ev->slots[slot] : &no_value;
+}
+
 /* The message after `"message":`: the rule's name for the default action, else the
  * template's text, its opening quote already written. */
 static void put_message(Buf *out, const RecordNames *names, const RecordHead *head,
@@ -500,11 +540,13 @@ static void put_message(Buf *out, const RecordNames *names, const RecordHead *he
      * intact, and text with nothing to escape (the usual case) is never copied. */
     size_t text_at = out->len;
     bool plain = head && head->plain_literals;
+    const int32_t *slots = head ? names->part_slots + head->slots_at : NULL;
     for (size_t i = 0; i < action->message.n_parts; i++) {
         const CompiledTemplatePart *p = &action->message.parts[i];
         if (p->expr) {
-            Value v = expr_eval(p->expr, ctx, scratch);
-            plain = put_text_value(out, &v, chain) && plain;
+            Value v;
+            plain = put_text_value(out, part_value(p, slots ? slots[i] : -1, ctx, scratch, &v),
+                                   chain) && plain;
         } else if (p->text) {
             buf_append_inline(out, p->text, p->len);
         }
@@ -527,13 +569,17 @@ static void put_message(Buf *out, const RecordNames *names, const RecordHead *he
     buf_putc_inline(out, '"');
 }
 
+static bool has_fields(const CompiledAction *action)
+{
+    return action && action->n_fields;
+}
+
+/* The action's `fields` when it has some (put_events writes an empty one). */
 static void put_fields(Buf *out, const CompiledAction *action, const EvalCtx *ctx,
                        EvalScratch *scratch, Buf *tmp)
 {
-    if (!action || !action->n_fields) {
-        PUT_PIECE(out, ",\"fields\":{}");
+    if (!has_fields(action))
         return;
-    }
     PUT_PIECE(out, ",\"fields\":{");
     for (size_t i = 0; i < action->n_fields; i++) {
         if (i)
@@ -617,17 +663,19 @@ static char *put_events_by_step(Buf *out, char *p, const CompiledRule *rule,
     return p;
 }
 
-/* ,"events":{...}} to the record's end: steps in pattern order, each with its events
- * oldest first, in one reservation (redone only after a line written as a string). */
+/* ,"events":{...}} to the record's end (after an empty `fields` when the action has
+ * none, in the same copy): steps in pattern order, each with its events oldest first,
+ * in one reservation (redone only after a line written as a string). */
 static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *names,
-                       const Chain *chain)
+                       const Chain *chain, bool no_fields)
 {
     const Rule *ast = rule->ast;
     size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - names->steps_at : 0;
-    size_t room = 16 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
+    size_t room = 32 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
     if (!room_for(out, room))
         return;
-    char *p = PUT_AT(out->data + out->len, ",\"events\":{");
+    char *p = out->data + out->len;
+    p = no_fields ? PUT_AT(p, ",\"fields\":{},\"events\":{") : PUT_AT(p, ",\"events\":{");
     bool any = chain->in_step_order && chain->n > 0;
     if (chain->in_step_order)
         p = put_events_in_order(out, p, names, chain, room);
@@ -709,7 +757,7 @@ int alert_render_named(const CompiledRule *rule, const RenderAids *aids,
     put_fields(out, action, &ctx, scratch, &tmp);
     if (expr_scratch_out_of_memory(scratch) != oom_before)
         out->failed = true;
-    put_events(out, rule, names, &chain);
+    put_events(out, rule, names, &chain, !has_fields(action));
     if (chain.n > CHAIN_ON_STACK)
         free((void *)chain.nodes);
     bool failed = out->failed || tmp.failed;

@@ -49,6 +49,7 @@ static inline bool array_index(const void *elem, const void *array, size_t n, si
 typedef struct RecordHead {
     size_t at[2], len[2];      /* in RecordNames.text, by kind: [0] match, [1] timeout */
     const char *severity;      /* alert_severity_name of the action's severity */
+    size_t slots_at;           /* its message parts' slots: RecordNames.part_slots[at...] */
     bool plain_literals;       /* no literal part of its message needs escaping */
 } RecordHead;
 
@@ -65,6 +66,9 @@ typedef struct RecordNames {
     size_t *step_ends;         /* heap: step s is [step_ends[s-1] (or steps_at), step_ends[s]) */
     RecordHead *heads;         /* heap: the default action's, then on_match's and
                                   on_timeout's in order */
+    int32_t *part_slots;       /* heap: for each part of each head's message, the slot of
+                                  a part that is one field (expr_field_slot), read from
+                                  the last event without evaluating it; else -1 */
 } RecordNames;
 
 /* 0, or -1 on allocation failure (then *names is empty and may be freed). */
