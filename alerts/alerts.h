@@ -89,8 +89,11 @@ void alerts_stats(const AlertRouter *ar, Buf *out);
  * alerts still undelivered are counted as dropped and logged. */
 void alerts_free(AlertRouter *ar);
 
-/* "info" ... "critical"; "match" / "timeout". */
+/* "info" ... "critical"; "match" / "timeout" (inline: asked at every alert). */
 const char *alert_severity_name(Severity s);
-const char *alert_kind_name(NfaResultKind k);
+static inline const char *alert_kind_name(NfaResultKind k)
+{
+    return k == NFA_TIMEOUT ? "timeout" : "match";
+}
 
 #endif

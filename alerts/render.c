@@ -81,10 +81,6 @@ const char *alert_severity_name(Severity s)
     return severity_names[severity_index(s)];
 }
 
-const char *alert_kind_name(NfaResultKind k)
-{
-    return k == NFA_TIMEOUT ? "timeout" : "match";
-}
 
 static bool is_blank(char c)
 {
