@@ -264,6 +264,9 @@ static size_t message_parts(const CompiledRule *rule)
     return n;
 }
 
+/* Room for `,"fields":{},"events":{`, `}}` and a NUL. */
+#define EVENTS_ROOM 32
+
 int record_names_build(RecordNames *names, const CompiledRule *rule)
 {
     const Rule *ast = rule->ast;
@@ -293,6 +296,7 @@ int record_names_build(RecordNames *names, const CompiledRule *rule)
         put_step_piece(&names->text, ast->steps[s].name);
         names->step_ends[s] = names->text.len;
     }
+    names->events_room = EVENTS_ROOM + names->text.len - names->steps_at + 2 * ast->n_steps;
     RecordHead *head = names->heads;
     size_t n_slots = 0;
     put_action_head(names, head++, NULL, &name_json, rule, &n_slots);
@@ -665,9 +669,7 @@ static char *put_events_by_step(Buf *out, char *p, const CompiledRule *rule,
 static void put_events(Buf *out, const CompiledRule *rule, const RecordNames *names,
                        const Chain *chain, bool no_fields)
 {
-    const Rule *ast = rule->ast;
-    size_t all_steps = ast->n_steps ? names->step_ends[ast->n_steps - 1] - names->steps_at : 0;
-    size_t room = 32 + all_steps + 2 * ast->n_steps + chain->lines_len + chain->n;
+    size_t room = names->events_room + chain->lines_len + chain->n;
     if (!room_for(out, room))
         return;
     char *p = out->data + out->len;

@@ -64,6 +64,8 @@ typedef struct RecordNames {
     size_t key0_len;           /* the first key's piece (0 without keys) */
     size_t steps_at;           /* where the steps start, after the keys */
     size_t *step_ends;         /* heap: step s is [step_ends[s-1] (or steps_at), step_ends[s]) */
+    size_t events_room;        /* a record's "events" but for the lines: every step's
+                                  piece and its `],`, and what surrounds them */
     RecordHead *heads;         /* heap: the default action's, then on_match's and
                                   on_timeout's in order */
     int32_t *part_slots;       /* heap: for each part of each head's message, the slot of
