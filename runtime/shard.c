@@ -515,13 +515,9 @@ static bool refuse_key(Shard *s, size_t ri)
 
 /* ---- results ----------------------------------------------------------------- */
 
-/* The record of the event's key, made now (a rule's first state for it, or a result of
- * a key without a record: its alert needs the key bytes); NULL on allocation failure,
- * or the budget spent. */
-static PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
+/* touch_record for a key without a record yet. */
+__attribute__((noinline)) static PartEntry *touch_record_new(Shard *s, Touch *t, size_t ri)
 {
-    if (t->rec)
-        return t->rec;
     if (refuse_key(s, ri))
         return NULL;
     /* room for the rules after this one too (up to four slots in all): they often
@@ -534,6 +530,16 @@ static PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
     else
         budget_add(&s->mem, rec_base_charge(t->rec));
     return t->rec;
+}
+
+/* The record of the event's key, made now (a rule's first state for it, or a result of
+ * a key without a record: its alert needs the key bytes); NULL on allocation failure,
+ * or the budget spent. Most new slots are in a record the event found or made for an
+ * earlier rule (scenario 4: 553k calls, 93k records made, on its first 300k lines),
+ * so that case costs no call. */
+static inline PartEntry *touch_record(Shard *s, Touch *t, size_t ri)
+{
+    return t->rec ? t->rec : touch_record_new(s, t, ri);
 }
 
 /* Every result of the matcher, through NfaSink. */
