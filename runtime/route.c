@@ -1069,16 +1069,49 @@ static void compute_key(Router *r, size_t g, const EvalCtx *ctx, EvalScratch *sc
     r->key_res[g] = ROUTE_KEYED;
 }
 
+/* The 2, 4 or 8 bytes at p, as they lie. */
+static inline uint16_t bytes2(const char *p)
+{
+    uint16_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+static inline uint32_t bytes4(const char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+static inline uint64_t bytes8(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
 /* Does the string v hold the case's text? Compared here rather than by memcmp: the
- * texts are a few bytes, and most differ in the first. */
+ * texts are a few bytes, which the first and the last word of their length (2, 4 or 8
+ * bytes, overlapping) cover without reading past either string, in two compares where
+ * a byte loop took one per byte (scenario 4: 3.7 bytes per event). */
 static inline bool is_case(const ExprStringEq *c, const Value *v)
 {
-    if (c->len != v->len)
+    size_t n = c->len;
+    const char *a = c->s, *b = v->s;
+    if (n != v->len)
         return false;
-    for (size_t i = 0; i < c->len; i++)
-        if (c->s[i] != v->s[i])
-            return false;
-    return true;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            if (bytes8(a + i) != bytes8(b + i))
+                return false;
+        return bytes8(a + n - 8) == bytes8(b + n - 8);
+    }
+    if (n >= 4)
+        return bytes4(a) == bytes4(b) && bytes4(a + n - 4) == bytes4(b + n - 4);
+    if (n >= 2)
+        return bytes2(a) == bytes2(b) && bytes2(a + n - 2) == bytes2(b + n - 2);
+    return !n || *a == *b;
 }
 
 /* The plan for ev's value of the switch field. */

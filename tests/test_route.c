@@ -2,8 +2,8 @@
  * router that tests them (runtime/route.c): the plan shares what is written alike,
  * and the router's answer for every rule and event is the rule's own filter's, also
  * when a run of filters starting with the same atom is skipped because it fails, when a
- * non-boolean condition leaves `and`/`or`/`not` unknown, and with threshold ladders on
- * several fields at once. */
+ * non-boolean condition leaves `and`/`or`/`not` unknown, with threshold ladders on
+ * several fields at once, and with switch texts that differ in any one byte. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -499,6 +499,39 @@ START_TEST(more_texts_than_the_switch_takes)
 }
 END_TEST
 
+/* The switch tells texts of every length apart by all of their bytes: rules for texts
+ * of 1 to 16 bytes (one case each), events with each text, with one byte of it
+ * changed at each place, one byte shorter and one longer. */
+START_TEST(switch_texts_differ_at_any_byte)
+{
+    static const char pattern[] = "abcdefghijklmnopq";
+    Buf text = BUF_INIT;
+    for (int n = 1; n <= 16; n++)
+        buf_printf(&text, "rule len%d { filter type == \"%.*s\"; key user; begin a; }\n", n,
+                   n, pattern);
+    ck_assert(!text.failed);
+    TestRouters t = test_routers_new(text.data);
+    buf_free(&text);
+    size_t admitted = 0;
+    char type[20];
+    for (size_t n = 0; n <= 17; n++)
+        for (size_t at = 0; at <= n; at++) {   /* at == n: the text as it is */
+            memcpy(type, pattern, n);
+            type[n] = '\0';
+            if (at < n)
+                type[at] ^= 0x20;
+            Event *ev = sample_event(t.rs, &(Sample){type, -1, 3, -1}, 0);
+            char what[40];
+            snprintf(what, sizeof what, "type '%s'", type);
+            admitted += check_routes_agree(t.rs, t.all, t.one, t.scratch, ev, what);
+            event_release(ev);
+            expr_scratch_reset(t.scratch);
+        }
+    ck_assert_uint_eq(admitted, 16);   /* each rule once, for its text unchanged */
+    test_routers_free(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("route");
@@ -511,6 +544,7 @@ int main(void)
     tcase_add_test(tc, ladders_on_two_fields);
     tcase_add_test(tc, switch_on_the_field_most_filters_ask);
     tcase_add_test(tc, more_texts_than_the_switch_takes);
+    tcase_add_test(tc, switch_texts_differ_at_any_byte);
     suite_add_tcase(s, tc);
     return check_run_suite(s);
 }
