@@ -32,11 +32,38 @@ typedef struct Piece {
 #define PIECE(literal) {literal, sizeof literal - 1}
 #define PUT_PIECE(out, literal) buf_append_inline(out, literal, sizeof literal - 1)
 
+/* Copies n <= 16 bytes as at most two pairs of overlapping loads and stores, where a
+ * call of memcpy would cost more than the copy: a record's key values, step names and
+ * message values are mostly this short. */
+static inline void copy_short(char *p, const char *s, size_t n)
+{
+    if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, s, 8);
+        memcpy(&tail, s + n - 8, 8);
+        memcpy(p, &head, 8);
+        memcpy(p + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, s, 4);
+        memcpy(&tail, s + n - 4, 4);
+        memcpy(p, &head, 4);
+        memcpy(p + n - 4, &tail, 4);
+    } else if (n) {
+        p[0] = s[0];
+        p[n / 2] = s[n / 2];
+        p[n - 1] = s[n - 1];
+    }
+}
+
 /* Copies to p in room that a buf_reserve has made: no checks, and no NUL until the
  * end of the stretch (reserved_end); returns the end of the copy. */
 static inline char *put_at(char *p, const char *s, size_t n)
 {
-    memcpy(p, s, n);
+    if (n <= 16)
+        copy_short(p, s, n);
+    else
+        memcpy(p, s, n);
     return p + n;
 }
 
@@ -53,6 +80,13 @@ static inline void reserved_end(Buf *out, char *p)
 {
     *p = '\0';
     out->len = (size_t)(p - out->data);
+}
+
+/* buf_append_inline with put_at's copy, for the pieces of a message. */
+static inline void put_text(Buf *out, const char *s, size_t n)
+{
+    if (room_for(out, n))
+        reserved_end(out, put_at(out->data + out->len, s, n));
 }
 
 /* In Severity order (dsl/ast.h). */
@@ -491,13 +525,13 @@ static bool put_text_value(Buf *out, const Value *v, const Chain *c)
     bool decoded = c->echo == ECHO_DECODED;
     switch (v->type) {
     case V_STR:
-        buf_append_inline(out, v->s, v->len);
+        put_text(out, v->s, v->len);
         return decoded && v->raw && v->s == v->raw + 1 && v->raw_len == (size_t)v->len + 2 &&
                in_event_line(c, v->raw, v->raw_len);
     case V_NUM:
         if (!v->raw)
             break;
-        buf_append_inline(out, v->raw, v->raw_len);
+        put_text(out, v->raw, v->raw_len);
         return decoded && in_event_line(c, v->raw, v->raw_len);
     case V_OBJ:
     case V_ARR:
@@ -548,7 +582,7 @@ static void put_message(Buf *out, const RecordNames *names, const RecordHead *he
             plain = put_text_value(out, part_value(p, slots ? slots[i] : -1, ctx, scratch, &v),
                                    chain) && plain;
         } else if (p->text) {
-            buf_append_inline(out, p->text, p->len);
+            put_text(out, p->text, p->len);
         }
     }
     if (out->failed)

@@ -705,6 +705,39 @@ START_TEST(message_escaped_after_being_built_in_place)
 }
 END_TEST
 
+/* Key values and message pieces of every length from 0 to past 16 bytes are copied
+ * whole, however their length has them copied (render.c's copy_short). */
+START_TEST(pieces_of_every_short_length)
+{
+    load_rules("rule c { key k; begin a; on match alert \"{x}|{n}\"; }\n");
+    const CompiledRule *r = rule("c");
+    for (size_t len = 0; len <= 20; len++) {
+        char x[32], n[32], line[128], want[512];
+        for (size_t i = 0; i < len; i++) {
+            x[i] = (char)('a' + i);
+            n[i + 1] = (char)('0' + i % 10);
+        }
+        x[len] = '\0';
+        n[0] = '1';
+        n[len + 1] = '\0';
+        snprintf(line, sizeof line, "{\"k\":\"%s\",\"x\":\"%s\",\"n\":%s}", x + len / 2, x, n);
+        if (fx.chain)
+            match_node_release(fx.chain);
+        fx.chain = NULL;
+        Event *e = decode(line, T_2026);
+        take(r, "a", e);
+        Value key[1];
+        eval_key(r, e, key);
+        snprintf(want, sizeof want,
+                 "{\"rule\":\"c\",\"kind\":\"match\",\"severity\":\"medium\","
+                 "\"key\":{\"k\":\"%s\"},\"time\":\"2026-01-01T00:00:00.000Z\","
+                 "\"message\":\"%s|%s\",\"fields\":{},\"events\":{\"a\":[%s]}}",
+                 x + len / 2, x, n, line);
+        ck_assert_str_eq(render(r, &r->on_match[0], key, NFA_MATCH, T_2026), want);
+    }
+}
+END_TEST
+
 START_TEST(kinds_and_severities)
 {
     const CompiledRule *r = rule_with_empty_event("rule s { begin a; on match alert \"m\"; }\n", "s");
@@ -1272,6 +1305,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(tr, decoded_lines_echoed_unchecked_others_checked);
     tcase_add_test(tr, raw_key_texts_plain_or_checked);
     tcase_add_test(tr, message_escaped_after_being_built_in_place);
+    tcase_add_test(tr, pieces_of_every_short_length);
     tcase_add_test(tr, kinds_and_severities);
     tcase_add_test(tr, long_chains_and_far_times);
     tcase_add_test(tr, key_strings_checked_at_every_length);
