@@ -401,15 +401,15 @@ typedef struct Chain {
 /* The cached text of `second` to p (ISO_LEN bytes), if the cache holds it. */
 static bool time_cached(TimeCache *tc, int64_t second, char *p)
 {
-    if (atomic_load_explicit(&tc->second, memory_order_acquire) != second)
+    uint64_t gen = atomic_load_explicit(&tc->gen, memory_order_acquire);
+    if (gen & 1 || atomic_load_explicit(&tc->second, memory_order_relaxed) != second)
         return false;
     uint64_t w[3] = {atomic_load_explicit(&tc->words[0], memory_order_relaxed),
                      atomic_load_explicit(&tc->words[1], memory_order_relaxed),
                      atomic_load_explicit(&tc->words[2], memory_order_relaxed)};
-    /* the words read before the second is read again: a writer that began since
-     * changed it (a writer only ever puts back the same second's text) */
+    /* the words are read before gen is read again */
     atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&tc->second, memory_order_relaxed) != second)
+    if (atomic_load_explicit(&tc->gen, memory_order_relaxed) != gen)
         return false;
     memcpy(p, w, ISO_LEN);
     return true;
@@ -418,18 +418,20 @@ static bool time_cached(TimeCache *tc, int64_t second, char *p)
 /* Keeps text (ISO_LEN bytes) as the cache's second, unless another thread is at it. */
 static void time_cache_put(TimeCache *tc, int64_t second, const char *text)
 {
-    int64_t was = atomic_load_explicit(&tc->second, memory_order_relaxed);
-    if (was == TIME_CACHE_BUSY ||
-        !atomic_compare_exchange_strong_explicit(&tc->second, &was, TIME_CACHE_BUSY,
+    uint64_t gen = atomic_load_explicit(&tc->gen, memory_order_relaxed);
+    if (gen & 1 ||
+        !atomic_compare_exchange_strong_explicit(&tc->gen, &gen, gen + 1,
                                                  memory_order_relaxed, memory_order_relaxed))
         return;
-    /* BUSY visible before any word: a reader that reads a new word sees it after */
+    /* the odd gen is visible before any word: a reader that reads a new word sees it
+     * when it reads gen again */
     atomic_thread_fence(memory_order_release);
     uint64_t w[3];
     memcpy(w, text, ISO_LEN);
+    atomic_store_explicit(&tc->second, second, memory_order_relaxed);
     for (size_t i = 0; i < 3; i++)
         atomic_store_explicit(&tc->words[i], w[i], memory_order_relaxed);
-    atomic_store_explicit(&tc->second, second, memory_order_release);
+    atomic_store_explicit(&tc->gen, gen + 2, memory_order_release);
 }
 
 /* time_format_iso(ms, p) without its NUL, through the cache when it has ms's second

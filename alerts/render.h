@@ -92,19 +92,22 @@ static inline const RecordHead *record_heads_of(const RecordNames *names,
  * to share: most alerts of a busy stream fall in the second of the one before, and
  * formatting a date costs several times a copy. Only times that time_format_iso
  * writes in 24 bytes ("2023-11-14T22:13:48.667Z": years 1970 to 9999) are kept.
- * The words are read and written as a seqlock keyed by `second`: a reader that sees
- * the same second before and after reading them has text of that second; a writer
- * first claims the cache (TIME_CACHE_BUSY), or leaves it alone if another one has. */
+ * `second` and the words are read and written as a seqlock on `gen`: odd while a
+ * writer is at them, bumped twice per write, so a reader that sees the same even gen
+ * before and after reading them read one writer's whole text (keying the lock by
+ * `second` alone would let two writes, of another second and back, pass unseen in
+ * the middle of a read); a writer that finds gen odd leaves the cache alone. */
 typedef struct TimeCache {
-    _Atomic int64_t second;       /* ms / 1000 of the text; TIME_CACHE_NONE or _BUSY */
+    _Atomic uint64_t gen;         /* even: stable; odd: being written */
+    _Atomic int64_t second;       /* ms / 1000 of the text, or TIME_CACHE_NONE */
     _Atomic uint64_t words[3];    /* time_format_iso's 24 bytes of a time in it */
 } TimeCache;
 
 #define TIME_CACHE_NONE INT64_C(-1)
-#define TIME_CACHE_BUSY INT64_C(-2)
 
 static inline void time_cache_init(TimeCache *tc)
 {
+    atomic_init(&tc->gen, 0);
     atomic_init(&tc->second, TIME_CACHE_NONE);
     for (size_t i = 0; i < 3; i++)
         atomic_init(&tc->words[i], 0);
