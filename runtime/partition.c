@@ -1,7 +1,7 @@
 /* runtime/partition.c — per-rule partition table: open addressing (linear probing,
  * backward-shift deletion, so no tombstones) over entries with stable addresses (the
- * deadline heap points at them), carved from per-size slabs; grows past load 1/2 and
- * shrinks below 1/8 (8-byte slots: 16 to 64 bytes per key). */
+ * deadline heap points at them), carved from the slabs of their size class; grows past
+ * load 1/2 and shrinks below 1/8 (8-byte slots: 16 to 64 bytes per key). */
 #include "runtime/partition.h"
 
 #include <math.h>
@@ -20,30 +20,47 @@
  * to malloc, so memory follows the live keys and a key that dies and comes back costs
  * no allocation. The slab an entry was last freed to serves the next one of its class
  * (LIFO: the entry is still in the cache), without relinking lists, whose other slabs'
- * headers are cold. Entries of more than 512 bytes get a malloc of their own. */
+ * headers are cold. Entries of more than 512 bytes take the smallest big class that
+ * holds them (partition.h), and those of more than half a slab's room a malloc of their
+ * own. */
 #define ENTRY_ALIGN 8u
 #define SLAB_CLASSES PART_SLAB_CLASSES
+#define ALL_CLASSES PART_CLASSES
 
 _Static_assert(SLAB_CLASSES * ENTRY_ALIGN * 16 <= SLAB_ROOM,
                "a slab holds at least sixteen entries of its largest class");
 
 _Static_assert(ENTRY_ALIGN == 8, "part_entry_bytes rounds to 8 bytes");
 
-/* The class of an entry of `bytes`, or SLAB_CLASSES when it gets its own malloc. */
+/* The class of an entry of `bytes`, or ALL_CLASSES when it gets its own malloc. */
 static size_t slab_class(size_t bytes)
 {
-    return bytes / ENTRY_ALIGN <= SLAB_CLASSES ? bytes / ENTRY_ALIGN - 1 : SLAB_CLASSES;
+    if (bytes <= SLAB_CLASSES * ENTRY_ALIGN)
+        return bytes / ENTRY_ALIGN - 1;
+    size_t big = 0;
+    while (big < PART_BIG_CLASSES && part_big_class_bytes(big) < bytes)
+        big++;
+    return SLAB_CLASSES + big;
 }
 
-/* A slab of the class with room for an entry of `bytes`, on the class's list; NULL on
- * allocation failure. */
-static Slab *slab_with_room(PartPool *pool, PartSlabClass *c, size_t bytes)
+/* The bytes of each entry of class cls's slabs. */
+static size_t class_bytes(size_t cls)
 {
+    if (cls < SLAB_CLASSES)
+        return (cls + 1) * ENTRY_ALIGN;
+    return part_big_class_bytes(cls - SLAB_CLASSES);
+}
+
+/* A slab of class cls with room for an entry, on the class's list; NULL on allocation
+ * failure. */
+static Slab *slab_with_room(PartPool *pool, size_t cls)
+{
+    PartSlabClass *c = &pool->cls[cls];
     if (c->recent && !slab_full(c->recent))
         return c->recent;
     if (c->avail.head)
         return c->avail.head;
-    Slab *sl = slab_obtain(&pool->src, bytes);
+    Slab *sl = slab_obtain(&pool->src, class_bytes(cls));
     if (sl)
         slab_list_push(&c->avail, sl);
     return sl;
@@ -53,17 +70,16 @@ static Slab *slab_with_room(PartPool *pool, PartSlabClass *c, size_t bytes)
 static void *entry_alloc(PartPool *pool, size_t bytes)
 {
     size_t cls = slab_class(bytes);
-    if (cls == SLAB_CLASSES)
+    if (cls == ALL_CLASSES)
         return malloc(bytes);
-    if (!pool->cls && !(pool->cls = calloc(SLAB_CLASSES, sizeof *pool->cls)))
+    if (!pool->cls && !(pool->cls = calloc(ALL_CLASSES, sizeof *pool->cls)))
         return NULL;
-    PartSlabClass *c = &pool->cls[cls];
-    Slab *sl = slab_with_room(pool, c, bytes);
+    Slab *sl = slab_with_room(pool, cls);
     if (!sl)
         return NULL;
     void *e = slab_take(sl, pool->src.memcheck);
     if (slab_full(sl))
-        slab_list_unlink(&c->avail, sl);
+        slab_list_unlink(&pool->cls[cls].avail, sl);
     return e;
 }
 
@@ -75,7 +91,7 @@ static void entry_release(PartPool *pool, PartEntry *entry, size_t pre)
     size_t bytes = part_entry_bytes(entry->klen, pre, entry->room);
     size_t cls = slab_class(bytes);
     void *e = (char *)entry - pre;
-    if (cls == SLAB_CLASSES) {
+    if (cls == ALL_CLASSES) {
         free(e);
         return;
     }

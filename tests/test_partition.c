@@ -3,6 +3,8 @@
  * runs whose distances saturate, keys larger than a slab takes, removal from a known
  * or a wrong hash, tables shrinking), entries are reused at once, also across tables
  * sharing a pool, and a pool that no longer holds keys keeps at most one empty slab;
+ * records of many slots (past 512 bytes) take the smallest big class that holds them,
+ * side by side without overlap, and grow, move, are reused and go back as small ones do;
  * and partition key bytes read back into values (every kind of value and escape), with
  * bytes that are not what part_key_bytes writes refused; part_key_encode's one-pass
  * way for a plain string writes and hashes what the general way does. */
@@ -22,6 +24,19 @@
 #include "tests/oomwrap.h"
 
 enum { MAX_KEYS = 3000 };
+
+/* The object size of the slabs an entry of `bytes` should live in: its own up to 512
+ * bytes, else the smallest big class at least as large; 0: a malloc of its own. */
+static size_t class_holding(size_t bytes)
+{
+    if (bytes <= PART_SLAB_CLASSES * 8)
+        return bytes;
+    size_t best = 0;
+    for (size_t i = PART_BIG_CLASSES; i-- > 0;)
+        if (part_big_class_bytes(i) >= bytes)
+            best = part_big_class_bytes(i);
+    return best;
+}
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -162,7 +177,7 @@ END_TEST
 static size_t slabs_with_room(const PartPool *pool)
 {
     size_t n = 0;
-    for (size_t c = 0; pool->cls && c < PART_SLAB_CLASSES; c++)
+    for (size_t c = 0; pool->cls && c < PART_CLASSES; c++)
         n += pool->cls[c].avail.head != NULL || pool->cls[c].recent != NULL;
     return n;
 }
@@ -368,9 +383,14 @@ END_TEST
 
 /* ---- records that move: part_regrow ------------------------------------------- */
 
+/* Slots that take an entry past half a slab's room, to a malloc of its own (slabs
+ * come from aligned_alloc, which tests/oomwrap does not count). */
+enum { MALLOC_ROOM = 200 };
+_Static_assert(MALLOC_ROOM * sizeof(PartSlot) > SLAB_ROOM / 2, "past every class");
+
 /* An entry's bytes as they were: its optional fields, header, key and slots in use. */
 typedef struct Snapshot {
-    _Alignas(8) unsigned char bytes[2048];
+    _Alignas(8) unsigned char bytes[8192];
     size_t len, pre;
 } Snapshot;
 
@@ -430,9 +450,9 @@ static void regrow_key(PartTable *t, Model *m, size_t i, uint64_t hash, size_t r
     ck_assert_uint_eq(moved->room, room);
     ck_assert(snapshot_matches(&was, moved, room));
     ck_assert_uint_eq(t->count, count);
-    if (part_entry_bytes(moved->klen, t->pre, room) <= PART_SLAB_CLASSES * 8)
-        ck_assert_uint_eq(slab_of((char *)moved - t->pre)->size,
-                          part_entry_bytes(moved->klen, t->pre, room));
+    size_t slab_bytes = class_holding(part_entry_bytes(moved->klen, t->pre, room));
+    if (slab_bytes)
+        ck_assert_uint_eq(slab_of((char *)moved - t->pre)->size, slab_bytes);
     m->entry[i] = moved;
 }
 
@@ -441,7 +461,8 @@ static void regrow_key(PartTable *t, Model *m, size_t i, uint64_t hash, size_t r
  * where it was in the run. Every key is then still found, by the table and by its
  * probe; the old entry is free (the next entry of its size is made there); after the
  * keys before it in the run go, the moved one shifts back and is found; and it moves
- * on, to an entry of its own malloc and back to a slab, keeping its slots. */
+ * on, to a big class, to an entry of its own malloc and back to a slab of a small
+ * class, keeping its slots. */
 START_TEST(regrow_moves_the_record_within_its_slot)
 {
     enum { RUN = 24, MID = 12 };
@@ -469,7 +490,9 @@ START_TEST(regrow_moves_the_record_within_its_slot)
     /* slots filled up to the room, then moved from a wrong hash (the table finds the
      * entry from its own) */
     record_fill(&t, m.entry[MID], 3, 50);
-    regrow_key(&t, &m, MID, m.hash[MID] ^ 1, 40);   /* past a slab: a malloc */
+    regrow_key(&t, &m, MID, m.hash[MID] ^ 1, 40);   /* a big class */
+    ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
+    regrow_key(&t, &m, MID, m.hash[MID], MALLOC_ROOM);
     ck_assert_uint_eq(model_check(&t, &m, RUN), 0);
     for (size_t i = 0; i < MID; i++) {
         part_remove(&t, m.entry[i]);
@@ -504,15 +527,184 @@ START_TEST(failed_regrow_leaves_the_entry_as_it_was)
     ck_assert_ptr_null(part_regrow(&t, e, m.hash[7], 1));
     ck_assert_ptr_null(part_regrow(&t, e, m.hash[7], (size_t)PART_MAX_SLOTS + 1));
     oom_count_begin(1);
-    PartEntry *moved = part_regrow(&t, e, m.hash[7], 40);   /* a malloc of its own */
+    PartEntry *moved = part_regrow(&t, e, m.hash[7], MALLOC_ROOM);
     size_t allocs = oom_count_end();
     ck_assert_ptr_null(moved);
     ck_assert_uint_eq(allocs, 1);
     ck_assert(snapshot_matches(&was, e, 2));
     ck_assert_uint_eq(t.count, 40);
     ck_assert_uint_eq(model_check(&t, &m, 40), 0);
-    regrow_key(&t, &m, 7, m.hash[7], 40);   /* with memory, the same move is made */
+    regrow_key(&t, &m, 7, m.hash[7], MALLOC_ROOM);   /* with memory, the move is made */
     ck_assert_uint_eq(model_check(&t, &m, 40), 0);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* ---- big classes: records of many slots ---------------------------------------- */
+
+/* The big classes grow from past the small ones to half a slab, each a multiple of 8
+ * that fills its slab but for less than one entry; a short key's record (slots from
+ * byte 32) of 20, 40, 80 and 160 slots, as runtime/shard.c grows them, fits one whole. */
+START_TEST(big_classes_fit_doubling_records)
+{
+    size_t prev = PART_SLAB_CLASSES * 8;
+    for (size_t i = 0; i < PART_BIG_CLASSES; i++) {
+        size_t b = part_big_class_bytes(i);
+        ck_assert_uint_gt(b, prev);
+        ck_assert_uint_eq(b % 8, 0);
+        ck_assert_uint_lt(SLAB_ROOM - (SLAB_ROOM / b) * b, b);
+        prev = b;
+    }
+    ck_assert_uint_eq(prev, SLAB_ROOM / 2);
+    ck_assert_uint_eq(class_holding(part_entry_bytes(8, 0, 20)), 1016);
+    ck_assert_uint_eq(class_holding(part_entry_bytes(8, 0, 40)), 2040);
+    ck_assert_uint_eq(class_holding(part_entry_bytes(8, 0, 80)), 4080);
+    ck_assert_uint_eq(class_holding(part_entry_bytes(8, 0, 160)), 8160);
+}
+END_TEST
+
+enum { BIG_FIRST = 488, BIG_LAST = 8400, BIG_N = (BIG_LAST - BIG_FIRST) / 8 + 1 };
+
+/* Key i of the entry of BIG_FIRST + 8 i bytes: a length that, with the most slots
+ * that leave at least 24 bytes for the header and key, makes exactly that size. */
+static size_t big_key(size_t i, char *name, size_t *room)
+{
+    size_t bytes = BIG_FIRST + 8 * i;
+    *room = (bytes - 24) / sizeof(PartSlot);
+    size_t klen = bytes - *room * sizeof(PartSlot) - offsetof(PartEntry, tail) - 1;
+    snprintf(name, 64, "%0*zu", (int)klen, i);
+    ck_assert_uint_eq(part_entry_bytes(klen, 0, *room), bytes);
+    return klen;
+}
+
+static void big_fill(PartEntry *e, size_t i)
+{
+    memset(part_slots(e), (int)(i * 7 + 1), part_slots_bytes(e->room));
+}
+
+/* Entries whose slots are not all i's pattern, or whose key is not found as e[i]. */
+static size_t big_check(const PartTable *t, PartEntry *const *e, size_t step)
+{
+    size_t bad = 0;
+    char name[64];
+    for (size_t i = 0; i < BIG_N; i += step) {
+        size_t room, klen = big_key(i, name, &room);
+        bad += part_lookup(t, name, klen, part_hash(name, klen)) != e[i];
+        const unsigned char *p = (const unsigned char *)part_slots(e[i]);
+        for (size_t j = 0; j < part_slots_bytes(room); j++)
+            bad += p[j] != (unsigned char)(i * 7 + 1);
+    }
+    return bad;
+}
+
+/* Entries of every size from 488 to 8400 bytes, 8 apart (across every class boundary,
+ * into malloc's), live side by side: each sits in a slab of the class that holds it,
+ * its slots filled to the last byte do not reach another's, through the removal of
+ * half of them and their re-adding; once all are gone the table's pool holds at most
+ * one empty slab (these many slabs come from regions, which go back whole). */
+START_TEST(big_entries_of_every_size)
+{
+    PartTable t;
+    part_table_init(&t);
+    static PartEntry *e[BIG_N];
+    char name[64];
+    size_t bad = 0;
+    for (size_t round = 0; round < 2; round++) {
+        for (size_t i = round; i < BIG_N; i += round + 1) {   /* then every other one */
+            size_t room, klen = big_key(i, name, &room);
+            e[i] = part_add(&t, name, klen, part_hash(name, klen), room);
+            ck_assert_ptr_nonnull(e[i]);
+            size_t in = class_holding(BIG_FIRST + 8 * i);
+            bad += in && slab_of(e[i])->size != in;
+            bad += (uintptr_t)e[i] % 8 != 0 || e[i]->room != room;
+            big_fill(e[i], i);
+        }
+        bad += big_check(&t, e, 1);
+        if (!round)
+            for (size_t i = 1; i < BIG_N; i += 2)
+                part_remove(&t, e[i]);
+        bad += big_check(&t, e, 2);
+    }
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_uint_gt(t.own.src.slabs, SLAB_REGION_AFTER);
+    for (size_t i = 0; i < BIG_N; i++)
+        part_remove(&t, e[(i * 7) % BIG_N]);
+    ck_assert_uint_eq(t.count, 0);
+    ck_assert_uint_eq(slabs_with_room(&t.own), 0);
+    ck_assert_uint_le(t.own.src.slabs, 1);
+    ck_assert(!t.own.src.spare || !t.own.src.spare->next);
+    part_table_free(&t, NULL, NULL);
+}
+END_TEST
+
+/* A big entry freed is the next one its class hands out (LIFO: still in the cache),
+ * whatever size within the class the new one asks for, from another table of the pool
+ * and from another slab than the first one listed with room; a record that grows frees
+ * its old entry for the next record of that size. */
+START_TEST(big_entry_reused_at_once)
+{
+    PartPool pool;
+    part_pool_init(&pool);
+    PartTable a, b;
+    part_table_init_shared(&a, &pool);
+    part_table_init_shared(&b, &pool);
+    static Model m;
+    model_init(&m, 8, false);
+    for (size_t i = 0; i < 3; i++) {
+        m.entry[i] = part_add(&a, m.name[i], m.len[i], m.hash[i], 20);
+        ck_assert_ptr_nonnull(m.entry[i]);
+    }
+    PartEntry *gone = m.entry[1];
+    part_remove(&a, gone);
+    m.entry[1] = NULL;
+    PartEntry *again = part_add(&b, m.name[3], m.len[3], m.hash[3], 12);   /* 608 bytes */
+    ck_assert_ptr_eq(again, gone);
+    ck_assert_uint_eq(slab_of(again)->size, 1016);
+    PartEntry *was = m.entry[0];
+    regrow_key(&a, &m, 0, m.hash[0], 40);
+    ck_assert_uint_eq(model_check(&a, &m, 3), 0);
+    ck_assert_ptr_eq(part_add(&a, m.name[1], m.len[1], m.hash[1], 20), was);
+    part_table_free(&a, NULL, NULL);
+    /* two slabs of four (3872 bytes, class 4080), the first's entries freed last, but
+     * listed after the second: its latest free room is the next handed out */
+    PartEntry *four[8];
+    for (size_t i = 0; i < 8; i++) {
+        ck_assert_ptr_nonnull(four[i] = part_add(&b, m.name[i], m.len[i], m.hash[i], 80));
+        ck_assert_ptr_eq(slab_of(four[i]), slab_of(four[i & 4]));
+    }
+    part_remove(&b, four[0]);
+    part_remove(&b, four[4]);
+    part_remove(&b, four[1]);
+    ck_assert_ptr_eq(part_add(&b, m.name[1], m.len[1], m.hash[1], 79), four[1]);
+    part_table_free(&b, NULL, NULL);
+    ck_assert_uint_eq(pool.src.slabs, 1);
+    part_pool_free(&pool);
+}
+END_TEST
+
+/* A record that grows as runtime/shard.c grows it, one slot, four, ten, then doubling,
+ * up to a malloc of its own, and back down: each move keeps its slots, and the old
+ * entries went back (the pool ends with one empty slab). */
+START_TEST(big_record_grows_through_every_class)
+{
+    static const size_t rooms[] = {1, 4, 10, 20, 40, 80, 160, MALLOC_ROOM, 40, 10};
+    static Model m;
+    model_init(&m, 2, false);
+    PartTable t;
+    part_table_init(&t);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_ptr_nonnull(m.entry[i] = part_add(&t, m.name[i], m.len[i], m.hash[i], 1));
+    for (size_t s = 1; s < sizeof rooms / sizeof rooms[0]; s++) {
+        size_t n = rooms[s - 1] < rooms[s] ? rooms[s - 1] : rooms[s];
+        record_fill(&t, m.entry[0], n, (int)s);
+        regrow_key(&t, &m, 0, m.hash[0], rooms[s]);
+        ck_assert_uint_eq(m.entry[0]->n_slots, n);
+        ck_assert_uint_eq(model_check(&t, &m, 2), 0);
+    }
+    part_remove(&t, m.entry[0]);
+    part_remove(&t, m.entry[1]);
+    ck_assert_uint_eq(slabs_with_room(&t.own), 0);
+    ck_assert_uint_eq(t.own.src.slabs, 1);
     part_table_free(&t, NULL, NULL);
 }
 END_TEST
@@ -780,6 +972,10 @@ static Suite *partition_suite(void)
     tcase_add_test(tc, probe_names_the_entry_through_growth_and_shrinking);
     tcase_add_loop_test(tc, regrow_moves_the_record_within_its_slot, 0, PART_X_SUPPRESS + 1);
     tcase_add_test(tc, failed_regrow_leaves_the_entry_as_it_was);
+    tcase_add_test(tc, big_classes_fit_doubling_records);
+    tcase_add_test(tc, big_entries_of_every_size);
+    tcase_add_test(tc, big_entry_reused_at_once);
+    tcase_add_test(tc, big_record_grows_through_every_class);
 #if defined(__SANITIZE_ADDRESS__)
     tcase_add_test_raise_signal(tc, released_entry_is_poisoned, SIGABRT);
 #endif
