@@ -381,7 +381,9 @@ static void slot_set_due(const PartEntry *rec, PartSlot *sl, int64_t due)
 static PartEntry *rec_regrow(Shard *s, PartEntry *rec, uint64_t hash)
 {
     /* A key's first event often starts many rules: one slot, then four, then as many
-     * as the largest slab class holds (a larger entry is a malloc of its own). */
+     * as the largest small slab class holds, then doubling (the partition's big
+     * classes fit 20, 40, 80 and 160 slots; past half a slab an entry is a malloc of
+     * its own). */
     size_t in_slab = (PART_SLAB_CLASSES * 8 - part_slots_offset(rec->klen)) / sizeof(PartSlot);
     size_t room = rec->room < 4 ? 4 : rec->room < in_slab ? in_slab : (size_t)rec->room * 2;
     if (room > PART_MAX_SLOTS)
