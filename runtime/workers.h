@@ -12,8 +12,9 @@
  * happens. Events are
  * reference-counted without atomics, so an event needed by several workers is
  * copied: each event object is only ever touched by one thread at a time. Each
- * worker has an event cache (nfa/event.h) that its decoding allocates from, and an
- * event it made goes back there when the last worker holding it lets it go. Each
+ * worker has an event cache (nfa/event.h) that its decoding allocates from; an event
+ * a worker matched goes into that worker's cache when its batch lets it go (its lines
+ * are in that core's cache then), one that no rule took back to its decoder's. Each
  * worker fires its own timers: before each of its events, after each batch (up to
  * the latest released time) and, on processing time, on a real timer. */
 #ifndef VIGIL_RUNTIME_WORKERS_H
@@ -49,8 +50,8 @@ typedef struct WorkerJob {
 Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limits,
                      const EngineHooks *hooks, bool processing_time);
 /* Routes one released event; takes over the caller's reference. home: the worker
- * whose job allocated ev, or SIZE_MAX (another thread): the other workers give it back
- * to that one to free. -1 on allocation failure. */
+ * whose job allocated ev, or SIZE_MAX (another thread): if no rule takes it, it goes
+ * back to that one's cache. -1 on allocation failure. */
 int workers_dispatch(Workers *w, Event *ev, size_t home);
 /* Queues a job on the next worker in turn; never blocks, cannot fail. */
 void workers_submit(Workers *w, WorkerJob *job);
@@ -60,8 +61,8 @@ static inline bool workers_job_done(const WorkerJob *job)
     return atomic_load_explicit(&job->done, memory_order_acquire);
 }
 /* Worker `worker`'s event cache: its decoding jobs allocate events from it (and only
- * they, on that worker's thread); the events it allocated come back to it when freed,
- * by whichever worker matched them last. */
+ * they, on that worker's thread); the events it matched last go back to it, and
+ * those it decoded that no rule took. */
 EventCache *workers_event_cache(Workers *w, size_t worker);
 /* Called by a job on worker `worker` before it allocates: the events given back to
  * that worker since go into its cache. */
