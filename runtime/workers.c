@@ -32,8 +32,10 @@
 /* Events no worker takes (every filter refused them) go back to the worker that
  * decoded them this many at a time. */
 #define UNROUTED_BATCH 64
-/* A worker fetches the events of a batch this many items ahead of the one it matches. */
-#define WORKER_PREFETCH 4
+/* A worker fetches the events of a batch it matches ahead: an event's first line this
+ * many items ahead, and its next three (the values its rules' conditions read, in
+ * events of a few fields) half as far. */
+#define WORKER_PREFETCH 8
 /* Freed event memory a worker keeps for its decoding (EventCache): more than the
  * events of the batches out for decoding at a time (runtime/engine.c), which the
  * returns of a batch refill. */
@@ -382,6 +384,19 @@ static void pause_here(Workers *ws)
     pthread_mutex_unlock(&ws->pause_lock);
 }
 
+/* The three lines after an event's first, without reading its header (which may not
+ * have arrived yet: reading where its values end stalled there instead of in the
+ * conditions). A prefetch past the event's end costs a line, never a fault. Scenario 1,
+ * two workers, 5M lines, perf at 4 kHz: expr_truth (the first read of a value) and
+ * match_batch 856-895 -> 324-370 samples of about 12,600; all samples -1.6 to -2.9 %. */
+static inline void prefetch_values(const Event *ev)
+{
+    const char *p = (const char *)ev;
+    __builtin_prefetch(p + 64, 0);
+    __builtin_prefetch(p + 128, 0);
+    __builtin_prefetch(p + 192, 0);
+}
+
 /* The items of an event batch, then its deadlines (worker thread). */
 static void match_batch(Worker *wk, const Batch *b)
 {
@@ -390,6 +405,8 @@ static void match_batch(Worker *wk, const Batch *b)
         /* the events were written on another core: start fetching the next ones */
         if (i + WORKER_PREFETCH < b->n)
             __builtin_prefetch(b->items[i + WORKER_PREFETCH].ev, 1);
+        if (i + WORKER_PREFETCH / 2 < b->n)
+            prefetch_values(b->items[i + WORKER_PREFETCH / 2].ev);
         if (b->id_base)
             it->ev->id = b->id_base + it->seq;
         shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
