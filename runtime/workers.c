@@ -38,7 +38,7 @@
 #define WORKER_PREFETCH 8
 /* Freed event memory a worker keeps for its decoding (EventCache): more than the
  * events of the batches out for decoding at a time (runtime/engine.c), which the
- * returns of a batch refill. */
+ * releases of the batches it matches refill. */
 #define WORKER_CACHE_BYTES ((size_t)1 << 20)
 
 typedef struct Item {
@@ -920,8 +920,8 @@ bool workers_split_deliver(Workers *ws, WorkerSplit *s, size_t worker, uint64_t 
         s->sub[i] = NULL;
         s->delivered[i] = true;
         /* the ids are set here, where the events were just written, so that the
-         * owner only reads their first cache line, which then comes back here for
-         * reuse without being taken from the other core's cache first */
+         * owner's first touch of an event is a read (the prefetch in match_batch),
+         * not a write that must take the line from this core's cache */
         for (size_t j = 0; j < b->n; j++)
             b->items[j].ev->id = id_base + b->items[j].seq;
         b->upto = upto;
