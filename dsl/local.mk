@@ -10,3 +10,7 @@ libvigil_a_SOURCES += \
 	dsl/load.c dsl/load.h \
 	dsl/fmt.c dsl/fmt.h
 BUILT_SOURCES += dsl/parser.h
+# BUILT_SOURCES orders only `make`, `make all` and `make check`: a lone `make vigil`
+# (or any one object) would compile these before bison has written the header.
+dsl/parse.$(OBJEXT) dsl/scan.$(OBJEXT) dsl/build.$(OBJEXT) dsl/build_expr.$(OBJEXT) \
+	dsl/lexer.$(OBJEXT): dsl/parser.h
