@@ -128,11 +128,6 @@ static bool rule_alerts_on(const CompiledRule *rule, NfaResultKind kind)
     return rule->n_on_match > 0 || rule->n_on_timeout == 0;
 }
 
-static int64_t add_saturating(int64_t a, int64_t b)
-{
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
-
 COLD static void rule_state_init(Shard *s, RuleState *st, NfaRunCtx *ctx, const NfaLimits *limits,
                             const CompiledRule *rule)
 {
@@ -569,7 +564,7 @@ static void on_result(void *user, const NfaResult *r)
             st->stats.suppressed++;
             return;
         }
-        if (!suppress_set(s, s->cur_rule, rec, add_saturating(r->time_ms, rule->suppress_ms)))
+        if (!suppress_set(s, s->cur_rule, rec, nfa_due_after(r->time_ms, rule->suppress_ms)))
             s->failed = true;
     }
     if (!part_key_values(rec->tail, rec->klen, s->key_vals, rule->n_keys, &s->key_text)) {
@@ -699,7 +694,7 @@ static void rec_settle(Shard *s, PartEntry *rec, int64_t now, const uint64_t *ha
     }
     int64_t due = rec_due(s, rec);
     if (due <= now)
-        due = add_saturating(now, 1);   /* never re-arm at a handled time: no busy loop */
+        due = nfa_due_after(now, 1);   /* never re-arm at a handled time: no busy loop */
     if (deadline_set(&s->timers, rec, due) < 0)
         s->failed = true;
 }
@@ -1614,7 +1609,7 @@ COLD static void rearm_records(Shard *s)
                 sl[i].waits = slot_may_wait(s, &sl[i]);
         int64_t due = rec->n_slots ? rec_due(s, rec) : INT64_MIN;
         if (due <= now)
-            due = add_saturating(now, 1);
+            due = nfa_due_after(now, 1);
         if (deadline_set(&s->timers, rec, due) < 0)
             s->failed = true;
     }
