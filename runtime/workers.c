@@ -77,8 +77,9 @@ typedef struct Worker {
     size_t n_spare;
     /* Freed event memory this worker's decoding allocates from: the events it
      * matched last (release_items), and those the sending thread gives back, the
-     * ones it decoded that no rule took (workers_reclaim): no event goes to glibc's
-     * free on a thread other than its allocator's while the caches have room. */
+     * ones it decoded that no rule took (workers_reclaim). Past WORKER_CACHE_BYTES, and
+     * for an event a partial match held last, glibc's free takes it, on this thread
+     * whichever allocated it. */
     EventCache *cache;         /* the worker's */
     Event **returns;           /* under lock: given back, not yet taken */
     size_t n_returns, cap_returns;
@@ -222,7 +223,7 @@ EventCache *workers_event_cache(Workers *ws, size_t worker)
  * here, so this core's next decoding reuses them without fetching them from another.
  * (Sending it back to the worker that decoded it, as before, made that worker's
  * decoding write memory last written on this core: on a 2-vCPU Xeon under KVM,
- * scenario 1 with two workers took 5.43 -> 4.90 CPU s, 3.04 -> 2.81 s wall, medians
+ * scenario 1 with two workers took 4.93 -> 4.41 CPU s, 2.75 -> 2.39 s wall, medians
  * of 6 in turns. Both workers decode and match about half the events, so neither
  * cache runs over for long; past WORKER_CACHE_BYTES a release is a free.) */
 static void release_items(Worker *wk, Batch *b)
