@@ -810,9 +810,9 @@ int alert_render_echo(const CompiledRule *rule, const CompiledAction *action,
     if (rc == 0) {
         aids.head = head_of(&names, rule, action);
         rc = alert_render_named(rule, &aids, action, key, n_key, r, scratch, echo, out);
-    }
-    else
+    } else {
         out->failed = true;
+    }
     record_names_free(&names);
     return rc;
 }
