@@ -66,7 +66,12 @@ static bool parse_args(int argc, char **argv, ExplainArgs *a)
 /* The rule's last line: the events it skips, or why it skips none. */
 static void relevance_line(const CompiledRule *cr, FILE *out)
 {
-    if (cr->relevance_text)
+    if (cr->relevance_text && cr->relevance_why)
+        fprintf(out,
+                "  relevance: %s; other events still reach the rule as blanks, their "
+                "values unread, since %s\n",
+                cr->relevance_text, cr->relevance_why);
+    else if (cr->relevance_text)
         fprintf(out, "  relevance: %s\n", cr->relevance_text);
     else
         fprintf(out, "  relevance: none, %s\n", cr->relevance_why ? cr->relevance_why : "?");

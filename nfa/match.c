@@ -296,6 +296,8 @@ typedef struct Decide {
     NfaWork *w;            /* memo and edges */
     size_t n_edges;
     bool stopped;          /* a stop state was reached: the branch dies */
+    bool blank;            /* every `where` and `until` is false for this event, which
+                              the caller knows (nfa_key_blank_in): none is evaluated */
 } Decide;
 
 static void cache_put(NfaCondCache *c, uint32_t g, bool holds)
@@ -356,6 +358,8 @@ static inline bool test_expr(Decide *d, const CExpr *ce, bool iterative, size_t 
 {
     if (!ce)
         return true;
+    if (d->blank)
+        return false;
     if (iterative)
         return expr_test(ce, &d->ec, d->scratch);
     if (d->cache && d->cache_ids[slot] != NFA_NONE) {
@@ -1196,6 +1200,51 @@ void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
     if (!nfa_key_idle(k))   /* an idle key has nothing to time out */
         nfa_key_advance_in(nfa, k, ev->time_ms, ctx);
     nfa_key_event_in_undue(nfa, k, ev, ctx);
+}
+
+/* A blank's edges hold as cond_holds would find them with every `where` and `until`
+ * false. */
+static bool cond_holds_blank(const Nfa *nfa, uint32_t c)
+{
+    const NfaCond *cd = &nfa->conds[c];
+    switch ((NfaCondKind)cd->kind) {
+    case NFA_C_TRUE:
+        return true;
+    case NFA_C_NOT:
+        return !cond_holds_blank(nfa, cd->a);
+    case NFA_C_AND:
+        return cond_holds_blank(nfa, cd->a) && cond_holds_blank(nfa, cd->b);
+    case NFA_C_WHERE:
+    case NFA_C_UNTIL:
+        break;
+    }
+    const NfaStep *s = &nfa->steps[cd->step];
+    return !(cd->kind == NFA_C_UNTIL ? s->until : s->where);
+}
+
+bool nfa_takes_no_blank(const Nfa *nfa)
+{
+    for (uint32_t i = 0; i < nfa->n_edges; i++)
+        if (nfa->edges[i].action == NFA_TAKE && cond_holds_blank(nfa, nfa->edges[i].cond))
+            return false;
+    return true;
+}
+
+void nfa_key_blank_in(const Nfa *nfa, NfaKey *k, int64_t time_ms, NfaRunCtx *ctx)
+{
+    if (nfa_key_idle(k))
+        return;   /* the start takes no blank, and an idle key has nothing to time out */
+    nfa_key_advance_in(nfa, k, time_ms, ctx);
+    if (nfa_key_idle(k))
+        return;
+    /* Stands in for the event: the matcher reads an event's values only through its
+     * conditions, which a blank skips, and takes no blank into a partial match
+     * (nfa_takes_no_blank), so only the time is ever read. */
+    Event stand_in = {.id = 0, .time_ms = time_ms, .line = "", .refs = 1};
+    Decide d = decide_for(nfa, &stand_in, ctx);
+    d.cache = NULL;
+    d.blank = true;
+    key_step(nfa, k, &d, &stand_in, ctx, false);
 }
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx)

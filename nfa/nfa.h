@@ -209,6 +209,15 @@ void nfa_key_advance_in(const Nfa *nfa, NfaKey *key, int64_t time_ms, NfaRunCtx 
  * NULL) into caller storage `into` (idle before), and frees the heap key. */
 void nfa_key_move_in(NfaKey *into, NfaKey *from);
 
+/* A *blank* is an event for which every `where` and `until` of the rule is false
+ * (the caller knows it without the event: rules/relevance.h). For a rule whose Nfa
+ * takes no blank into a partial match (nfa_takes_no_blank), a blank only moves or
+ * ends partial matches (strict contiguity) and times them out, so the matcher needs
+ * only its time: nfa_key_blank_in gives the results nfa_key_event_in gives for such an
+ * event, without one. Call it only for such rules. */
+bool nfa_takes_no_blank(const Nfa *nfa);
+void nfa_key_blank_in(const Nfa *nfa, NfaKey *key, int64_t time_ms, NfaRunCtx *ctx);
+
 /* ---- a key on the heap: NULL is idle */
 
 void nfa_key_event(const Nfa *nfa, NfaKey **key, Event *ev, NfaRunCtx *ctx);

@@ -8,6 +8,7 @@
 #include "base/buf.h"
 #include "base/grow.h"
 #include "dsl/fmt.h"
+#include "nfa/nfa.h"
 
 /* Deeper `and` nests stay one conjunct (bounds the recursion). */
 #define MAX_AND_DEPTH 64
@@ -216,17 +217,26 @@ static bool step_negated(const Step *s)
     return s->kind == STEP_NOT_NEXT || s->kind == STEP_NOT_FOLLOWED_BY;
 }
 
-/* Why the rule gets no relevance (see CompiledRule.relevance_why); p: its parts as
- * collected, when it is relaxed. NULL on allocation failure. */
-static char *why_none(const Rule *rule, bool enabled, const Parts *p)
+/* What makes the rule strict, "step NAME CONSTRUCT", or NULL for a relaxed rule. NULL
+ * on allocation failure too: check relevance_relaxed first. */
+static char *strict_why(const Rule *rule)
 {
-    if (!enabled)
-        return buf_format("switched off (all_relevant)");
     for (size_t i = 0; i < rule->n_steps; i++) {
         const char *strict = strict_construct(&rule->steps[i]);
         if (strict)
             return buf_format("step %s %s", rule->steps[i].name, strict);
     }
+    return NULL;
+}
+
+/* Why the rule gets no relevance (see CompiledRule.relevance_why); p: its parts as
+ * collected, if they were. NULL on allocation failure. */
+static char *why_none(bool enabled, bool takes_blank, const Parts *p)
+{
+    if (!enabled)
+        return buf_format("switched off (all_relevant)");
+    if (takes_blank)
+        return buf_format("a step takes an event whose conditions are all false");
     const Step *s = p->blocker;
     if (!s)
         return buf_format("the rule has no steps");
@@ -262,13 +272,17 @@ int relevance_plan(PlanBuilder *pb, CompiledRule *cr, bool enabled)
     cr->relevance_root = FILTER_NONE;
     PlanMark start = plan_mark(pb);
     Parts p = {.tree = -1};
-    int found = enabled && cr->relaxed ? collect_parts(pb, &p, cr->ast) : 0;
-    if (found == 0) {
+    int found = enabled && cr->ast->n_steps > 0 ? collect_parts(pb, &p, cr->ast) : 0;
+    /* a strict rule's irrelevant events become blanks, which its Nfa must never take */
+    bool takes_blank = found > 0 && !cr->relaxed && !nfa_takes_no_blank(cr->nfa);
+    if (found == 0 || takes_blank) {
+        found = 0;
         plan_rollback(pb, start);
-        if (!(cr->relevance_why = why_none(cr->ast, enabled, &p)))
+        if (!(cr->relevance_why = why_none(enabled, takes_blank, &p)))
             found = -1;
     } else if (found > 0) {
-        if ((cr->relevance_text = relevance_text(&p)))
+        if ((cr->relevance_text = relevance_text(&p)) &&
+            (cr->relaxed || (cr->relevance_why = strict_why(cr->ast))))
             cr->relevance_root = (uint32_t)p.tree;
         else
             found = -1;

@@ -6,7 +6,11 @@
  * false: every state where a partial match waits then ignores such an event into
  * itself, and the start state does nothing with it. Timeouts come from the timers
  * before each event, not from the key's own events. So for a relaxed rule such an
- * event is exactly like one its filter rejects.
+ * event is exactly like one its filter rejects. A strict rule may still act on it
+ * (strict contiguity ends partial matches), but only through its conditions being
+ * false: such an event is a *blank* (nfa/nfa.h), which the matcher runs with its time
+ * alone, so that it reaches the rule without its values (across workers, without the
+ * event).
  *
  * Each step condition has a *necessary part*: the conjunction of its top-level `and`
  * conjuncts that read only the current event (no STEP.x, aggregate or time(STEP):
@@ -26,9 +30,11 @@
 /* Is the rule relaxed (see above)? From its steps and quantifiers alone. */
 bool relevance_relaxed(const Rule *rule);
 
-/* Sets cr->relaxed and, when `enabled` and the rule is relaxed with a relevance other
- * than `true`, cr->relevance_root (its tree added to the plan) and cr->relevance_text;
- * otherwise cr->relevance_why, and the plan is as before the call.
+/* Sets cr->relaxed and, when `enabled` and the rule has a relevance other than `true`
+ * (for a strict rule, also when its Nfa takes no blank: nfa_takes_no_blank),
+ * cr->relevance_root (its tree added to the plan), cr->relevance_text and, for a
+ * strict rule, cr->relevance_why (what makes it strict); otherwise
+ * cr->relevance_why (why none), and the plan is as before the call.
  * Each conjunct is compiled once, into the plan, which classifies it by its atoms.
  * -1 on failure (allocation, not reported, or a compile error reported to the plan's
  * diagnostics): the rule set's compile fails. */

@@ -79,19 +79,21 @@ typedef struct CompiledRule {
     CompiledAction *on_timeout;
     size_t n_on_timeout;
     int64_t suppress_ms;       /* DURATION_NONE if none */
-    /* Relevance (rules/relevance.h): `relaxed` when no step, quantifier or negation
-     * can act on an event whose step conditions are all false; then an event for
-     * which the tree at relevance_root (in the FilterPlan, over the same atoms as the
-     * filters) is not true can neither start nor change a partial match, and the
-     * router treats it as filtered. FILTER_NONE: every event the filter passes is
-     * relevant (not relaxed, a step without an event-only condition, or switched off). */
+    /* Relevance (rules/relevance.h): an event for which the tree at relevance_root (in
+     * the FilterPlan, over the same atoms as the filters) is not true fails every step
+     * condition of the rule. For a `relaxed` rule (no step, quantifier or negation acts
+     * on such an event) it can neither start nor change a partial match, and the
+     * router treats it as filtered; for a strict one it still ends partial matches, and
+     * the router sends it as a *blank* (nfa_key_blank_in: its time, not its values).
+     * FILTER_NONE: every event the filter passes goes to the rule as it is (a step
+     * without an event-only condition, or switched off). */
     bool relaxed;
     uint32_t relevance_root;
     char *relevance_text;      /* the relevance's canonical text (heap, owned), or NULL */
-    /* Without a relevance, why not, for `vigil explain`: the step and the construct
-     * that make the rule strict ("step b is next: ..."), or the step whose condition
-     * has no part that reads only the event, or "switched off" (heap, owned); NULL
-     * when relevance_text is set. */
+    /* For `vigil explain`: with relevance_text, the step and the construct that make
+     * the rule strict ("step b is next: ...", NULL for a relaxed rule); without, why it
+     * has none: the step whose condition has no part that reads only the event, or
+     * "switched off" (heap, owned). */
     char *relevance_why;
 } CompiledRule;
 

@@ -265,7 +265,7 @@ static FeedRouter *routers_new(const CompiledRuleSet *rs, size_t n)
     size_t rules = rs->n_rules ? rs->n_rules : 1;
     bool ok = r != NULL;
     for (size_t i = 0; ok && i < n; i++) {
-        r[i].router = router_new(rs);
+        r[i].router = router_new(rs, true);
         r[i].scratch = expr_scratch_new();
         r[i].order = malloc(rules * sizeof *r[i].order);
         r[i].res = malloc(rules * sizeof *r[i].res);
@@ -325,7 +325,7 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
     }
     size_t key_bytes = 0;
     for (size_t i = 0; i < n; i++)
-        if (fr->res[fr->order[i]] == ROUTE_KEYED)
+        if (route_keyed(fr->res[fr->order[i]]))
             key_bytes += fr->key[fr->order[i]]->len;
     if (b->n_routes + n > b->routes_cap) {
         size_t cap = b->routes_cap ? b->routes_cap : FEED_BATCH_LINES;
@@ -349,7 +349,7 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
         size_t ri = fr->order[i];
         WorkerRoute *r = &b->routes[b->n_routes++];
         *r = (WorkerRoute){.rule = ri, .res = fr->res[ri]};
-        if (r->res != ROUTE_KEYED)
+        if (!route_keyed(r->res))
             continue;
         r->key_off = b->keys.len;
         r->key_len = fr->key[ri]->len;

@@ -130,10 +130,14 @@ struct Router {
     /* the distinct relevance trees (CompiledRule.relevance_root, grouped by text):
      * per tree its shape and a bit per rule that has it. A tree is tested only when
      * one of its rules' filters passed; when it is not true, its rules' bits go into
-     * `irrelevant`, and those of them with a key are not listed (ROUTE_FILTERED) */
+     * `irrelevant`, and those of them with a key are not listed (ROUTE_FILTERED),
+     * unless they are strict (`blanks`: ROUTE_BLANK) */
     size_t n_rel;
     FilterShape *rel_shape;
     uint64_t *rel_rules;       /* n_rel * words */
+    uint64_t *blanks;          /* words: the strict rules with a relevance (router_new's
+                                  `blanks`; else none, and no strict rule's tree) */
+    bool any_blanks;
     uint64_t *irrelevant;      /* words: this event's */
     uint64_t *keyed;           /* words: the rules whose key this event has */
     /* the trees on ladders are settled through the ladders, the others (`tested`) one
@@ -393,29 +397,40 @@ static bool build_ladders(Router *r)
     return ok;
 }
 
-/* The relevance trees (see struct Router). False on OOM. */
-static bool index_relevance(Router *r)
+/* The relevance trees (see struct Router), strict rules' only with `blanks`. False on
+ * OOM. */
+static bool index_relevance(Router *r, bool blanks)
 {
     const CompiledRuleSet *rs = r->rs;
     size_t n = r->n ? r->n : 1;
     size_t *group = calloc(n, sizeof *group);
-    size_t *tree_of = calloc(n, sizeof *tree_of);   /* per group's first rule */
+    size_t *tree_of = malloc(n * sizeof *tree_of);   /* per group's first rule */
     r->rel_shape = calloc(n, sizeof *r->rel_shape);
     r->rel_rules = calloc(n * r->words, sizeof *r->rel_rules);
     r->irrelevant = calloc(r->words, sizeof *r->irrelevant);
+    r->blanks = calloc(r->words, sizeof *r->blanks);
     r->keyed = calloc(r->words, sizeof *r->keyed);
-    bool ok = group && tree_of && r->rel_shape && r->rel_rules && r->irrelevant && r->keyed &&
-              build_groups(rs, relevance_text_of, group);
+    bool ok = group && tree_of && r->rel_shape && r->rel_rules && r->irrelevant &&
+              r->blanks && r->keyed && build_groups(rs, relevance_text_of, group);
     r->n_rel = 0;
+    for (size_t i = 0; ok && i < r->n; i++)
+        tree_of[i] = SIZE_MAX;
     for (size_t i = 0; ok && i < r->n; i++) {
         const CompiledRule *cr = &rs->rules[i];
-        if (cr->relevance_root >= rs->filters.n_nodes)
+        if (cr->relevance_root >= rs->filters.n_nodes || (!cr->relaxed && !blanks))
             continue;
-        if (group[i] == i) {   /* a group's first rule comes before its others */
-            tree_of[i] = r->n_rel;
+        /* the group's first rule indexed makes its tree: without blanks that need not
+         * be the group's first rule, a strict one with the same relevance text */
+        size_t g = group[i];
+        if (tree_of[g] == SIZE_MAX) {
+            tree_of[g] = r->n_rel;
             r->rel_shape[r->n_rel++] = shape_at(&rs->filters, cr->relevance_root);
         }
-        r->rel_rules[tree_of[group[i]] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+        r->rel_rules[tree_of[g] * r->words + i / 64] |= (uint64_t)1 << (i % 64);
+        if (!cr->relaxed) {
+            r->blanks[i / 64] |= (uint64_t)1 << (i % 64);
+            r->any_blanks = true;
+        }
     }
     free(group);
     free(tree_of);
@@ -812,7 +827,7 @@ static bool build_plans(Router *r)
     return ok;
 }
 
-Router *router_new(const CompiledRuleSet *rs)
+Router *router_new(const CompiledRuleSet *rs, bool blanks)
 {
     Router *r = calloc(1, sizeof *r);
     if (!r)
@@ -850,7 +865,7 @@ Router *router_new(const CompiledRuleSet *rs)
             if (!expr_field_slot(rs->rules[i].keys[k], &r->key_slot[i * r->widest + k]))
                 r->key_slot[i * r->widest + k] = NOT_A_FIELD;
     }
-    if (!plan_filters(r) || !index_keys(r) || !index_relevance(r) || !build_plans(r)) {
+    if (!plan_filters(r) || !index_keys(r) || !index_relevance(r, blanks) || !build_plans(r)) {
         router_free(r);
         return NULL;
     }
@@ -890,6 +905,7 @@ void router_free(Router *r)
     free(r->rel_shape);
     free(r->rel_rules);
     free(r->irrelevant);
+    free(r->blanks);
     free(r->keyed);
     free_ladders(r->ladders, r->n_ladders);
     free_ladders(r->filter_ladders, r->n_filter_ladders);
@@ -1192,10 +1208,10 @@ static inline RouteResult rule_result(const Router *r, size_t rule, RouteKey *ke
     size_t g = r->key_group[rule];
     if (r->key_res[g] != ROUTE_KEYED)
         return r->key_res[g];
-    if (has_bit(r->irrelevant, rule))
-        return ROUTE_FILTERED;
     *key = r->key_of[g];
-    return ROUTE_KEYED;
+    if (!has_bit(r->irrelevant, rule))
+        return ROUTE_KEYED;
+    return has_bit(r->blanks, rule) ? ROUTE_BLANK : ROUTE_FILTERED;
 }
 
 /* The first call for an event: routes it, then answers. Not inlined, so that
@@ -1222,6 +1238,16 @@ RouteResult router_route(Router *r, size_t rule, const Event *ev, EvalScratch *s
     return rule_result(r, rule, key);
 }
 
+/* The strict rules router_route_all listed though irrelevant: a second pass over the
+ * few, not a test per listed rule. */
+static void mark_blanks(const Router *r, RouteResult *res)
+{
+    for (size_t w = 0; w < r->words; w++)
+        for (uint64_t bits = r->passed[w] & r->irrelevant[w] & r->keyed[w] & r->blanks[w];
+             bits; bits &= bits - 1)
+            res[w * 64 + (size_t)__builtin_ctzll(bits)] = ROUTE_BLANK;
+}
+
 size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t *order,
                         RouteResult *res, const RouteKey **key)
 {
@@ -1229,13 +1255,15 @@ size_t router_route_all(Router *r, const Event *ev, EvalScratch *scratch, size_t
     route_event(r, ev, scratch);
     size_t n = 0;
     for (size_t w = 0; w < r->words; w++)
-        for (uint64_t bits = r->passed[w] & ~(r->irrelevant[w] & r->keyed[w]); bits;
-             bits &= bits - 1) {
+        for (uint64_t bits = r->passed[w] & ~(r->irrelevant[w] & r->keyed[w] & ~r->blanks[w]);
+             bits; bits &= bits - 1) {
             size_t rule = w * 64 + (size_t)__builtin_ctzll(bits);
             size_t g = r->key_group[rule];
             order[n++] = rule;
             res[rule] = r->key_res[g];
-            key[rule] = &r->key_of[g];   /* read only on ROUTE_KEYED */
+            key[rule] = &r->key_of[g];   /* read only with a key (route_keyed) */
         }
+    if (r->any_blanks)
+        mark_blanks(r, res);
     return n;
 }

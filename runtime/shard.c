@@ -68,7 +68,7 @@ struct Shard {
     NfaCondCache *cond_cache;  /* their results for the current event; owned */
     NfaWork *work;             /* the matcher's scratch for every rule; owned */
     RouteResult *routed;       /* per rule: this event's routing (shard_event) */
-    const RouteKey **routed_key;   /* per rule: its key when ROUTE_KEYED (the router's) */
+    const RouteKey **routed_key;   /* per rule: its key when route_keyed (the router's) */
     size_t *routed_order;      /* the rules whose filter this event passed, in order */
     const Nfa **nfas;          /* per rule: its Nfa, side by side: most rules only ask
                                   nfa_key_wakes, which should not cost a line each */
@@ -232,7 +232,7 @@ COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const 
     s->rules = calloc(n, sizeof *s->rules);
     s->rule_bits = rule_bits_list(rs);
     s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
-    s->router = router_new(rs);
+    s->router = router_new(rs, false);
     s->routed = calloc(n, sizeof *s->routed);
     s->routed_key = calloc(n, sizeof *s->routed_key);
     s->routed_order = calloc(n, sizeof *s->routed_order);
@@ -861,8 +861,10 @@ static EVERY_RULE Touch *touch_key(Shard *s, const RouteKey *k)
     return s->last_touch;
 }
 
-/* One event for rule ri and the key of touch t, whose record has a slot for the rule. */
-RUNNING_RULE static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev)
+/* One event at `now` (NULL: a blank, route.h) for rule ri and the key of touch t,
+ * whose record has a slot for the rule. */
+RUNNING_RULE static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, Event *ev,
+                                   int64_t now)
 {
     PartEntry *rec = t->rec;
     size_t before = nfa_key_partials(&sl->nfa);
@@ -871,14 +873,16 @@ RUNNING_RULE static void feed_slot(Shard *s, size_t ri, Touch *t, PartSlot *sl, 
     s->cur_rule = ri;
     s->cur_rec = rec;
     s->cur_touch = t;
-    if (rec->room > 1 && sl->due > ev->time_ms)
+    if (!ev)
+        nfa_key_blank_in(s->nfas[ri], &sl->nfa, now, &s->ctxs[ri]);
+    else if (rec->room > 1 && sl->due > now)
         nfa_key_event_in_undue(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
     else
         nfa_key_event_in(s->nfas[ri], &sl->nfa, ev, &s->ctxs[ri]);
     slot_reheld(sl, before, ev, s->rules[ri].counters.takes - takes0);
     budget_add(&s->mem, slot_charge(sl) - was);
     size_t i = (size_t)(sl - part_slots(rec));
-    bool stays = slot_settle(s, rec, i, ev->time_ms);
+    bool stays = slot_settle(s, rec, i, now);
     if (!stays)
         slots_close(rec, i);
     t->next = i + stays;   /* past it, unless it left */
@@ -925,21 +929,41 @@ RUNNING_RULE static void feed_new(Shard *s, size_t ri, Touch *t, Event *ev)
     }
 }
 
+/* The slot of rule ri in the record of touch t, or NULL; t->next moves to where it
+ * is or would go. */
+static EVERY_RULE PartSlot *rule_slot(Touch *t, size_t ri)
+{
+    if (!t->rec)
+        return NULL;
+    t->next = slot_seek(t->rec, (uint32_t)ri, t->next);
+    if (t->next < t->rec->n_slots && part_slots(t->rec)[t->next].rule == ri)
+        return &part_slots(t->rec)[t->next];
+    return NULL;
+}
+
 static EVERY_RULE void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
 {
     Touch *t = touch_key(s, k);
-    PartSlot *sl = NULL;
-    if (t->rec) {
-        t->next = slot_seek(t->rec, (uint32_t)ri, t->next);
-        if (t->next < t->rec->n_slots && part_slots(t->rec)[t->next].rule == ri)
-            sl = &part_slots(t->rec)[t->next];
-    }
+    PartSlot *sl = rule_slot(t, ri);
     if (sl)
-        feed_slot(s, ri, t, sl, ev);
+        feed_slot(s, ri, t, sl, ev, ev->time_ms);
     else if (nfa_key_wakes(s->nfas[ri], ev, &s->ctxs[ri]))
         feed_new(s, ri, t, ev);
     else
         return;   /* nothing ran: most routed rules, whose rule state is then not read */
+    warn_if_needed(s, ri);
+}
+
+/* A blank (route.h) at `now` for rule ri and key k: only a key with state for the rule
+ * runs it, since nothing starts on a blank. */
+static __attribute__((noinline)) void feed_blank(Shard *s, size_t ri, const RouteKey *k,
+                                                 int64_t now)
+{
+    Touch *t = touch_key(s, k);
+    PartSlot *sl = rule_slot(t, ri);
+    if (!sl)
+        return;
+    feed_slot(s, ri, t, sl, NULL, now);
     warn_if_needed(s, ri);
 }
 
@@ -962,7 +986,7 @@ static void prefetch_key_slots(Shard *s, size_t n)
     const char *last = NULL;
     for (size_t j = 0; j < n; j++) {
         const RouteKey *k = s->routed_key[s->routed_order[j]];
-        if (s->routed[s->routed_order[j]] != ROUTE_KEYED || k->bytes == last)
+        if (!route_keyed(s->routed[s->routed_order[j]]) || k->bytes == last)
             continue;
         last = k->bytes;
         part_probe_prefetch(&probe, k->hash);
@@ -1092,22 +1116,28 @@ void shard_event_ahead(Shard *s, Event *ev, const Event *next)
             s->rules[ri].stats.missing_key++;
         else if (rr == ROUTE_FAILED)
             s->failed = true;
+        else if (rr == ROUTE_BLANK)   /* only from a router made with blanks */
+            feed_blank(s, ri, s->routed_key[ri], ev->time_ms);
     }
     settle_touched(s, ev->time_ms);
     expr_scratch_reset(s->scratch);
 }
 
-void shard_feed(Shard *s, size_t ri, Event *ev, const char *kbytes, size_t klen, uint64_t hash)
+void shard_feed(Shard *s, size_t ri, Event *ev, int64_t time_ms, const char *kbytes,
+                size_t klen, uint64_t hash)
 {
-    shard_fire_due(s, ev->time_ms);
+    shard_fire_due(s, time_ms);
     /* One rule per call: results cannot be reused across calls, since nothing says
      * whether the next call is for the same event. */
     if (s->cond_cache)
         nfa_cond_cache_next_event(s->cond_cache);
     RouteKey k = {kbytes, klen, hash, NULL};
     s->routed_after = 0;
-    feed_key(s, ri, &k, ev);
-    settle_touched(s, ev->time_ms);
+    if (ev)
+        feed_key(s, ri, &k, ev);
+    else
+        feed_blank(s, ri, &k, time_ms);
+    settle_touched(s, time_ms);
     expr_scratch_reset(s->scratch);
 }
 
@@ -1514,7 +1544,7 @@ COLD ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
     sw->rule_bits = rule_bits_list(next);
     sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
     sw->renumber = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->renumber);
-    sw->router = router_new(next);
+    sw->router = router_new(next, false);
     sw->routed = calloc(n, sizeof *sw->routed);
     sw->routed_key = calloc(n, sizeof *sw->routed_key);
     sw->routed_order = calloc(n, sizeof *sw->routed_order);

@@ -48,9 +48,10 @@ void shard_event(Shard *s, Event *ev);
  * records start loading meanwhile: a hint, which changes nothing but speed. next is
  * only read during the call. */
 void shard_event_ahead(Shard *s, Event *ev, const Event *next);
-/* One event for one rule whose key was computed by the router. */
-void shard_feed(Shard *s, size_t rule, Event *ev, const char *kbytes, size_t klen,
-                uint64_t hash);
+/* One event for one rule whose key was computed by the router; ev NULL: a blank
+ * (ROUTE_BLANK) at time_ms, else time_ms is ev's time. */
+void shard_feed(Shard *s, size_t rule, Event *ev, int64_t time_ms, const char *kbytes,
+                size_t klen, uint64_t hash);
 /* Fires every deadline <= t of every key of every rule, earliest first. */
 void shard_fire_due(Shard *s, int64_t t);
 /* Time moves to +infinity: every key's pending `within` fires. */

@@ -42,11 +42,15 @@
 #define WORKER_CACHE_BYTES ((size_t)1 << 20)
 
 typedef struct Item {
-    Event *ev;                 /* one reference, owned by the item */
+    Event *ev;                 /* one reference, owned by the item; NULL: a blank
+                                  (ROUTE_BLANK), of which the rule needs only the time */
     size_t rule;
     uint64_t hash;
     size_t key_off, key_len;   /* into Batch.keys */
-    size_t seq;                /* Batch.id_base set: the event's id is id_base + seq */
+    union {
+        size_t seq;            /* Batch.id_base set: the event's id is id_base + seq */
+        int64_t time_ms;       /* a blank's time */
+    };
 } Item;
 
 typedef enum { BATCH_EVENTS, BATCH_PAUSE, BATCH_END } BatchKind;
@@ -229,7 +233,8 @@ EventCache *workers_event_cache(Workers *ws, size_t worker)
 static void release_items(Worker *wk, Batch *b)
 {
     for (size_t i = 0; i < b->n; i++) {
-        event_cache_release(wk->cache, b->items[i].ev);
+        if (b->items[i].ev)
+            event_cache_release(wk->cache, b->items[i].ev);
         b->items[i].ev = NULL;
     }
 }
@@ -392,6 +397,8 @@ static void pause_here(Workers *ws)
  * match_batch 856-895 -> 324-370 samples of about 12,600; all samples -1.6 to -2.9 %. */
 static inline void prefetch_values(const Event *ev)
 {
+    if (!ev)
+        return;
     const char *p = (const char *)ev;
     __builtin_prefetch(p + 64, 0);
     __builtin_prefetch(p + 128, 0);
@@ -408,10 +415,15 @@ static void match_batch(Worker *wk, const Batch *b)
             __builtin_prefetch(b->items[i + WORKER_PREFETCH].ev, 1);
         if (i + WORKER_PREFETCH / 2 < b->n)
             prefetch_values(b->items[i + WORKER_PREFETCH / 2].ev);
+        if (!it->ev) {
+            shard_feed(wk->shard, it->rule, NULL, it->time_ms, b->keys.data + it->key_off,
+                       it->key_len, it->hash);
+            continue;
+        }
         if (b->id_base)
             it->ev->id = b->id_base + it->seq;
-        shard_feed(wk->shard, it->rule, it->ev, b->keys.data + it->key_off, it->key_len,
-                   it->hash);
+        shard_feed(wk->shard, it->rule, it->ev, it->ev->time_ms, b->keys.data + it->key_off,
+                   it->key_len, it->hash);
     }
     if (b->upto != INT64_MIN)
         shard_fire_due(wk->shard, b->upto);
@@ -505,7 +517,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->unrouted = calloc(n * UNROUTED_BATCH, sizeof *ws->unrouted);
     ws->n_unrouted = calloc(n, sizeof *ws->n_unrouted);
     ws->scratch = expr_scratch_new();
-    ws->router = router_new(rs);
+    ws->router = router_new(rs, true);
     if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->router ||
         !ws->unrouted || !ws->n_unrouted) {
         ws->finished = true;
@@ -627,7 +639,8 @@ size_t workers_pick(const Workers *ws, size_t rule, uint64_t hash)
 #endif
 }
 
-static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
+/* An item for rule ri with this key: ev itself (blank false), or a blank at its time. */
+static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev, bool blank,
                     bool *original_used)
 {
     const char *kb = key->bytes;
@@ -638,16 +651,20 @@ static int add_item(Workers *ws, size_t ri, const RouteKey *key, Event *ev,
     if (!wk->filling && !(wk->filling = batch_get(wk, ws->rs->n_rules)))
         return -1;
     Batch *b = wk->filling;
-    Event *mine = event_for(ws, i, ev, original_used);
-    if (!mine)
+    Event *mine = blank ? NULL : event_for(ws, i, ev, original_used);
+    if (!blank && !mine)
         return -1;
     size_t off = b->keys.len;
     buf_append_inline(&b->keys, kb, klen);
     if (b->keys.failed) {
-        event_release(mine);
+        if (mine)
+            event_release(mine);
         return -1;
     }
-    b->items[b->n++] = (Item){mine, ri, h, off, klen, 0};
+    Item *it = &b->items[b->n++];
+    *it = (Item){mine, ri, h, off, klen, {0}};
+    if (blank)
+        it->time_ms = ev->time_ms;
     b->upto = ev->time_ms;
     return 0;
 }
@@ -675,7 +692,8 @@ static void dispatch_one(Workers *ws, size_t ri, RouteResult res, const RouteKey
         ws->failed = true;
         break;
     case ROUTE_KEYED:
-        if (add_item(ws, ri, key, ev, original_used) < 0)
+    case ROUTE_BLANK:
+        if (add_item(ws, ri, key, ev, res == ROUTE_BLANK, original_used) < 0)
             ws->failed = true;
         break;
     }
@@ -767,7 +785,8 @@ void workers_split_clear(WorkerSplit *s)
     for (size_t i = 0; i < s->n_workers; i++) {
         Batch *b = s->sub[i];
         for (size_t j = 0; b && j < b->n; j++)
-            event_release(b->items[j].ev);
+            if (b->items[j].ev)
+                event_release(b->items[j].ev);
         if (b) {
             b->n = 0;
             buf_clear(&b->keys);
@@ -854,13 +873,12 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq)
 {
     s->home = home;
-    if (n == 0)
-        return split_keep_unrouted(s, ev) ? 0 : -1;
     memset(s->copies, 0, s->n_workers * sizeof *s->copies);
     bool original_used = false;
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    for (; i < n; i++) {
         const WorkerRoute *r = &routes[i];
-        if (r->res != ROUTE_KEYED)
+        if (!route_keyed(r->res))
             break;   /* counted by the sending thread: not for a split */
         size_t w = workers_pick(ws, r->rule, r->hash);
         Batch *b = split_room(ws, s, w);
@@ -868,13 +886,18 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
             break;
         size_t off = b->keys.len;
         buf_append_inline(&b->keys, key_base + r->key_off, r->key_len);
-        Event *mine = b->keys.failed ? NULL : split_event_for(&ws->w[home], s, w, ev, &original_used);
-        if (!mine)
+        if (b->keys.failed)
             break;
-        b->items[b->n++] = (Item){mine, r->rule, r->hash, off, r->key_len, seq};
-        if (i + 1 == n)
-            return 0;
+        Item *it = &b->items[b->n];
+        *it = (Item){NULL, r->rule, r->hash, off, r->key_len, {seq}};
+        if (r->res == ROUTE_BLANK)
+            it->time_ms = ev->time_ms;
+        else if (!(it->ev = split_event_for(&ws->w[home], s, w, ev, &original_used)))
+            break;
+        b->n++;
     }
+    if (i == n && (original_used || split_keep_unrouted(s, ev)))
+        return 0;
     if (original_used)
         event_retain(ev);   /* the caller keeps its reference after all */
     return -1;
@@ -924,7 +947,8 @@ bool workers_split_deliver(Workers *ws, WorkerSplit *s, size_t worker, uint64_t 
          * owner's first touch of an event is a read (the prefetch in match_batch),
          * not a write that must take the line from this core's cache */
         for (size_t j = 0; j < b->n; j++)
-            b->items[j].ev->id = id_base + b->items[j].seq;
+            if (b->items[j].ev)
+                b->items[j].ev->id = id_base + b->items[j].seq;
         b->upto = upto;
         /* never waits: the sending thread, seeing the backlog, stops reading, and the
          * batches out for decoding bound what passes QUEUE_ITEMS */
@@ -1128,7 +1152,7 @@ int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
     /* the workers are paused: their shards are ours until resume_all */
     ShardSwap **swaps = calloc(ws->n, sizeof *swaps);
     uint64_t *missing = calloc(next->n_rules ? next->n_rules : 1, sizeof *missing);
-    Router *router = router_new(next);
+    Router *router = router_new(next, true);
     bool ok = swaps && missing && router;
     for (size_t i = 0; ok && i < ws->n; i++)
         ok = (swaps[i] = shard_swap_prepare(ws->w[i].shard, next)) != NULL;

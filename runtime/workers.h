@@ -70,8 +70,9 @@ void workers_reclaim(Workers *w, size_t worker);
 /* Waits until the job has run. */
 void workers_job_wait(Workers *w, WorkerJob *job);
 /* A rule's routing of an event done elsewhere (the engine's decoding jobs run the
- * filters and keys on the workers): res is ROUTE_NO_KEY, ROUTE_KEYED (the key's bytes
- * at key_base + key_off) or ROUTE_FAILED; rules the filter refused are left out. */
+ * filters and keys on the workers): res is ROUTE_NO_KEY, ROUTE_KEYED or ROUTE_BLANK
+ * (the key's bytes at key_base + key_off) or ROUTE_FAILED; rules the filter refused are
+ * left out. */
 typedef struct WorkerRoute {
     size_t rule;
     RouteResult res;
@@ -91,9 +92,10 @@ int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, si
 typedef struct WorkerSplit WorkerSplit;
 
 WorkerSplit *workers_split_new(const Workers *w);
-/* On worker `home`'s job: adds ev (its time and origin set) with its routes (all
- * ROUTE_KEYED, else -1) as the seq-th line of the batch, taking over the caller's
- * reference. An event without routes is kept too, to be freed by home. -1 on
+/* On worker `home`'s job: adds ev (its time and origin set) with its routes (all with
+ * a key, else -1) as the seq-th line of the batch, taking over the caller's
+ * reference. A blank's owner gets only its time and key; an event without routes
+ * other than blanks is kept too, to be freed by home. -1 on
  * allocation failure or a route that is not keyed: the caller keeps its reference (the
  * split may hold more, and must be cleared with workers_split_clear). */
 int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev,

@@ -47,8 +47,8 @@ Engine *test_engine_new(const CompiledRuleSet *rs, EngineSink sink, size_t max_p
 TestRouters test_routers_new(const char *rules)
 {
     TestRouters t = {test_rules_compile(rules, NULL), NULL, NULL, expr_scratch_new()};
-    t.all = router_new(t.rs);
-    t.one = router_new(t.rs);
+    t.all = router_new(t.rs, true);
+    t.one = router_new(t.rs, true);
     ck_assert_ptr_nonnull(t.all);
     ck_assert_ptr_nonnull(t.one);
     ck_assert_ptr_nonnull(t.scratch);

@@ -812,6 +812,59 @@ START_TEST(workers_fast_and_slow_batches_report_as_one_thread)
 }
 END_TEST
 
+/* Strict rules with a relevance get blanks: a decoding job sends a blank's owner its
+ * key and time, not the event, and frees an event that only blanks reach. Rules that
+ * end (`next`), branch (`optional`) and loop (`consecutive`) on blanks, over fast and
+ * slow batches: 1, 2 and 3 workers report as one thread, and as the same rules without
+ * relevance (every event sent whole). */
+START_TEST(workers_send_strict_rules_blanks_as_one_thread)
+{
+    const char *rules =
+        "time ts epoch_ms;\n"
+        "rule strict { key user; filter type != \"ping\"; begin a where type == \"start\" and n % 4 == 0;\n"
+        "  next b where type == \"end\"; within 3s; on match alert \"m\";\n"
+        "  on timeout alert \"t\"; }\n"
+        "rule opt { key user; begin a where type == \"start\" and n % 3 == 0;\n"
+        "  followed_by o where type == \"end\" and n % 5 == 0 optional;\n"
+        "  followed_by b where type == \"start\" and n % 3 == 1; within 3s;\n"
+        "  on match alert \"o\"; on timeout alert \"ot\"; }\n"
+        "rule runs { key user; begin a where type == \"end\" and n % 2 == 0 times 2 consecutive;\n"
+        "  within 4s; on match alert \"r\"; }\n";
+    CompiledRuleSet *rs = test_rules_compile(rules, NULL);
+    RuleSetOptions off = {.all_relevant = true};
+    CompiledRuleSet *whole = test_rules_compile_with(rules, NULL, &off);
+    for (size_t i = 0; i < rs->n_rules; i++) {
+        ck_assert(!rs->rules[i].relaxed);
+        ck_assert_uint_ne(rs->rules[i].relevance_root, FILTER_NONE);
+        ck_assert_uint_eq(whole->rules[i].relevance_root, FILTER_NONE);
+    }
+    size_t n = 6000;
+    char **lines = some_bad_lines(n, 2500, 3300);
+    for (size_t i = 0; i < n; i += 2) {   /* keys in runs: consecutive events of a key */
+        free(lines[i]);
+        char text[96];
+        snprintf(text, sizeof text, "{\"ts\":%zu,\"type\":\"%s\",\"user\":\"u%zu\",\"n\":%zu}",
+                 i * 300, i % 3 ? "end" : "start", i / 8 % 5, i);
+        lines[i] = strdup(text);
+    }
+    Run one, plain;
+    run_as_one_thread(rs, lines, n, NULL, 0, false, &one);
+    run_lines(whole, lines, n, NULL, 2, 0, false, &plain);
+    assert_same_run(&one, &plain);
+    ck_assert_uint_gt(one.rule0.matches, 100);
+    for (int rule = 1; rule <= 2; rule++) {   /* the other two alert too */
+        char head[8];
+        snprintf(head, sizeof head, "\n%d ", rule);
+        ck_assert_msg(strstr(one.trace.alerts.data, head), "rule %d never alerted", rule);
+    }
+    run_free(&one);
+    run_free(&plain);
+    free_lines(lines, n);
+    ruleset_free(rs);
+    ruleset_free(whole);
+}
+END_TEST
+
 /* A decoding job that finds every batch before its own out hands the parts to their
  * owners itself, past a queue's bound if need be (a worker that waited for room in
  * another's queue once hung with the engine's thread draining), while the engine's
@@ -1690,6 +1743,7 @@ int main(void)
     tcase_add_test(tc, workers_decode_but_report_as_one_thread_lateness_5s);
     tcase_add_test(tc, workers_fast_and_slow_batches_report_as_one_thread);
     tcase_add_test(tc, workers_deliver_parts_larger_than_a_queue);
+    tcase_add_test(tc, workers_send_strict_rules_blanks_as_one_thread);
     tcase_add_test(tc, workers_keep_each_lines_input_position_and_arrival);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);

@@ -120,8 +120,9 @@ START_TEST(test_cli_relevance)
     static const char *const want[] = {
         "  $end [final]\n  relevance: (amount > 500 and (k == \"x\" or k == \"y\")) or "
         "t == \"b\"\n\nrule strict: ",
-        "  relevance: none, step b is optional: an event it ignores branches a partial "
-        "match\n\nrule reads_a: ",
+        "  relevance: x == 1 or y == 1 or z == 1; other events still reach the rule as "
+        "blanks, their values unread, since step b is optional: an event it ignores "
+        "branches a partial match\n\nrule reads_a: ",
         "  relevance: none, no conjunct of step b's where reads only the event (STEP.x, "
         "aggregates and time(STEP) read the partial match)\n",
     };

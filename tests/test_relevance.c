@@ -89,15 +89,16 @@ START_TEST(relaxed_by_step_kind_and_quantifier)
         const CompiledRule *cr = rule_named(rs, name);
         ck_assert_msg(cr->relaxed == SHAPES[i].relaxed, "%s: %s", SHAPES[i].body,
                       cr->relaxed ? "relaxed" : "not relaxed");
-        /* a rule that is not relaxed gets no relevance, whatever its conditions, and
-         * the reason names its first strict step and construct */
+        /* every step has an event-only where, so every rule gets a relevance; for one
+         * that is not relaxed (its irrelevant events are blanks) `vigil explain` names
+         * its first strict step and construct */
+        ck_assert_msg(!strncmp(relevance_of(rs, name), "x > 1", 5), "%s: %s",
+                      SHAPES[i].body, relevance_of(rs, name));
         if (!cr->relaxed) {
-            ck_assert_str_eq(relevance_of(rs, name), "-");
             ck_assert_ptr_nonnull(cr->relevance_why);
             ck_assert_msg(!strncmp(cr->relevance_why, SHAPES[i].why, strlen(SHAPES[i].why)),
                           "%s: %s", SHAPES[i].body, cr->relevance_why);
         } else {
-            ck_assert_str_ne(relevance_of(rs, name), "-");
             ck_assert_ptr_null(cr->relevance_why);
         }
     }
@@ -143,9 +144,14 @@ START_TEST(a_condition_without_event_only_conjunct_switches_it_off)
         "rule only_time { key u; begin a where x == 1; followed_by b where time() - time(a) > 1s; }\n"
         "rule bare_not { key u; begin a where x == 1; not_followed_by n; followed_by b where x == 2; }\n"
         "rule or_of_step { key u; begin a where x == 1; followed_by b where y == 1 or y == a.y; }\n"
-        "rule control { key u; begin a where x == 1; followed_by b where y == 1 or y == 2; }\n",
+        "rule control { key u; begin a where x == 1; followed_by b where y == 1 or y == 2; }\n"
+        "rule strict_no_where { key u; begin a where x == 1; next b; }\n"
+        "rule strict_only_step { key u; begin a where x == 1 times 2 consecutive;\n"
+        "  next b where y == a.y; }\n"
+        "rule strict_bare_not { key u; begin a where x == 1; not_next n; followed_by b where x == 2; }\n",
         NULL);
-    const char *off[] = {"no_where", "only_step", "only_agg", "only_time", "bare_not", "or_of_step"};
+    const char *off[] = {"no_where", "only_step", "only_agg", "only_time", "bare_not", "or_of_step",
+                         "strict_no_where", "strict_only_step", "strict_bare_not"};
     const char *why[] = {
         "step b has no where: it takes every event",
         "no conjunct of step b's where reads only the event",
@@ -153,10 +159,13 @@ START_TEST(a_condition_without_event_only_conjunct_switches_it_off)
         "no conjunct of step b's where reads only the event",
         "step n has no condition: every event ends a partial match",
         "no conjunct of step b's where reads only the event",
+        "step b has no where: it takes every event",
+        "no conjunct of step b's where reads only the event",
+        "step n has no condition: every event ends a partial match",
     };
     for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
         const CompiledRule *cr = rule_named(rs, off[i]);
-        ck_assert_msg(cr->relaxed, "%s", off[i]);
+        ck_assert_msg(cr->relaxed == !!strncmp(off[i], "strict", 6), "%s", off[i]);
         ck_assert_msg(!strcmp(relevance_of(rs, off[i]), "-"), "%s: %s", off[i],
                       relevance_of(rs, off[i]));
         ck_assert_ptr_nonnull(cr->relevance_why);
@@ -164,6 +173,29 @@ START_TEST(a_condition_without_event_only_conjunct_switches_it_off)
                       cr->relevance_why);
     }
     ck_assert_str_eq(relevance_of(rs, "control"), "x == 1 or y == 1 or y == 2");
+    ruleset_free(rs);
+}
+END_TEST
+
+/* nfa_takes_no_blank, the matcher's side of a strict rule's relevance: no take edge
+ * may hold for an event whose every condition is false. */
+START_TEST(blanks_only_where_no_take_holds_without_a_condition)
+{
+    CompiledRuleSet *rs = test_rules_compile(
+        "rule wheres { key u; begin a where x == 1; next b where y == 1 optional;\n"
+        "  followed_by c where z == 1 one_or_more until z == 9; not_next d where w == 1;\n"
+        "  followed_by e where v == 1; }\n"
+        "rule bare_next { key u; begin a where x == 1; next b; }\n"
+        "rule bare_begin { key u; begin a times 2 consecutive; }\n"
+        "rule bare_not { key u; begin a where x == 1; not_next n; followed_by b where x == 2; }\n",
+        NULL);
+    ck_assert(nfa_takes_no_blank(rule_named(rs, "wheres")->nfa));
+    ck_assert(!nfa_takes_no_blank(rule_named(rs, "bare_next")->nfa));
+    ck_assert(!nfa_takes_no_blank(rule_named(rs, "bare_begin")->nfa));
+    /* a bare negation takes nothing, but has no relevance either */
+    ck_assert(nfa_takes_no_blank(rule_named(rs, "bare_not")->nfa));
+    ck_assert_str_eq(relevance_of(rs, "wheres"), "x == 1 or y == 1 or z == 1 or z == 9 or w == 1 or v == 1");
+    ck_assert_str_eq(relevance_of(rs, "bare_not"), "-");
     ruleset_free(rs);
 }
 END_TEST
@@ -243,6 +275,7 @@ END_TEST
  * ladders of each operator (thresholds shared, repeated, written the other way
  * round), trees, a rule without relevance, a strict rule, a second key. */
 static const char ROUTED[] =
+    "rule strict0 { filter type == \"tx\"; key user; begin a where amount > 500; next b where amount > 500; }\n"
     "rule gt1 { filter type == \"tx\"; key user; begin a where amount > 500; followed_by b where amount > 500; }\n"
     "rule gt2 { filter type == \"tx\"; key user; begin a where amount > 700; followed_by b where amount > 700; }\n"
     "rule gt3 { filter type == \"tx\"; key user; begin a where amount > 200; followed_by b where c != a.c and amount > 200; }\n"
@@ -283,8 +316,9 @@ static Oracle oracle_of(const CompiledRuleSet *rs)
     return o;
 }
 
+/* blanks: as router_new's (a strict rule's irrelevant events are ROUTE_BLANK). */
 static RouteResult expected(const Oracle *o, const CompiledRuleSet *rs, size_t rule,
-                            const Event *ev, EvalScratch *scratch)
+                            const Event *ev, EvalScratch *scratch, bool blanks)
 {
     EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
     if (!expr_test(o->filters->rules[2 * rule].filter, &ctx, scratch))
@@ -296,7 +330,7 @@ static RouteResult expected(const Oracle *o, const CompiledRuleSet *rs, size_t r
             return ROUTE_NO_KEY;
     }
     if (!expr_test(o->filters->rules[2 * rule + 1].filter, &ctx, scratch))
-        return ROUTE_FILTERED;
+        return cr->relaxed ? ROUTE_FILTERED : blanks ? ROUTE_BLANK : ROUTE_KEYED;
     return ROUTE_KEYED;
 }
 
@@ -358,10 +392,11 @@ static void route_one_by_one(Router *one, const CompiledRuleSet *rs, const Event
 /* router_route_all and router_route against the oracle on random events; each run
  * of the loop is one event. Returns how many (rule, event) pairs the relevance
  * turned away, so the caller can check that it did something. */
-static size_t route_against_oracle(const CompiledRuleSet *rs, size_t n_events, uint64_t seed)
+static size_t route_against_oracle(const CompiledRuleSet *rs, size_t n_events, uint64_t seed,
+                                   bool blanks)
 {
     Oracle o = oracle_of(rs);
-    Router *all = router_new(rs), *one = router_new(rs);
+    Router *all = router_new(rs, blanks), *one = router_new(rs, blanks);
     Decoder *dec = decoder_new(&rs->fields, DECODE_MAX_DEPTH);
     EvalScratch *scratch = expr_scratch_new();
     ck_assert(all && one && dec && scratch);
@@ -376,24 +411,25 @@ static size_t route_against_oracle(const CompiledRuleSet *rs, size_t n_events, u
         Event *ev = random_event(dec, &seed, &line);
         size_t admitted = router_route_all(all, ev, scratch, order, res, keys);
         for (size_t i = 0; i < n; i++)
-            want[i] = expected(&o, rs, i, ev, scratch);
+            want[i] = expected(&o, rs, i, ev, scratch, blanks);
         route_one_by_one(one, rs, ev, scratch, want, e, line.data);
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
             EvalCtx ctx = {.event = ev, .time_ms = ev->time_ms};
             const CompiledRule *cr = &rs->rules[i];
-            if (want[i] == ROUTE_FILTERED &&
-                (!cr->filter || expr_test(cr->filter, &ctx, scratch)))
+            if ((want[i] == ROUTE_FILTERED &&
+                 (!cr->filter || expr_test(cr->filter, &ctx, scratch))) ||
+                want[i] == ROUTE_BLANK)
                 turned_away++;
             if (want[i] == ROUTE_FILTERED)
                 continue;
             ck_assert_msg(k < admitted && order[k] == i, "rule %s, event %s not listed",
                           cr->name, line.data);
             ck_assert_int_eq(res[i], want[i]);
-            if (want[i] == ROUTE_KEYED) {
+            if (route_keyed(want[i])) {
                 RouteKey key;
                 router_begin(one);
-                ck_assert_int_eq(router_route(one, i, ev, scratch, &key), ROUTE_KEYED);
+                ck_assert_int_eq(router_route(one, i, ev, scratch, &key), want[i]);
                 ck_assert_uint_eq(keys[i]->hash, key.hash);
             }
             k++;
@@ -420,8 +456,14 @@ START_TEST(router_admits_exactly_filter_and_relevance)
     CompiledRuleSet *rs = test_rules_compile(ROUTED, NULL);
     ck_assert_str_eq(relevance_of(rs, "gt4"), "700 < amount");
     ck_assert_str_eq(relevance_of(rs, "none"), "-");
-    ck_assert_str_eq(relevance_of(rs, "strict"), "-");
-    ck_assert_uint_gt(route_against_oracle(rs, 3000, 42), 500);
+    /* a strict rule's irrelevant events come as blanks (ROUTE_BLANK), with their key */
+    ck_assert_str_eq(relevance_of(rs, "strict"), "amount > 500");
+    ck_assert(!rule_named(rs, "strict")->relaxed);
+    ck_assert_uint_gt(route_against_oracle(rs, 3000, 42, true), 500);
+    /* without blanks strict rules are keyed, and the relaxed rules that share a
+     * strict one's relevance text (gt1 that of strict0, which comes first) keep it */
+    ck_assert_str_eq(relevance_of(rs, "strict0"), relevance_of(rs, "gt1"));
+    ck_assert_uint_gt(route_against_oracle(rs, 3000, 42, false), 500);
     ruleset_free(rs);
 }
 END_TEST
@@ -438,7 +480,7 @@ START_TEST(router_over_several_words)
                    ops[i % 4], (i * 37) % 800, i % 7 ? "" : " or type == \"order\"",
                    ops[i % 4], (i * 37) % 800);
     CompiledRuleSet *rs = test_rules_compile(text.data, NULL);
-    ck_assert_uint_gt(route_against_oracle(rs, 2000, 7), 1000);
+    ck_assert_uint_gt(route_against_oracle(rs, 2000, 7, true), 1000);
     ruleset_free(rs);
     buf_free(&text);
 }
@@ -493,6 +535,7 @@ static Suite *relevance_suite(void)
     Suite *s = suite_create("relevance");
     TCase *tc = tcase_create("analysis");
     tcase_add_test(tc, relaxed_by_step_kind_and_quantifier);
+    tcase_add_test(tc, blanks_only_where_no_take_holds_without_a_condition);
     tcase_add_test(tc, relevance_is_the_or_of_the_event_only_conjuncts);
     tcase_add_test(tc, a_condition_without_event_only_conjunct_switches_it_off);
     tcase_add_test(tc, the_switch_turns_it_off_and_a_reload_keeps_it);

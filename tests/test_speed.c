@@ -153,7 +153,7 @@ START_TEST(route_all_agrees_with_route)
         diags_print(&diags, stderr);
     ck_assert_ptr_nonnull(rs);
     size_t n = rs->n_rules;
-    Router *all = router_new(rs), *one = router_new(rs);
+    Router *all = router_new(rs, true), *one = router_new(rs, true);
     Decoder *dec = decoder_new(&rs->fields, 64);
     EvalScratch *scratch = expr_scratch_new();
     ck_assert(all && one && dec && scratch);
