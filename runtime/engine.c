@@ -69,6 +69,11 @@ typedef struct Decoded {
     };
     bool timed;
     bool routed;               /* routed by the decoding thread (event time) */
+    bool freed;                /* routed to blanks only (or to no rule) in a batch in order
+                                  so far: its event went back to the decoding worker's
+                                  cache at once, for the next line, since a split needs
+                                  only its time; decoded again (feed_redecode) if the
+                                  batch is taken line by line after all */
 } Decoded;
 
 /* A line's bytes in the batch (feed_text): all that the reading thread writes per
@@ -377,15 +382,50 @@ static bool split_batch(FeedBatch *b, size_t worker)
     }
     for (size_t i = 0; i < b->n; i++) {
         const Decoded *o = &b->out[i];
-        if (workers_split_add(b->e->workers, b->split, worker, o->ev,
+        if (workers_split_add(b->e->workers, b->split, worker, o->ev, o->time_ms,
                               &b->routes[o->route_first], o->n_routes, b->keys.data, i) < 0) {
             for (size_t k = 0; k < i; k++)   /* the lines split so far own theirs again */
-                event_retain(b->out[k].ev);
+                if (b->out[k].ev)
+                    event_retain(b->out[k].ev);
             workers_split_clear(b->split);
             return false;
         }
     }
     return true;
+}
+
+/* Does a routed line need its event past the split: a route other than a blank? */
+static bool needs_event(const FeedBatch *b, const Decoded *o)
+{
+    for (uint32_t k = 0; k < o->n_routes; k++)
+        if (b->routes[o->route_first + k].res != ROUTE_BLANK)
+            return true;
+    return false;
+}
+
+/* The freed lines' events again, with d, for a batch taken line by line after all (its
+ * split failed, or the reorder buffer holds events): the same decoding of the same
+ * text, its time and routes kept. A line that finds no memory now carries decoding's
+ * "out of memory", which fails the run when taken. */
+static void feed_redecode(FeedBatch *b, Decoder *d, const CompiledRuleSet *rs)
+{
+    const char *text = feed_text(b);
+    for (size_t i = 0; i < b->n; i++) {
+        Decoded *o = &b->out[i];
+        if (!o->freed)
+            continue;
+        Decoded again;
+        decode_line(d, rs, text + b->lines[i].off, b->lines[i].len, &again);
+        o->freed = false;
+        o->ev = again.ev;
+        if (!o->ev) {
+            o->err = again.err;
+            continue;
+        }
+        o->ev->origin = b->origin;
+        o->ev->origin_line = b->first_line + i;
+        o->ev->time_ms = o->time_ms;
+    }
 }
 
 /* The batch numbered seq, which follows b in input order, if it is decoded; else NULL.
@@ -531,11 +571,15 @@ static void decode_batch(void *arg, size_t worker)
     buf_clear(&b->keys);
     workers_reclaim(e->workers, worker);   /* the memory this batch's events reuse */
     const char *text = feed_text(b);
+    EventCache *cache = workers_event_cache(e->workers, worker);
+    bool in_order = b->split && e->rs->event_time;   /* so far: the split may come */
+    int64_t prev = INT64_MIN;
     for (size_t i = 0; i < b->n && !b->rejected; i++) {
         Decoded *o = &b->out[i];
-        o->routed = false;
+        o->routed = o->freed = false;
         if (b->lines[i].len > e->feed.max_line) {
             o->ev = NULL;   /* over-long: a dead letter when taken */
+            in_order = false;
             continue;
         }
         decode_line(d, e->rs, text + b->lines[i].off, b->lines[i].len, o);
@@ -545,8 +589,17 @@ static void decode_batch(void *arg, size_t worker)
         }
         if (o->ev && o->timed)
             route_line(b, fr, o);
+        in_order = in_order && o->routed && o->time_ms >= prev;
+        prev = o->time_ms;
+        if (in_order && !needs_event(b, o)) {
+            event_cache_release(cache, o->ev);
+            o->ev = NULL;
+            o->freed = true;
+        }
     }
     b->split_ok = b->n && b->split && e->rs->event_time && split_batch(b, worker);
+    if (!b->split_ok)
+        feed_redecode(b, d, e->rs);
     atomic_store_explicit(&b->decoded, b->seq + 1, memory_order_release);
     feed_deliver(b, worker);
 }
@@ -586,9 +639,11 @@ static void feed_unsplit(FeedBatch *b)
         return;
     }
     for (size_t i = 0; i < b->n; i++)
-        event_retain(b->out[i].ev);
+        if (b->out[i].ev)
+            event_retain(b->out[i].ev);
     workers_split_clear(b->split);
     b->split_ok = false;
+    feed_redecode(b, b->e->decoder, b->e->rs);
 }
 
 /* The events of a decoded batch not taken. */

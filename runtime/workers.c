@@ -869,7 +869,7 @@ static bool split_keep_unrouted(WorkerSplit *s, Event *ev)
     return true;
 }
 
-int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
+int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev, int64_t time_ms,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq)
 {
     s->home = home;
@@ -891,12 +891,12 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev,
         Item *it = &b->items[b->n];
         *it = (Item){NULL, r->rule, r->hash, off, r->key_len, {seq}};
         if (r->res == ROUTE_BLANK)
-            it->time_ms = ev->time_ms;
-        else if (!(it->ev = split_event_for(&ws->w[home], s, w, ev, &original_used)))
+            it->time_ms = time_ms;
+        else if (!ev || !(it->ev = split_event_for(&ws->w[home], s, w, ev, &original_used)))
             break;
         b->n++;
     }
-    if (i == n && (original_used || split_keep_unrouted(s, ev)))
+    if (i == n && (original_used || !ev || split_keep_unrouted(s, ev)))
         return 0;
     if (original_used)
         event_retain(ev);   /* the caller keeps its reference after all */

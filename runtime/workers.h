@@ -92,13 +92,14 @@ int workers_dispatch_routed(Workers *w, Event *ev, const WorkerRoute *routes, si
 typedef struct WorkerSplit WorkerSplit;
 
 WorkerSplit *workers_split_new(const Workers *w);
-/* On worker `home`'s job: adds ev (its time and origin set) with its routes (all with
- * a key, else -1) as the seq-th line of the batch, taking over the caller's
+/* On worker `home`'s job: adds ev (its time, time_ms, and origin set) with its routes
+ * (all with a key, else -1) as the seq-th line of the batch, taking over the caller's
  * reference. A blank's owner gets only its time and key; an event without routes
- * other than blanks is kept too, to be freed by home. -1 on
+ * other than blanks is kept too, to be freed by home; ev may be NULL for such a line
+ * (the caller freed it). -1 on
  * allocation failure or a route that is not keyed: the caller keeps its reference (the
  * split may hold more, and must be cleared with workers_split_clear). */
-int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev,
+int workers_split_add(Workers *w, WorkerSplit *s, size_t home, Event *ev, int64_t time_ms,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq);
 /* On a job of worker `worker` (usually the one that split the batch), once it is known
  * that the batch's events are released in order now, with ids id_base + seq, and that
