@@ -8,5 +8,6 @@ libvigil_a_SOURCES += \
 	base/hash.h \
 	base/hostport.c base/hostport.h \
 	base/isotime.c base/isotime.h \
+	base/lines.h \
 	base/slab.c base/slab.h \
 	base/utf8.h

@@ -9,6 +9,7 @@
 
 #include "base/buf.h"
 #include "base/freeroom.h"
+#include "base/lines.h"
 #include "base/slab.h"
 
 /* ---- field table ---------------------------------------------------------- */
@@ -426,7 +427,7 @@ _Static_assert(sizeof(Event) >= sizeof(void *), "a cached event holds its link")
 
 EventCache *event_cache_new(size_t max_bytes)
 {
-    EventCache *c = calloc(1, sizeof *c);
+    EventCache *c = lines_calloc(sizeof *c);   /* written for every event */
     if (c) {
         c->max_bytes = max_bytes;
         c->memcheck = free_room_under_memcheck();

@@ -36,6 +36,7 @@
 #include "base/buf.h"
 #include "base/grow.h"
 #include "base/hash.h"
+#include "base/lines.h"
 
 #define REGEX_MATCH_LIMIT 100000u   /* backtracking steps per match */
 #define REGEX_DEPTH_LIMIT 1000u     /* nested backtracking depth (interpreter only) */
@@ -123,7 +124,7 @@ struct EvalScratch {
 
 EvalScratch *expr_scratch_new(void)
 {
-    EvalScratch *s = calloc(1, sizeof *s);
+    EvalScratch *s = lines_calloc(sizeof *s);   /* written for every event */
     if (!s)
         return NULL;
     arena_init(&s->arena, 4096);

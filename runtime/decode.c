@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lines.h"
 #include "base/utf8.h"
 #include "runtime/digits.h"
 
@@ -227,7 +228,7 @@ static TrieNode *trie_build(const FieldTable *fields)
 
 Decoder *decoder_new(const FieldTable *fields, size_t max_depth)
 {
-    Decoder *d = calloc(1, sizeof *d);
+    Decoder *d = lines_calloc(sizeof *d);   /* written for every line */
     if (d == NULL)
         return NULL;
     if (max_depth == 0)

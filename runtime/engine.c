@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/lines.h"
 #include "nfa/snapshot.h"
 #include "runtime/budget.h"
 #include "runtime/checkpoint.h"
@@ -87,7 +88,9 @@ typedef struct FeedText {
  * at one now_ms (another line closes the batch first), so where each line came from
  * is written once per batch, not once per line. */
 typedef struct FeedBatch {
-    WorkerJob job;
+    /* batches out at once are decoded on different cores, each writing its own for
+     * every line: their lines are their own (base/lines.h) */
+    _Alignas(LINES_ALIGN) WorkerJob job;
     struct Engine *e;          /* its decoders and rules; they change only with no batch out */
     const char *origin;        /* the lines' origin, */
     uint64_t first_line;       /* the first line's number (line i is first_line + i) */
@@ -609,7 +612,7 @@ static int feed_init(Engine *e)
     Feed *f = &e->feed;
     f->n_ring = e->n_workers * FEED_BATCHES_PER_WORKER;
     f->max_line = SIZE_MAX;
-    f->ring = calloc(f->n_ring, sizeof *f->ring);
+    f->ring = lines_calloc(f->n_ring * sizeof *f->ring);
     f->decoders = decoders_new(e->rs, e->workers, e->n_workers);
     f->routers = routers_new(e->rs, e->n_workers);
     if (!f->ring || !f->decoders || !f->routers || pthread_mutex_init(&f->chain.lock, NULL))

@@ -6,6 +6,7 @@
 
 #include "base/buf.h"
 #include "base/hash.h"
+#include "base/lines.h"
 #include "dsl/fmt.h"
 #include "runtime/partition.h"
 
@@ -829,7 +830,7 @@ static bool build_plans(Router *r)
 
 Router *router_new(const CompiledRuleSet *rs, bool blanks)
 {
-    Router *r = calloc(1, sizeof *r);
+    Router *r = lines_calloc(sizeof *r);   /* written for every event */
     if (!r)
         return NULL;
     size_t n = rs->n_rules ? rs->n_rules : 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/lines.h"
 #include "runtime/deadline.h"
 #include "runtime/partition.h"
 
@@ -217,7 +218,7 @@ COLD size_t rules_widest_key(const CompiledRuleSet *rs)
 
 COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const EngineHooks *hooks)
 {
-    Shard *s = calloc(1, sizeof *s);
+    Shard *s = lines_calloc(sizeof *s);   /* written for every event */
     if (!s)
         return NULL;
     s->rs = rs;

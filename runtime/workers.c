@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/lines.h"
 #include "runtime/shard.h"
 
 #define BATCH_ITEMS 256
@@ -68,7 +69,7 @@ typedef struct Batch {
 } Batch;
 
 typedef struct Worker {
-    Workers *owner;
+    _Alignas(LINES_ALIGN) Workers *owner;   /* each worker's lines its own (base/lines.h) */
     Shard *shard;              /* touched only by the worker thread while it runs */
     pthread_t thread;
     bool started;
@@ -511,7 +512,7 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->n = n;
     ws->processing_time = processing_time;
     atomic_init(&ws->backlogged, false);
-    ws->w = calloc(n, sizeof *ws->w);
+    ws->w = lines_calloc(n * sizeof *ws->w);
     ws->copies = calloc(n, sizeof *ws->copies);
     ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
     ws->unrouted = calloc(n * UNROUTED_BATCH, sizeof *ws->unrouted);
@@ -766,13 +767,15 @@ struct WorkerSplit {
 
 WorkerSplit *workers_split_new(const Workers *ws)
 {
-    WorkerSplit *s = calloc(1, sizeof *s);
+    /* written for every line, by whichever worker decodes its batch, while the other
+     * batches' splits are written on other cores (base/lines.h) */
+    WorkerSplit *s = lines_calloc(sizeof *s);
     if (!s)
         return NULL;
     s->n_workers = ws->n;
-    s->sub = calloc(ws->n, sizeof *s->sub);
-    s->copies = calloc(ws->n, sizeof *s->copies);
-    s->delivered = calloc(ws->n, sizeof *s->delivered);
+    s->sub = lines_calloc(ws->n * sizeof *s->sub);
+    s->copies = lines_calloc(ws->n * sizeof *s->copies);
+    s->delivered = lines_calloc(ws->n * sizeof *s->delivered);
     if (!s->sub || !s->copies || !s->delivered) {
         workers_split_free(s);
         return NULL;
