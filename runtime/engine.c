@@ -169,9 +169,14 @@ typedef struct FeedReader {
     bool ended;                /* the batch that met the end was taken */
 } FeedReader;
 
-/* A reading job's chunk: read() at most this much. 40 KiB measured best (prototype,
- * docs/perf/workers.md): 64 KiB with 8 batches per worker clearly worse, 24 KiB the same. */
-#define FEED_READ_BYTES (40u << 10)
+/* A reading job's chunk: read() at most this much. Each job costs its worker and the
+ * engine's thread a few wake-ups: on a VM that halts idle vCPUs (the Xeon of
+ * docs/perf/workers.md) scenario 1 with two workers made 133k context switches with
+ * 40 KiB and 42k with 128 KiB, and took CPU 3.94 -> 3.815 s and 4.195 -> 3.82 s
+ * (medians of 8 rounds in turns, two sets). On the AMD VM, before lines that only
+ * blanks take were freed at once, 40 KiB had measured best (64 KiB with 8 batches per
+ * worker clearly worse, 24 KiB the same). */
+#define FEED_READ_BYTES (128u << 10)
 
 /* A ring of batches: ring[oldest] .. the next in_flight are out for decoding, the
  * one after them is being filled (so in_flight < n_ring). The newest `fresh` of
