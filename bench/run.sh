@@ -3,8 +3,8 @@
 #
 #   bench/run.sh --srcdir DIR --builddir DIR [--quick] [--no-sec] [--no-profile]
 #
-# Generates the event files (in $VIGIL_BENCH_DATA, default /tmp/vigil-bench; never in
-# the tree), runs the six scenarios, the floors (cat, linecount, floor_fraud, floor_s4),
+# Generates the event files (in $VIGIL_BENCH_DATA, default /tmp/vigil-bench, with
+# --quick /tmp/vigil-bench-quick; never in the tree), runs the six scenarios, the floors (cat, linecount, floor_fraud, floor_s4),
 # the memory probes and the SEC peer comparison, checks alerts against the hand-written
 # floors and the peer oracle, and writes a Markdown report to bench/results.md in the
 # source tree (--out FILE to write elsewhere). --quick divides every size by 10, for
@@ -36,18 +36,21 @@ OUTFILE=${OUTFILE:-$SRCDIR/bench/results.md}
 BENCH=$SRCDIR/bench
 VIGIL=$BUILDDIR/vigil
 BIN=$BUILDDIR/bench
-DATA=${VIGIL_BENCH_DATA:-/tmp/vigil-bench}
+# --quick files are a tenth of the size: their own directory, so that a quick try
+# does not replace the full files (which take minutes to make again)
+DATA=${VIGIL_BENCH_DATA:-/tmp/vigil-bench$([ "$QUICK" = 1 ] && echo -quick)}
 OUT=$DATA/out
 PEER=${VIGIL_SHARED:-$SRCDIR/../shared}/peers/sec
+
+for p in "$VIGIL" "$BIN/gen" "$BIN/linecount" "$BIN/floor_fraud" "$BIN/floor_s4" "$BIN/memprobe"; do
+    [ -x "$p" ] || { echo "run.sh: $p is missing: run 'make bench'" >&2; exit 3; }
+done
+
 mkdir -p "$DATA" "$OUT" || exit 3
 : > "$OUT/rows.tsv"
 : > "$OUT/checks.md"
 : > "$OUT/notes.md"
 START_S=$(date +%s)
-
-for p in "$VIGIL" "$BIN/gen" "$BIN/linecount" "$BIN/floor_fraud" "$BIN/floor_s4" "$BIN/memprobe"; do
-    [ -x "$p" ] || { echo "run.sh: $p is missing: run 'make bench'" >&2; exit 3; }
-done
 
 scale() { if [ "$QUICK" = 1 ]; then echo $(($1 / 10)); else echo "$1"; fi; }
 N_BIG=$(scale 10000000)     # scenarios 1, 2, 3, 5
