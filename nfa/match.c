@@ -1202,30 +1202,11 @@ void nfa_key_event_in(const Nfa *nfa, NfaKey *k, Event *ev, NfaRunCtx *ctx)
     nfa_key_event_in_undue(nfa, k, ev, ctx);
 }
 
-/* A blank's edges hold as cond_holds would find them with every `where` and `until`
- * false. */
-static bool cond_holds_blank(const Nfa *nfa, uint32_t c)
-{
-    const NfaCond *cd = &nfa->conds[c];
-    switch ((NfaCondKind)cd->kind) {
-    case NFA_C_TRUE:
-        return true;
-    case NFA_C_NOT:
-        return !cond_holds_blank(nfa, cd->a);
-    case NFA_C_AND:
-        return cond_holds_blank(nfa, cd->a) && cond_holds_blank(nfa, cd->b);
-    case NFA_C_WHERE:
-    case NFA_C_UNTIL:
-        break;
-    }
-    const NfaStep *s = &nfa->steps[cd->step];
-    return !(cd->kind == NFA_C_UNTIL ? s->until : s->where);
-}
-
 bool nfa_takes_no_blank(const Nfa *nfa)
 {
+    Decide blank = {.nfa = nfa, .blank = true};   /* tests nothing: reads no event */
     for (uint32_t i = 0; i < nfa->n_edges; i++)
-        if (nfa->edges[i].action == NFA_TAKE && cond_holds_blank(nfa, nfa->edges[i].cond))
+        if (nfa->edges[i].action == NFA_TAKE && cond_holds(&blank, nfa->edges[i].cond))
             return false;
     return true;
 }
