@@ -1128,6 +1128,8 @@ void shard_feed(Shard *s, size_t ri, Event *ev, int64_t time_ms, const char *kby
                 size_t klen, uint64_t hash)
 {
     shard_fire_due(s, time_ms);
+    if (!ev && !part_may_hold(&s->keys, hash))
+        return;   /* a blank for a key without a record (most): nothing to run */
     /* One rule per call: results cannot be reused across calls, since nothing says
      * whether the next call is for the same event. */
     if (s->cond_cache)
