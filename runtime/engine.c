@@ -417,6 +417,8 @@ static bool needs_event(const FeedBatch *b, const Decoded *o)
  * "out of memory", which fails the run when taken. */
 static void feed_redecode(FeedBatch *b, Decoder *d, const CompiledRuleSet *rs)
 {
+    if (b->rejected)
+        return;   /* its one line was never decoded (its out entry is not set) */
     const char *text = feed_text(b);
     for (size_t i = 0; i < b->n; i++) {
         Decoded *o = &b->out[i];

@@ -138,7 +138,8 @@ static char *sorted_lines(char *text)
         ck_assert_ptr_nonnull(nl);
         lines_push(&l, strndup(p, (size_t)(nl - p)));
     }
-    qsort(l.v, l.n, sizeof *l.v, cmp_lines);
+    if (l.n)
+        qsort(l.v, l.n, sizeof *l.v, cmp_lines);
     Buf out = BUF_INIT;
     for (size_t i = 0; i < l.n; i++)
         buf_printf(&out, "%s\n", l.v[i]);
