@@ -1113,7 +1113,7 @@ static void feed_submit(Engine *e)
         feed_chain_set(e, b->seq);
         pthread_mutex_unlock(&f->chain.lock);
     }
-    workers_submit(e->workers, &b->job);
+    workers_submit(e->workers, &b->job, (size_t)(b - f->ring));   /* see read_hand_out */
     /* every batch out and the oldest not decoded yet: reading waits for the workers
      * (decoding goes before matching on them, so this is where a slow rule set holds
      * the reader back, and the input with it) */
@@ -1191,7 +1191,9 @@ static void read_hand_out(Engine *e)
         r->order[i] = r->handed++;
         r->n_out++;
         f->ring[i].delivered = false;
-        workers_submit(e->workers, &f->ring[i].job);
+        /* a slot's jobs always on the same worker: its lines, decoded results, routes
+         * and keys (about 160 KiB a job) stay in that core's cache */
+        workers_submit(e->workers, &f->ring[i].job, i);
     }
 }
 

@@ -118,7 +118,6 @@ struct Workers {
     Event **unrouted;          /* per worker, UNROUTED_BATCH events no worker took that it
                                   allocated, to give back; the sending thread's */
     size_t *n_unrouted;
-    size_t next_job;           /* the worker the next job goes to; the sending thread's */
     /* the sending thread waiting for a job (workers_job_wait) */
     pthread_mutex_t job_lock;
     pthread_cond_t job_cond;
@@ -556,10 +555,9 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
 
 /* ---- jobs ------------------------------------------------------------------- */
 
-void workers_submit(Workers *ws, WorkerJob *job)
+void workers_submit(Workers *ws, WorkerJob *job, size_t worker)
 {
-    size_t i = ws->next_job;
-    ws->next_job = (i + 1) % ws->n;
+    size_t i = worker % ws->n;
     Worker *wk = &ws->w[i];
     job->worker = i;
     job->next = NULL;

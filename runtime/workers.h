@@ -53,8 +53,9 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
  * whose job allocated ev, or SIZE_MAX (another thread): if no rule takes it, it goes
  * back to that one's cache. -1 on allocation failure. */
 int workers_dispatch(Workers *w, Event *ev, size_t home);
-/* Queues a job on the next worker in turn; never blocks, cannot fail. */
-void workers_submit(Workers *w, WorkerJob *job);
+/* Queues a job on worker `worker` (modulo the number of workers); never blocks,
+ * cannot fail. */
+void workers_submit(Workers *w, WorkerJob *job, size_t worker);
 /* True once the job has run (acquire: its results are visible). */
 static inline bool workers_job_done(const WorkerJob *job)
 {
