@@ -30,7 +30,7 @@
 
 typedef struct Workers Workers;
 
-/* Work the sending thread hands to the workers in turn, outside the per-key order
+/* Work the sending thread hands to a worker it names, outside the per-key order
  * (the engine's decoding of line batches): run(arg, i) is called once on worker i's
  * thread, before that worker's next batch of events. The job is the caller's; it must
  * stay valid until done. (The caller does not take queued jobs back to run them
