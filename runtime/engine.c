@@ -378,20 +378,12 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
 }
 
 /* The fast path's half on the decoding thread: a batch of only timed, routed events in
- * time order is split by owner worker here, so that, if the reorder buffer passes its
- * times (feed_take), the engine's thread hands on sub-batches without touching an
- * event. The lines' references go to the split. */
+ * time order (decode_batch checked it while decoding) is split by owner worker here,
+ * so that, if the reorder buffer passes its times (feed_take), the engine's thread
+ * hands on sub-batches without touching an event. The lines' references go to the
+ * split. */
 static bool split_batch(FeedBatch *b, size_t worker)
 {
-    int64_t prev = INT64_MIN;
-    if (b->rejected)
-        return false;
-    for (size_t i = 0; i < b->n; i++) {
-        const Decoded *o = &b->out[i];
-        if (!o->routed || o->time_ms < prev)
-            return false;
-        prev = o->time_ms;
-    }
     for (size_t i = 0; i < b->n; i++) {
         const Decoded *o = &b->out[i];
         if (workers_split_add(b->e->workers, b->split, worker, o->ev, o->time_ms,
@@ -586,7 +578,8 @@ static void decode_batch(void *arg, size_t worker)
     workers_reclaim(e->workers, worker);   /* the memory this batch's events reuse */
     const char *text = feed_text(b);
     EventCache *cache = workers_event_cache(e->workers, worker);
-    bool in_order = b->split && e->rs->event_time;   /* so far: the split may come */
+    /* so far every line timed, routed and in time order: the batch may be split */
+    bool in_order = b->split && e->rs->event_time && !b->rejected;
     int64_t prev = INT64_MIN;
     for (size_t i = 0; i < b->n && !b->rejected; i++) {
         Decoded *o = &b->out[i];
@@ -604,14 +597,16 @@ static void decode_batch(void *arg, size_t worker)
         if (o->ev && o->timed)
             route_line(b, fr, o);
         in_order = in_order && o->routed && o->time_ms >= prev;
+        if (!in_order)
+            continue;
         prev = o->time_ms;
-        if (in_order && !needs_event(b, o)) {
+        if (!needs_event(b, o)) {
             event_cache_release(cache, o->ev);
             o->ev = NULL;
             o->freed = true;
         }
     }
-    b->split_ok = b->n && b->split && e->rs->event_time && split_batch(b, worker);
+    b->split_ok = b->n && in_order && split_batch(b, worker);
     if (!b->split_ok)
         feed_redecode(b, d, e->rs);
     atomic_store_explicit(&b->decoded, b->seq + 1, memory_order_release);
