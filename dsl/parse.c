@@ -317,6 +317,7 @@ static void run_parser(ParseCtx *pc)
     }
     yylex_destroy(scanner);
     pc->scanner = NULL;
+    pc->scanner_failed = NULL;   /* `failed` dies with this frame */
     free(text);   /* the scanner does not own it: it was handed over as a buffer */
 }
 
