@@ -5,12 +5,15 @@
  * addressable, so by itself a use after release goes unseen. Hiding free room from
  * AddressSanitizer (when built with it) and, when run under it, from valgrind's
  * memcheck makes such a use an error there as it would be with malloc and free.
+ * A pool asks under_memcheck() once, when it is made, and passes the answer here.
  * Header-only: every function is a few instructions, or nothing in a plain build. */
 #ifndef VIGIL_BASE_FREEROOM_H
 #define VIGIL_BASE_FREEROOM_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "base/memcheck.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -20,28 +23,12 @@
 #define FREE_ROOM_POISON(p, n) ((void)(p), (void)(n))
 #define FREE_ROOM_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
-#if defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
-#include <valgrind/memcheck.h>
-#define FREE_ROOM_MEMCHECK 1
-#endif
-#endif
-
-/* Are we running under valgrind? A pool asks once, when it is made. */
-static inline bool free_room_under_memcheck(void)
-{
-#ifdef FREE_ROOM_MEMCHECK
-    return RUNNING_ON_VALGRIND != 0;
-#else
-    return false;
-#endif
-}
 
 /* Free room: no access until it is handed out. */
 static inline void free_room_hide(bool memcheck, void *a, size_t n)
 {
     FREE_ROOM_POISON(a, n);
-#ifdef FREE_ROOM_MEMCHECK
+#ifdef VIGIL_HAVE_MEMCHECK
     if (memcheck)
         (void)VALGRIND_MAKE_MEM_NOACCESS(a, n);
 #else
@@ -54,7 +41,7 @@ static inline void free_room_hide(bool memcheck, void *a, size_t n)
 static inline void free_room_show(bool memcheck, void *a, size_t n)
 {
     FREE_ROOM_UNPOISON(a, n);
-#ifdef FREE_ROOM_MEMCHECK
+#ifdef VIGIL_HAVE_MEMCHECK
     if (memcheck)
         (void)VALGRIND_MAKE_MEM_DEFINED(a, n);
 #else

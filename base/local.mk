@@ -9,5 +9,6 @@ libvigil_a_SOURCES += \
 	base/hostport.c base/hostport.h \
 	base/isotime.c base/isotime.h \
 	base/lines.h \
+	base/memcheck.h \
 	base/slab.c base/slab.h \
 	base/utf8.h

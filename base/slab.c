@@ -18,7 +18,7 @@ typedef struct SlabRegion {
 void slab_source_init(SlabSource *src)
 {
     *src = (SlabSource){.spare = NULL, .slabs = 0,
-                        .memcheck = free_room_under_memcheck()};
+                        .memcheck = under_memcheck()};
 }
 
 /* Sets up an empty slab's header for objects of `size`; its room is hidden already. */

@@ -96,7 +96,7 @@ typedef struct SlabSource {
                                  none; owned */
     uint32_t slabs;           /* slabs made and not yet freed, the spare included, a
                                  region's free slabs not */
-    bool memcheck;            /* running under valgrind (free_room_under_memcheck) */
+    bool memcheck;            /* running under valgrind (under_memcheck) */
 } SlabSource;
 
 _Static_assert(sizeof(SlabSource) <= 16, "a source stays two words");

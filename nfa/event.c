@@ -430,7 +430,7 @@ EventCache *event_cache_new(size_t max_bytes)
     EventCache *c = lines_calloc(sizeof *c);   /* written for every event */
     if (c) {
         c->max_bytes = max_bytes;
-        c->memcheck = free_room_under_memcheck();
+        c->memcheck = under_memcheck();
     }
     return c;
 }

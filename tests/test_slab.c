@@ -28,7 +28,7 @@
 #endif
 
 /* Room is hidden from valgrind too when it runs us: show what we touch. */
-#define MEMCHECK free_room_under_memcheck()
+#define MEMCHECK under_memcheck()
 
 static const size_t sizes[] = {8, 24, 64, 72, 512};
 enum { N_SIZES = sizeof sizes / sizeof sizes[0] };
