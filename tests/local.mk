@@ -20,6 +20,12 @@ AM_TESTS_ENVIRONMENT = top_srcdir='$(top_srcdir)'; top_builddir='$(top_builddir)
 if SANITIZED
 AM_TESTS_ENVIRONMENT += VIGIL_TEST_SMALL=1; export VIGIL_TEST_SMALL;
 endif
+# make check-valgrind: the whole suite with every test program under valgrind's memcheck
+# (tests/valgrind.sh); slow (the out-of-memory tests most), so not part of make check.
+check-valgrind:
+	$(MAKE) $(AM_MAKEFLAGS) check LOG_COMPILER='$(SHELL) $(abs_top_srcdir)/tests/valgrind.sh'
+.PHONY: check-valgrind
+EXTRA_DIST += tests/valgrind.sh
 include tests/parser.mk
 include tests/check.mk
 include tests/rules.mk
