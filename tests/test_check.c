@@ -710,7 +710,7 @@ START_TEST(data_files_match_expected_output)
         if (n < 5 || strcmp(e->d_name + n - 4, ".cep") != 0)
             continue;
         /* Diagnostics name the file relative to the data folder. */
-        char cep[600], expect[600];
+        char cep[1024], expect[1024];   /* room for dir and any d_name */
         snprintf(cep, sizeof cep, "%s/%s", dir, e->d_name);
         snprintf(expect, sizeof expect, "%s/%.*s.expect", dir, (int)(n - 4), e->d_name);
         char *text = test_read_file(cep, NULL);
