@@ -431,22 +431,34 @@ static inline bool edge_holds(Decide *d, uint32_t c)
 }
 
 /* Flink's decision graph: the take and ignore edges of `state` and of every state
- * reachable through proceed edges whose condition holds for this event. */
+ * reachable through proceed edges whose condition holds for this event, in Flink's
+ * order (NFA.createDecisionGraph): a state's own edges first, then the states its
+ * proceed edges reach, each with all it reaches in turn, the last proceed edge's
+ * first (Flink pushes them on a stack). The order is the order in which the new
+ * partial matches are made, which decides among matches that start on the same
+ * event: `a one_or_more; followed_by b` on a1 a2 b1 releases [a1, a2] b1 first,
+ * and with the default skip strategy only that one. */
 static void collect(Decide *d, uint32_t state)
 {
     const NfaState *s = &d->nfa->states[state];
+    bool proceeds = false;
     for (uint32_t i = 0; i < s->n_edges; i++) {
         uint32_t ei = s->first_edge + i;
         const NfaEdge *e = &d->nfa->edges[ei];
-        if (!edge_holds(d, e->cond))
-            continue;
         if (e->action != NFA_PROCEED) {
-            d->w->edges[d->n_edges++] = ei;
-        } else if (d->nfa->states[e->target].kind == NFA_ST_STOP) {
+            if (edge_holds(d, e->cond))
+                d->w->edges[d->n_edges++] = ei;
+        } else if (d->nfa->states[e->target].kind != NFA_ST_STOP) {
+            proceeds = true;
+        } else if (edge_holds(d, e->cond)) {
             d->stopped = true;
-        } else {
-            collect(d, e->target);
         }
+    }
+    for (uint32_t i = proceeds ? s->n_edges : 0; i-- > 0;) {
+        const NfaEdge *e = &d->nfa->edges[s->first_edge + i];
+        if (e->action == NFA_PROCEED && d->nfa->states[e->target].kind != NFA_ST_STOP &&
+            edge_holds(d, e->cond))
+            collect(d, e->target);
     }
 }
 

@@ -294,6 +294,18 @@ static const SemCase cases[] = {
      "a1:a@1 b1:b@2", "match a:[a1] b:[b1]", 0, 0},
     {"holdback_past_last", "begin a " A "; followed_by b where n == \"b\" and v == a.v;",
      "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2 b1:b@4,v=1", "match a:[a1] b:[b1]", 0, 0},
+    /* matches that start and end on the same events come out in the order Flink's
+     * decision graph makes them (a state's own edges before those it proceeds to), so
+     * the skip strategy keeps the longest loop, and the optional step's event */
+    {"tie_loop_past_last", "begin a " A " one_or_more; followed_by b " B ";",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a1,a2] b:[b1]", 0, 0},
+    {"tie_times_plus_past_last", "begin a " A " times 2+; followed_by b " B ";",
+     "a1:a@1 a2:a@2 a3:a@3 b1:b@4", "match a:[a1,a2,a3] b:[b1]", 0, 0},
+    {"tie_optional_past_last",
+     "begin a " A "; followed_by o where n == \"o\" optional; followed_by b " B ";",
+     "a1:a@1 x:x@2 o1:o@3 b1:b@4", "match a:[a1] o:[o1] b:[b1]", 0, 0},
+    {"tie_loop_to_last", "begin a " A " one_or_more; followed_by b " B "; skip to_last a;",
+     "a1:a@1 a2:a@2 b1:b@3", "match a:[a1,a2] b:[b1]; match a:[a2] b:[b1]", 0, 0},
     {"holdback_to_next", "begin a " A "; followed_by b where n == \"b\" and v == a.v; skip to_next;",
      "a1:a@1,v=1 a2:a@2,v=2 b2:b@3,v=2 b1:b@4,v=1",
      "match a:[a1] b:[b1]; match a:[a2] b:[b2]", 0, 0},
