@@ -29,6 +29,8 @@ typedef struct BState {
     uint8_t kind;
     uint32_t step;
     uint32_t orig;        /* Flink's originalStateMap: greedy-free copy of this state, or NFA_NONE */
+    bool no_step_window;  /* the step's `within` does not bound it (an optional step's
+                             ignore copy, which Flink makes as a state that takes nothing) */
     BEdge *edges;
     size_t n, cap;
 } BState;
@@ -287,6 +289,8 @@ static uint32_t singleton(Builder *b, uint32_t sink, uint32_t proceed, uint32_t 
         uint32_t is = s;
         if (optional) {
             is = cur_state(b);
+            if (!b->oom && !quant(b, b->cur)->looping)
+                b->st[is].no_step_window = true;   /* a loop's states keep it (SEMANTICS.md) */
             edge_add(b, is, NFA_TAKE, snk, take);
             edge_add(b, is, NFA_IGNORE, is, ignore);
             add_stop_states(b, is);
@@ -565,7 +569,8 @@ static bool freeze(Builder *b, Nfa *nfa, uint32_t start)
         NfaState *s = &nfa->states[i];
         s->kind = bs->kind;
         s->step = bs->step;
-        s->within_ms = bs->step == NFA_NONE ? DURATION_NONE : b->rule->steps[bs->step].within_ms;
+        s->within_ms = bs->step == NFA_NONE || bs->no_step_window
+                           ? DURATION_NONE : b->rule->steps[bs->step].within_ms;
         s->first_edge = (uint32_t)nfa->n_edges;
         s->n_edges = (uint32_t)bs->n;
         for (size_t j = 0; j < bs->n; j++)

@@ -269,6 +269,15 @@ static const SemCase cases[] = {
      "a1:a@1 b1:b@5 c1:c@7", "timeout@7000 a:[a1] b:[b1]", T, 0},
     {"rule_and_step_within", "begin a " A "; followed_by b " B "; followed_by c " C " within 2s; within 5s; skip no_skip;",
      "a1:a@1 b1:b@5 c1:c@6.5", "timeout@6000 a:[a1] b:[b1]", T, 0},
+    /* an optional step's window bounds the partial match waiting in the step itself,
+     * not the one an ignored event moved to the step's ignore copy (Flink makes that
+     * copy as a state that takes nothing, which gets no window) */
+    {"optional_step_within_waiting", "begin a " A "; followed_by o where n == \"o\" optional within 2s;"
+     " followed_by b " B "; skip no_skip;",
+     "a1:a@1 o1:o@4 b1:b@5", "timeout@3000 a:[a1]", T, 0},
+    {"optional_step_within_ignore_copy", "begin a " A "; followed_by o where n == \"o\" optional within 2s;"
+     " followed_by b " B "; skip no_skip;",
+     "a1:a@1 x:x@1.5 o1:o@4 b1:b@5", "match@5000 a:[a1] b:[b1]; match@5000 a:[a1] o:[o1] b:[b1]", T, 0},
     {"within_loop_timeouts", "begin a " A " one_or_more; within 3s; skip no_skip;",
      "a1:a@0 a2:a@1",
      "match@0 a:[a1]; match@1000 a:[a1,a2]; match@1000 a:[a2]; timeout@3000 a:[a1,a2]; timeout@4000 a:[a2]", T, 0},
