@@ -739,12 +739,43 @@ static void check_not_after_optional(Checker *ck, size_t i)
         step_kind_word(s->kind), ck->rule->steps[i - 1].name);
 }
 
+/* Flink's Pattern.optional() rejects an optional pattern after a greedy one: the
+ * greedy loop would have to leave events to a step that may not exist. (`times 0..M`
+ * goes through Flink's times(), which does not check.) */
+static void check_optional_after_greedy(Checker *ck, size_t i)
+{
+    const Step *s = &ck->rule->steps[i];
+    if (i == 0 || !s->quant.optional || !ck->rule->steps[i - 1].quant.greedy)
+        return;
+    ERR(ck, s->quant.optional_span, "'optional' cannot follow the greedy step '%s'",
+        ck->rule->steps[i - 1].name);
+}
+
+/* Flink's NFACompiler rejects a step window longer than the pattern's: the pattern's
+ * would always end the match first. Only where Flink gives the step a window: not a
+ * loop's (there the step `within` is ours, SEMANTICS.md) nor a not_followed_by's in
+ * the middle (which has no state). */
+static void check_step_within_fits(Checker *ck, size_t i)
+{
+    const Rule *r = ck->rule;
+    const Step *s = &r->steps[i];
+    bool middle_not_followed_by = s->kind == STEP_NOT_FOLLOWED_BY && i + 1 < r->n_steps;
+    if (r->within_ms <= 0 || s->within_ms <= r->within_ms || s->quant.looping ||
+        middle_not_followed_by)
+        return;
+    ERR(ck, s->within_span, "the 'within' of step '%s' is longer than the rule's "
+        "(at %s:%d:%d), which always ends the match first", s->name,
+        span_file(r->within_span), r->within_span.line, r->within_span.col);
+}
+
 static void check_step(Checker *ck, size_t i)
 {
     Step *s = &ck->rule->steps[i];
     check_duplicate_step(ck, i);
     check_step_order(ck, i);
     check_not_after_optional(ck, i);
+    check_optional_after_greedy(ck, i);
+    check_step_within_fits(ck, i);
     check_positive(ck, s->within_ms, s->within_span, "within");
     check_times(ck, &s->quant);
     check_loop_options(ck, s);

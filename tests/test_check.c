@@ -224,6 +224,13 @@ static const BadCase BAD[] = {
      "t.cep:1:36: error: a 'not_next' step cannot follow the optional step 'b'"},
     {"rule r { begin a; followed_by b times 0..2; not_followed_by c; followed_by d; }\n",
      "t.cep:1:45: error: a 'not_followed_by' step cannot follow the optional step 'b'"},
+    /* Flink's Pattern.optional() after a greedy step; `times 0..M` is not checked there */
+    {"rule r { begin a; followed_by b one_or_more greedy; followed_by c optional; within 1m; }\n",
+     "t.cep:1:67: error: 'optional' cannot follow the greedy step 'b'"},
+    /* Flink's checkPatternWindowTimes; a loop's step window is not Flink's, so not checked */
+    {"rule r { begin a; followed_by b within 10m; within 5m; }\n",
+     "t.cep:1:33: error: the 'within' of step 'b' is longer than the rule's (at t.cep:1:45), "
+     "which always ends the match first"},
     /* skip */
     {"rule r { begin first; skip to_first frist; }\n",
      "t.cep:1:37: error: unknown step 'frist' in 'skip' (did you mean 'first'?)"},
@@ -319,6 +326,10 @@ static const GoodCase GOOD[] = {
     {"rule r { begin a; followed_by_any b within 5s; }\n", 0, NULL},
     {"rule r { begin a times 3; next b times 1..4 greedy; within 1m; }\n", 0, NULL},
     {"rule r { begin a times 0..2; next b; }\n", 0, NULL},
+    /* what Flink accepts around the two checks above */
+    {"rule r { begin a one_or_more greedy; followed_by b times 0..2; within 1m; }\n", 0, NULL},
+    {"rule r { begin a one_or_more within 10m; followed_by b within 5m; within 5m; }\n", 0, NULL},
+    {"rule r { begin a; not_followed_by x within 10m; followed_by b; within 5m; }\n", 0, NULL},
     {"rule r { begin a; not_followed_by b where x == 1; within 3s; }\n", 0, NULL},
     {"rule r { begin a; not_followed_by b where x == 1 within 3s; }\n", 0, NULL},
     {"rule r { begin a; next b within 2s; on timeout alert \"t\"; }\n", 0, NULL},
