@@ -93,7 +93,7 @@ static int expand_dir(const char *dir, PathList *out, Diags *diags)
         return -1;
     if (out->n == first && !refused)
         diag_report_file(diags, DIAG_ERROR, dir, "no .cep files in %s", dir);
-    else
+    else if (out->n > first)   /* none added: out->v may still be NULL */
         qsort(out->v + first, out->n - first, sizeof *out->v, compare_names);
     return 0;
 }

@@ -585,6 +585,27 @@ START_TEST(load_refuses_folder_entries_that_are_not_files)
 }
 END_TEST
 
+/* A folder whose only *.cep entry is not a file: the error, and nothing to sort
+ * (UBSan saw qsort get the list's NULL array when no name had been added). */
+START_TEST(load_folder_with_only_a_fifo)
+{
+    char *dir = make_temp_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/pipe.cep", dir);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    Diags d;
+    diags_init(&d);
+    const char *paths[] = {dir};
+    RuleSet *rs = dsl_load(paths, 1, &d);
+    ck_assert_uint_eq(d.errors, 1);
+    ck_assert_msg(strstr(d.items[0].message, "not a regular file"), "%s", d.items[0].message);
+    ast_ruleset_free(rs);
+    diags_free(&d);
+    remove_dir(dir);
+    free(dir);
+}
+END_TEST
+
 /* A device named by mistake is not read until memory runs out. */
 START_TEST(load_refuses_endless_file)
 {
@@ -804,6 +825,7 @@ static Suite *check_suite(void)
     tcase_add_test(load, load_reports_missing_and_empty);
     tcase_add_test(load, load_cross_file_duplicates);
     tcase_add_test(load, load_refuses_folder_entries_that_are_not_files);
+    tcase_add_test(load, load_folder_with_only_a_fifo);
     tcase_add_test(load, load_refuses_endless_file);
     suite_add_tcase(s, load);
     TCase *cli = tcase_create("cli");
