@@ -4,25 +4,38 @@
  * result never depends on TZ or the platform's time_t.
  *
  * Decisions (documented here and in the header's contract):
- * - ISO-8601: `YYYY-MM-DD` alone is midnight UTC. With a time (`T`, `t` or one space as
- *   separator), `HH:MM:SS` or `HH:MM`, an optional fraction of any length (truncated to
- *   the millisecond, i.e. rounded toward the past), then `Z`/`z`, `+hh:mm`, `+hhmm`,
- *   `+hh` (or `-`). A time without a zone is taken as UTC, as log shippers commonly
- *   write UTC without saying so. Second 60 (a leap second) is accepted and counts as
- *   the first second of the next minute.
+ * - ISO-8601: `YYYY-MM-DD`, a time (`T`, `t` or one space as separator), `HH:MM:SS`
+ *   or `HH:MM`, an optional fraction of any length (truncated to the millisecond, i.e.
+ *   rounded toward the past), then a zone, which is required (LANGUAGE.md: "with `Z`
+ *   or an offset"): `Z`/`z`, `+hh:mm`, `+hhmm`, `+hh` (or `-`). Without one the text
+ *   could be local time, and reading it as UTC would shift every event silently; it
+ *   is a dead letter instead. Second 60 (a leap second) is accepted and counts as the
+ *   first second of the next minute.
  * - Epoch seconds/milliseconds: JSON numbers, or strings holding a decimal number when
  *   the format is given explicitly (epoch_s / epoch_ms). The decimal text is converted
  *   exactly (no binary floating point), sub-millisecond digits are floored. In the
  *   automatic format a string is always ISO-8601 and a number is epoch seconds.
- * - Accepted range: years 0000-9999 (about ±2.5e14 ms for epoch inputs). */
+ * - Accepted range: years 0000-9999 in UTC, after the offset (ms from
+ *   EVTIME_MIN_MS to EVTIME_MAX_MS), for every format, so that an alert's time is
+ *   always a valid four-digit-year timestamp. */
 #include "runtime/evtime.h"
 
 #include <string.h>
 
 #include "runtime/digits.h"
 
-/* |ms| bound for epoch inputs: year 9999-12-31 is ~2.534e14 ms after the epoch. */
+/* A coarse |ms| bound that keeps the number parsers from overflowing: year 9999-12-31
+ * is ~2.534e14 ms after the epoch. The exact range is checked last (in_range). */
 #define EVTIME_MAX_ABS_MS 253402300800000LL
+
+/* 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z. */
+#define EVTIME_MIN_MS (-62167219200000LL)
+#define EVTIME_MAX_MS 253402300799999LL
+
+static bool in_range(int64_t ms)
+{
+    return ms >= EVTIME_MIN_MS && ms <= EVTIME_MAX_MS;
+}
 
 static int64_t days_from_civil(int64_t y, int m, int d)
 {
@@ -70,7 +83,7 @@ static bool read_zone(const char **p, const char *end, int *offset_min)
     const char *s = *p;
     *offset_min = 0;
     if (s == end)
-        return true;                 /* no zone: UTC */
+        return false;                /* no zone: see the top of the file */
     if (*s == 'Z' || *s == 'z') {
         *p = s + 1;
         return true;
@@ -140,17 +153,16 @@ bool evtime_parse_iso(const char *s, size_t len, int64_t *out_ms)
         return false;
     int64_t ms_of_day = 0;
     int offset_min = 0;
-    if (p < end) {
-        if (*p != 'T' && *p != 't' && *p != ' ')
-            return false;
-        p++;
-        if (!read_time_of_day(&p, end, &ms_of_day, &offset_min))
-            return false;
-    }
-    if (p != end)
+    if (p == end || (*p != 'T' && *p != 't' && *p != ' '))
+        return false;   /* a date alone has no zone */
+    p++;
+    if (!read_time_of_day(&p, end, &ms_of_day, &offset_min) || p != end)
         return false;
-    *out_ms = days_from_civil(y, mo, d) * 86400000LL + ms_of_day
-              - (int64_t)offset_min * 60000;
+    int64_t ms = days_from_civil(y, mo, d) * 86400000LL + ms_of_day
+                 - (int64_t)offset_min * 60000;
+    if (!in_range(ms))
+        return false;
+    *out_ms = ms;
     return true;
 }
 
@@ -288,12 +300,8 @@ static bool number_to_ms(const Value *v, int scale_exp, int64_t *out_ms)
     return false;
 }
 
-bool evtime_parse(const Value *v, TimeFormat fmt, int64_t *out_ms)
+static bool parse_in_format(const Value *v, TimeFormat fmt, int64_t *out_ms)
 {
-    if (v->type == V_TIME) {
-        *out_ms = v->i;
-        return true;
-    }
     switch (fmt) {
     case TIME_AUTO:
         if (v->type == V_STR)
@@ -307,4 +315,17 @@ bool evtime_parse(const Value *v, TimeFormat fmt, int64_t *out_ms)
         return number_to_ms(v, 0, out_ms);
     }
     return false;
+}
+
+bool evtime_parse(const Value *v, TimeFormat fmt, int64_t *out_ms)
+{
+    if (v->type == V_TIME) {
+        *out_ms = v->i;
+        return true;
+    }
+    int64_t ms;
+    if (!parse_in_format(v, fmt, &ms) || !in_range(ms))
+        return false;
+    *out_ms = ms;
+    return true;
 }
