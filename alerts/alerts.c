@@ -28,7 +28,14 @@ struct AlertRouter {
     RulePlan *plans;         /* per rule of rs; heap, owned */
     _Atomic uint64_t lost;   /* alerts_lost; workers deliver concurrently */
     TimeCache times;         /* the alerts' times, shared by the delivering threads */
+    /* Until alerts_adopt: per slot, the slot of `from`'s output that this router takes
+     * over (NO_ADOPT: opened here; the slot is NULL meanwhile). Heap, owned; NULL
+     * when there is nothing to take over. */
+    size_t *adopt;
+    const AlertRouter *from;
 };
+
+#define NO_ADOPT SIZE_MAX
 
 static void config_from_options(OutConfig *c, const AlertOptions *o)
 {
@@ -71,19 +78,34 @@ static size_t action_n_targets(const CompiledAction *action)
     return action && action->n_to ? action->n_to : 1;
 }
 
-/* The action's i-th output; NULL if the router does not have it. */
-static Output *action_target(const AlertRouter *ar, const CompiledAction *action, size_t i)
+static size_t action_slot(const CompiledAction *action, size_t i)
 {
     int to = action && action->n_to ? action->to[i] : -1;
-    size_t slot = to < 0 ? 0 : (size_t)to + 1;
+    return to < 0 ? 0 : (size_t)to + 1;
+}
+
+/* The action's i-th output; NULL if the router does not have it (or not yet). */
+static Output *action_target(const AlertRouter *ar, const CompiledAction *action, size_t i)
+{
+    size_t slot = action_slot(action, i);
     return slot < ar->n_outs ? ar->outs[slot] : NULL;
+}
+
+/* The output a slot has or will take over at alerts_adopt. */
+static const Output *slot_output(const AlertRouter *ar, size_t slot)
+{
+    if (slot >= ar->n_outs)
+        return NULL;
+    if (ar->adopt && ar->adopt[slot] != NO_ADOPT)
+        return ar->from->outs[ar->adopt[slot]];
+    return ar->outs[slot];
 }
 
 static bool actions_read_keys(const AlertRouter *ar, const CompiledAction *actions, size_t n)
 {
     for (size_t a = 0; a < n; a++)
         for (size_t i = 0; i < action_n_targets(&actions[a]); i++) {
-            const Output *o = action_target(ar, &actions[a], i);
+            const Output *o = slot_output(ar, action_slot(&actions[a], i));
             if (o && o->reads_keys)
                 return true;
         }
@@ -117,7 +139,56 @@ static const RulePlan *plan_of(const AlertRouter *ar, const CompiledRule *rule)
                ? &ar->plans[i] : NULL;
 }
 
+static bool template_same(const Template *a, const Template *b)
+{
+    return a->source && b->source && strcmp(a->source, b->source) == 0;
+}
+
+/* Declared alike, so that one output can serve both: same name, kind and target. */
+static bool decl_same(const OutputDecl *a, const OutputDecl *b)
+{
+    if (strcmp(a->name, b->name) != 0 || a->kind != b->kind || a->n_argv != b->n_argv ||
+        a->rotate_ms != b->rotate_ms || a->timeout_ms != b->timeout_ms)
+        return false;
+    if (a->kind != OUT_EXEC)
+        return template_same(&a->path, &b->path);
+    for (size_t i = 0; i < a->n_argv; i++)
+        if (!template_same(&a->argv[i], &b->argv[i]))
+            return false;
+    return true;
+}
+
+/* The slot of prev's output declared as d, or NO_ADOPT. */
+static size_t adoptable(const AlertRouter *prev, const OutputDecl *d)
+{
+    if (!prev || !prev->rs->ast)
+        return NO_ADOPT;
+    for (size_t j = 1; j < prev->n_outs; j++)
+        if (prev->outs[j] && decl_same(d, &prev->rs->ast->outputs[j - 1]))
+            return j;
+    return NO_ADOPT;
+}
+
+/* Slot i + 1's output: opened, or marked to be taken over from prev. */
+static bool slot_fill(AlertRouter *ar, size_t i, const AlertRouter *prev, char **err)
+{
+    const OutputDecl *d = &ar->rs->ast->outputs[i];
+    size_t j = adoptable(prev, d);
+    if (j != NO_ADOPT) {
+        ar->adopt[i + 1] = j;
+        return true;
+    }
+    ar->outs[i + 1] = output_open(d, &ar->cfg, err);
+    return ar->outs[i + 1] != NULL;
+}
+
 AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err)
+{
+    return alerts_new_after(rs, opts, NULL, err);
+}
+
+AlertRouter *alerts_new_after(const CompiledRuleSet *rs, const AlertOptions *opts,
+                              const AlertRouter *prev, char **err)
 {
     *err = NULL;
     AlertRouter *ar = calloc(1, sizeof *ar);
@@ -130,14 +201,23 @@ AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, cha
     ar->rs = rs;
     time_cache_init(&ar->times);
     config_from_options(&ar->cfg, opts);
+    if (prev && n_decl) {
+        if (!(ar->adopt = malloc((n_decl + 1) * sizeof *ar->adopt))) {
+            free(ar->outs);
+            free(ar);
+            *err = buf_format("out of memory");
+            return NULL;
+        }
+        for (size_t i = 0; i <= n_decl; i++)
+            ar->adopt[i] = NO_ADOPT;
+        ar->from = prev;
+    }
     ar->outs[0] = out_stdout_new(opts ? opts->stdout_path : NULL, &ar->cfg, err);
     if (ar->outs[0])
         ar->n_outs = 1;
-    for (size_t i = 0; ar->n_outs == i + 1 && i < n_decl; i++) {
-        ar->outs[i + 1] = output_open(&rs->ast->outputs[i], &ar->cfg, err);
-        if (ar->outs[i + 1])
+    for (size_t i = 0; ar->n_outs == i + 1 && i < n_decl; i++)
+        if (slot_fill(ar, i, prev, err))
             ar->n_outs++;
-    }
     if (ar->n_outs != n_decl + 1 || plans_build(ar) < 0) {
         if (!*err)
             *err = buf_format("out of memory");
@@ -277,13 +357,27 @@ void alerts_deliver(AlertRouter *ar, const CompiledRule *rule,
     }
 }
 
+void alerts_adopt(AlertRouter *next, AlertRouter *prev)
+{
+    for (size_t s = 0; next->adopt && s < next->n_outs; s++)
+        if (next->adopt[s] != NO_ADOPT) {
+            next->outs[s] = prev->outs[next->adopt[s]];
+            prev->outs[next->adopt[s]] = NULL;
+        }
+    free(next->adopt);
+    next->adopt = NULL;
+    next->from = NULL;
+}
+
+/* Slots are NULL in a router whose outputs went to the next one (alerts_adopt) and in
+ * one that had not taken over its own yet. */
 int alerts_flush(AlertRouter *ar)
 {
     int rc = 0;
     int64_t deadline = clock_monotonic_ms() + ar->cfg.flush_timeout_ms;
     for (size_t i = 0; i < ar->n_outs; i++) {
         int64_t left = deadline - clock_monotonic_ms();
-        if (ar->outs[i]->ops->flush(ar->outs[i], left > 0 ? left : 0) < 0)
+        if (ar->outs[i] && ar->outs[i]->ops->flush(ar->outs[i], left > 0 ? left : 0) < 0)
             rc = -1;
     }
     return rc;
@@ -292,7 +386,7 @@ int alerts_flush(AlertRouter *ar)
 void alerts_idle(AlertRouter *ar)
 {
     for (size_t i = 0; i < ar->n_outs; i++)
-        if (ar->outs[i]->ops->drain)
+        if (ar->outs[i] && ar->outs[i]->ops->drain)
             ar->outs[i]->ops->drain(ar->outs[i]);
 }
 
@@ -301,7 +395,8 @@ int alerts_sync_files(AlertRouter *ar, void (*fn)(void *user, const char *path,
 {
     int rc = 0;
     for (size_t i = 0; i < ar->n_outs; i++)
-        if (ar->outs[i]->ops->sync_files && ar->outs[i]->ops->sync_files(ar->outs[i], fn, user) < 0)
+        if (ar->outs[i] && ar->outs[i]->ops->sync_files &&
+            ar->outs[i]->ops->sync_files(ar->outs[i], fn, user) < 0)
             rc = -1;
     return rc;
 }
@@ -309,12 +404,16 @@ int alerts_sync_files(AlertRouter *ar, void (*fn)(void *user, const char *path,
 void alerts_stats(const AlertRouter *ar, Buf *out)
 {
     buf_putc(out, '{');
+    bool first = true;
     for (size_t i = 0; i < ar->n_outs; i++) {
         Output *o = ar->outs[i];
+        if (!o)
+            continue;
         OutStats st;
         o->ops->stats(o, &st);
-        if (i)
+        if (!first)
             buf_putc(out, ',');
+        first = false;
         buf_json_string(out, o->name, strlen(o->name));
         buf_printf(out, ":{\"kind\":\"%s\",\"sent\":%llu,\"failed\":%llu,\"dropped\":%llu,"
                    "\"buffered\":%llu,\"healthy\":%s,\"state\":\"%s\"}", o->kind,
@@ -330,8 +429,10 @@ void alerts_free(AlertRouter *ar)
     if (!ar)
         return;
     for (size_t i = 0; i < ar->n_outs; i++)
-        ar->outs[i]->ops->destroy(ar->outs[i]);
+        if (ar->outs[i])
+            ar->outs[i]->ops->destroy(ar->outs[i]);
     free(ar->outs);
+    free(ar->adopt);
     for (size_t i = 0; ar->plans && i < ar->rs->n_rules; i++)
         record_names_free(&ar->plans[i].names);
     free(ar->plans);

@@ -51,6 +51,16 @@ typedef struct AlertOptions {
 /* Opens every output the rule set declares (opts may be NULL). The rule set must
  * outlive the router. NULL with *err (heap) on failure. */
 AlertRouter *alerts_new(const CompiledRuleSet *rs, const AlertOptions *opts, char **err);
+/* The same for a reload: an output declared exactly as one of prev's (name, kind,
+ * target, options) is not opened again but taken over from prev by alerts_adopt,
+ * with what it buffers, its connection, queue and children, and its counters, so
+ * that a reload loses and delays nothing on it. Until then the router is not usable
+ * (alerts_free is fine); prev must stay as it is. */
+AlertRouter *alerts_new_after(const CompiledRuleSet *rs, const AlertOptions *opts,
+                              const AlertRouter *prev, char **err);
+/* Moves the outputs next takes over from prev (see alerts_new_after); call it while no
+ * thread delivers to either. prev keeps the others, to flush and free. */
+void alerts_adopt(AlertRouter *next, AlertRouter *prev);
 /* Appends one alert record (one line of JSON, no newline) to out. Returns 0, or -1
  * on allocation failure. `key` holds the partition's key values (n_key of them).
  * action NULL is the default action (severity medium, the rule name as message).

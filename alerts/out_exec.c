@@ -55,8 +55,7 @@ typedef struct ExecChild {
 
 typedef struct ExecOutput {
     Output base;
-    const OutputDecl *decl;
-    const OutConfig *cfg;
+    OutConfig cfg;          /* a copy: the output may outlive its router */
     OutTemplate *argv;       /* n_argv compiled templates; heap */
     size_t n_argv;
     int64_t timeout_ms;
@@ -125,9 +124,9 @@ static int exec_write(Output *o, const AlertMeta *m, const char *line, size_t le
     ExecOutput *eo = (ExecOutput *)o;
     ExecJob *j = job_new(eo, m, line, len);
     pthread_mutex_lock(&eo->mu);
-    if (!j || eo->queued >= eo->cfg->exec_queue) {
+    if (!j || eo->queued >= eo->cfg.exec_queue) {
         eo->dropped++;
-        out_drop_note(eo->cfg, &eo->drops, o->name,
+        out_drop_note(&eo->cfg, &eo->drops, o->name,
                       j ? "the queue of alerts waiting for a program is full" : "out of memory");
         pthread_mutex_unlock(&eo->mu);
         job_free(j);
@@ -175,15 +174,15 @@ static void exec_stats(Output *o, OutStats *st)
 /* Records the end of a job: delivered, retried later, or given up. */
 static void job_done(ExecOutput *eo, ExecJob *j, bool ok)
 {
-    if (!ok && ++j->tries < eo->cfg->exec_tries) {
+    if (!ok && ++j->tries < eo->cfg.exec_tries) {
         int shift = j->tries - 1 < 20 ? j->tries - 1 : 20;
-        j->not_before = clock_monotonic_ms() + (eo->cfg->exec_backoff_ms << shift);
+        j->not_before = clock_monotonic_ms() + (eo->cfg.exec_backoff_ms << shift);
         j->next = eo->retries;
         eo->retries = j;
         return;
     }
     if (!ok)
-        out_log(eo->cfg, "output %s: %s failed %d time(s), giving up (last: %s); alert: %.*s",
+        out_log(&eo->cfg, "output %s: %s failed %d time(s), giving up (last: %s); alert: %.*s",
                 eo->base.name, j->argv[0], j->tries, j->error,
                 (int)(j->input_len - 1), j->input);
     pthread_mutex_lock(&eo->mu);
@@ -371,7 +370,7 @@ static bool child_check(ExecOutput *eo, ExecChild *c, int64_t now)
     }
     if (!c->kill_at && now >= c->term_at) {
         kill(-c->pid, SIGTERM);
-        c->kill_at = now + eo->cfg->exec_kill_grace_ms;
+        c->kill_at = now + eo->cfg.exec_kill_grace_ms;
     } else if (c->kill_at && now >= c->kill_at) {
         kill(-c->pid, SIGKILL);
         c->kill_at = INT64_MAX;   /* sent; only the reaping is left */
@@ -429,7 +428,7 @@ static void exec_abandon(ExecOutput *eo)
     eo->in_worker = 0;
     eo->dropped += left;
     eo->drops.pending += left;
-    out_drop_final(eo->cfg, &eo->drops, eo->base.name, "not delivered before shutdown");
+    out_drop_final(&eo->cfg, &eo->drops, eo->base.name, "not delivered before shutdown");
     pthread_mutex_unlock(&eo->mu);
 }
 
@@ -471,6 +470,7 @@ static void exec_free_parts(ExecOutput *eo)
     free(eo->argv);
     free(eo->children);
     free(eo->pfds);
+    free(eo->base.name_owned);
     free(eo);
 }
 
@@ -530,13 +530,17 @@ Output *out_exec_new(const OutputDecl *d, const OutConfig *cfg, char **err)
         return NULL;
     }
     eo->base.ops = &exec_ops;
-    eo->base.name = d->name;
+    eo->base.name = eo->base.name_owned = strdup(d->name);
     eo->base.kind = "exec";
-    eo->decl = d;
-    eo->cfg = cfg;
+    eo->cfg = *cfg;
     eo->timeout_ms = d->timeout_ms != DURATION_NONE && d->timeout_ms > 0 ? d->timeout_ms
                                                                          : cfg->exec_timeout_ms;
     eo->max_children = cfg->exec_children ? cfg->exec_children : 1;
+    if (!eo->base.name) {
+        *err = buf_format("out of memory");
+        exec_free_parts(eo);
+        return NULL;
+    }
     if (exec_compile_argv(eo, d, err) < 0) {
         exec_free_parts(eo);
         return NULL;

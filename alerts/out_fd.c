@@ -214,7 +214,7 @@ static int fd_health_flush_result(FdHealth *h)
 
 typedef struct StdoutOutput {
     Output base;
-    const OutConfig *cfg;
+    OutConfig cfg;          /* a copy: the output may outlive its router */
     pthread_mutex_t mu;
     FdBuf fb;
     bool own_fd;
@@ -228,7 +228,7 @@ static int stdout_write(Output *o, const AlertMeta *m, const char *line, size_t 
     (void)m;
     pthread_mutex_lock(&so->mu);
     uint64_t failed = so->h.failed;
-    fdbuf_add(&so->fb, &so->h, so->cfg, o->name, so->path, line, len, batch_clock_ms());
+    fdbuf_add(&so->fb, &so->h, &so->cfg, o->name, so->path, line, len, batch_clock_ms());
     int rc = so->h.failed != failed ? -1 : 0;
     pthread_mutex_unlock(&so->mu);
     return rc;
@@ -239,7 +239,7 @@ static int stdout_flush(Output *o, int64_t timeout_ms)
     StdoutOutput *so = (StdoutOutput *)o;
     (void)timeout_ms;
     pthread_mutex_lock(&so->mu);
-    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    fdbuf_flush(&so->fb, &so->h, &so->cfg, o->name, so->path);
     int rc = fd_health_flush_result(&so->h);
     pthread_mutex_unlock(&so->mu);
     return rc;
@@ -249,7 +249,7 @@ static void stdout_drain(Output *o)
 {
     StdoutOutput *so = (StdoutOutput *)o;
     pthread_mutex_lock(&so->mu);
-    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    fdbuf_flush(&so->fb, &so->h, &so->cfg, o->name, so->path);
     pthread_mutex_unlock(&so->mu);
 }
 
@@ -274,7 +274,7 @@ static void stdout_stats(Output *o, OutStats *st)
 static void stdout_destroy(Output *o)
 {
     StdoutOutput *so = (StdoutOutput *)o;
-    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    fdbuf_flush(&so->fb, &so->h, &so->cfg, o->name, so->path);
     if (so->own_fd)
         close(so->fb.fd);
     buf_free(&so->fb.buf);
@@ -298,7 +298,7 @@ static int stdout_sync_files(Output *o, void (*fn)(void *user, const char *path,
 {
     StdoutOutput *so = (StdoutOutput *)o;
     pthread_mutex_lock(&so->mu);
-    fdbuf_flush(&so->fb, &so->h, so->cfg, o->name, so->path);
+    fdbuf_flush(&so->fb, &so->h, &so->cfg, o->name, so->path);
     int64_t len = so->own_fd ? synced_length(so->fb.fd) : 0;
     int rc = so->h.failing || len < 0 ? -1 : 0;
     if (so->own_fd && len >= 0)
@@ -320,7 +320,7 @@ Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
     so->base.ops = &stdout_ops;
     so->base.name = "stdout";
     so->base.kind = "stdout";
-    so->cfg = cfg;
+    so->cfg = *cfg;
     so->fb.fd = STDOUT_FILENO;
     if (path && strcmp(path, "-") != 0) {
         if (cfg->file_opened)
@@ -357,8 +357,8 @@ typedef struct OpenFile {
 
 typedef struct FileOutput {
     Output base;
-    const OutputDecl *decl;
-    const OutConfig *cfg;
+    int64_t rotate_ms;       /* the declaration's, or DURATION_NONE */
+    OutConfig cfg;          /* a copy: the output may outlive its router */
     pthread_mutex_t mu;
     OutTemplate path;
     OpenFile *files;         /* heap array of cfg->file_cache entries, n_files used */
@@ -374,7 +374,7 @@ typedef struct FileOutput {
 
 static void file_close(FileOutput *fo, OpenFile *f)
 {
-    fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+    fdbuf_flush(&f->fb, &fo->h, &fo->cfg, fo->base.name, f->path);
     close(f->fb.fd);
     buf_free(&f->fb.buf);
     free(f->path);
@@ -409,8 +409,8 @@ static int file_note_path(FileOutput *fo, const char *path)
     if (!(fo->seen[fo->n_seen] = strdup(path)))
         return -1;
     fo->n_seen++;
-    if (fo->cfg->file_opened)
-        fo->cfg->file_opened(fo->cfg->file_opened_user, path);
+    if (fo->cfg.file_opened)
+        fo->cfg.file_opened(fo->cfg.file_opened_user, path);
     return 0;
 }
 
@@ -471,10 +471,10 @@ static char *file_rotated_name(const OpenFile *f)
 /* Renames a file older than `rotate` and starts a new one at the same path. */
 static void file_rotate(FileOutput *fo, OpenFile *f, int64_t alert_ms)
 {
-    fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+    fdbuf_flush(&f->fb, &fo->h, &fo->cfg, fo->base.name, f->path);
     char *rotated = file_rotated_name(f);
     if (!rotated || rename(f->path, rotated) < 0) {
-        out_log(fo->cfg, "output %s: cannot rotate %s: %s", fo->base.name, f->path,
+        out_log(&fo->cfg, "output %s: cannot rotate %s: %s", fo->base.name, f->path,
                 rotated ? strerror(errno) : "out of memory");
         free(rotated);
         f->opened_ms = alert_ms;   /* try again one period later */
@@ -483,7 +483,7 @@ static void file_rotate(FileOutput *fo, OpenFile *f, int64_t alert_ms)
     free(rotated);
     int fd = file_open_path(f->path);
     if (fd < 0) {
-        out_log(fo->cfg, "output %s: cannot reopen %s after rotation: %s", fo->base.name,
+        out_log(&fo->cfg, "output %s: cannot reopen %s after rotation: %s", fo->base.name,
                 f->path, strerror(errno));
         return;   /* keep writing to the renamed file rather than losing alerts */
     }
@@ -495,13 +495,13 @@ static void file_rotate(FileOutput *fo, OpenFile *f, int64_t alert_ms)
 /* Writes out batches that have waited too long in files other than the current one. */
 static void file_sweep(FileOutput *fo, int64_t now)
 {
-    if (now - fo->last_sweep_ms < fo->cfg->fd_max_delay_ms)
+    if (now - fo->last_sweep_ms < fo->cfg.fd_max_delay_ms)
         return;
     fo->last_sweep_ms = now;
     for (size_t i = 0; i < fo->n_files; i++) {
         OpenFile *f = &fo->files[i];
-        if (f->fb.lines && now - f->fb.oldest_ms >= fo->cfg->fd_max_delay_ms)
-            fdbuf_flush(&f->fb, &fo->h, fo->cfg, fo->base.name, f->path);
+        if (f->fb.lines && now - f->fb.oldest_ms >= fo->cfg.fd_max_delay_ms)
+            fdbuf_flush(&f->fb, &fo->h, &fo->cfg, fo->base.name, f->path);
     }
 }
 
@@ -515,14 +515,14 @@ static int file_write(Output *o, const AlertMeta *m, const char *line, size_t le
     out_template_render(&fo->path, m, &fo->scratch);
     OpenFile *f = NULL;
     if (fo->scratch.failed) {
-        fd_health_result(&fo->h, fo->cfg, o->name, "(path)", 0, 1, ENOMEM);
+        fd_health_result(&fo->h, &fo->cfg, o->name, "(path)", 0, 1, ENOMEM);
     } else if (!(f = file_get(fo, fo->scratch.data, m->time_ms))) {
-        fd_health_result(&fo->h, fo->cfg, o->name, fo->scratch.data, 0, 1, errno);
+        fd_health_result(&fo->h, &fo->cfg, o->name, fo->scratch.data, 0, 1, errno);
     } else {
-        if (fo->decl->rotate_ms != DURATION_NONE && fo->decl->rotate_ms > 0 &&
-            m->time_ms - f->opened_ms >= fo->decl->rotate_ms)
+        if (fo->rotate_ms != DURATION_NONE && fo->rotate_ms > 0 &&
+            m->time_ms - f->opened_ms >= fo->rotate_ms)
             file_rotate(fo, f, m->time_ms);
-        fdbuf_add(&f->fb, &fo->h, fo->cfg, o->name, f->path, line, len, now);
+        fdbuf_add(&f->fb, &fo->h, &fo->cfg, o->name, f->path, line, len, now);
     }
     file_sweep(fo, now);
     int rc = fo->h.failed != failed ? -1 : 0;
@@ -533,7 +533,7 @@ static int file_write(Output *o, const AlertMeta *m, const char *line, size_t le
 static void file_drain_locked(FileOutput *fo)
 {
     for (size_t i = 0; i < fo->n_files; i++)
-        fdbuf_flush(&fo->files[i].fb, &fo->h, fo->cfg, fo->base.name, fo->files[i].path);
+        fdbuf_flush(&fo->files[i].fb, &fo->h, &fo->cfg, fo->base.name, fo->files[i].path);
 }
 
 static void file_drain(Output *o)
@@ -613,6 +613,7 @@ static void file_destroy(Output *o)
     out_template_free(&fo->path);
     buf_free(&fo->scratch);
     pthread_mutex_destroy(&fo->mu);
+    free(fo->base.name_owned);
     free(fo);
 }
 
@@ -630,11 +631,11 @@ Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     }
     fo->cap_files = cap;
     fo->base.ops = &file_ops;
-    fo->base.name = d->name;
+    fo->base.name = fo->base.name_owned = strdup(d->name);
     fo->base.kind = "file";
-    fo->decl = d;
-    fo->cfg = cfg;
-    char *what = buf_format("output '%s' path", d->name);
+    fo->rotate_ms = d->rotate_ms;
+    fo->cfg = *cfg;
+    char *what = fo->base.name ? buf_format("output '%s' path", d->name) : NULL;
     int rc = what ? out_template_compile(&d->path, OV_BIT(OV_TEXT) | OV_BIT(OV_DATE) |
                                          OV_BIT(OV_HOUR) | OV_BIT(OV_RULE), what, &fo->path, err)
                   : -1;
@@ -648,6 +649,7 @@ Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
     }
     if (rc < 0) {
         free(fo->files);
+        free(fo->base.name_owned);
         free(fo);
         return NULL;
     }

@@ -40,7 +40,7 @@ typedef struct NetLine {
 
 typedef struct NetOutput {
     Output base;
-    const OutConfig *cfg;
+    OutConfig cfg;          /* a copy: the output may outlive its router */
     bool is_unix;
     char *host, *port;       /* tcp; heap */
     struct sockaddr_un sun;  /* unix */
@@ -77,7 +77,7 @@ static int net_write(Output *o, const AlertMeta *m, const char *line, size_t len
     pthread_mutex_lock(&no->mu);
     if (!copy || no->count == no->cap) {
         no->dropped++;
-        out_drop_note(no->cfg, &no->drops, o->name,
+        out_drop_note(&no->cfg, &no->drops, o->name,
                       copy ? "the buffer of alerts waiting for the connection is full"
                            : "out of memory");
         pthread_mutex_unlock(&no->mu);
@@ -260,7 +260,7 @@ static void net_went_down(NetOutput *no, const char *why)
     no->fd = -1;
     net_set_state(no, NET_DOWN);
     if (!no->down_logged)
-        out_log(no->cfg, "output %s: %s: %s (alerts are buffered, retrying)", no->base.name,
+        out_log(&no->cfg, "output %s: %s: %s (alerts are buffered, retrying)", no->base.name,
                 net_target(no, t, sizeof t), why);
     no->down_logged = true;
 }
@@ -331,7 +331,7 @@ static void *net_worker(void *arg)
             }
             char t[160];
             if (no->down_logged)
-                out_log(no->cfg, "output %s: connected to %s", no->base.name,
+                out_log(&no->cfg, "output %s: connected to %s", no->base.name,
                         net_target(no, t, sizeof t));
             no->down_logged = false;
             no->backoff_ms = NET_BACKOFF_MIN_MS;
@@ -358,6 +358,7 @@ static void net_free_parts(NetOutput *no)
     free(no->ring);
     free(no->host);
     free(no->port);
+    free(no->base.name_owned);
     free(no);
 }
 
@@ -373,7 +374,7 @@ static void net_destroy(Output *o)
         close(no->fd);
     no->dropped += no->count;
     no->drops.pending += no->count;
-    out_drop_final(no->cfg, &no->drops, o->name, "not delivered before shutdown");
+    out_drop_final(&no->cfg, &no->drops, o->name, "not delivered before shutdown");
     pthread_cond_destroy(&no->wake);
     pthread_cond_destroy(&no->idle);
     pthread_mutex_destroy(&no->mu);
@@ -445,13 +446,18 @@ Output *out_net_new(const OutputDecl *d, const OutConfig *cfg, char **err)
         return NULL;
     }
     no->base.ops = &net_ops;
-    no->base.name = d->name;
+    no->base.name = no->base.name_owned = strdup(d->name);
     no->is_unix = d->kind == OUT_UNIX;
     no->base.kind = no->is_unix ? "unix" : "tcp";
-    no->cfg = cfg;
+    no->cfg = *cfg;
     no->fd = -1;
     no->backoff_ms = NET_BACKOFF_MIN_MS;
     no->cap = cfg->net_buffer ? cfg->net_buffer : 1;
+    if (!no->base.name) {
+        *err = buf_format("out of memory");
+        net_free_parts(no);
+        return NULL;
+    }
     if (net_parse_target(no, d, err) < 0) {
         net_free_parts(no);
         return NULL;

@@ -104,7 +104,9 @@ typedef struct OutputOps {
 
 struct Output {
     const OutputOps *ops;
-    const char *name;     /* borrowed from the rule set AST, or "stdout" */
+    const char *name;     /* name_owned, or "stdout" */
+    char *name_owned;     /* a copy of the declared name: a reload hands an unchanged
+                             output to the next rule set, whose AST outlives the old one */
     const char *kind;     /* "stdout", "file", "exec", "tcp", "unix" */
     bool reads_keys;      /* write reads AlertMeta.key_texts (else they may be left out) */
 };

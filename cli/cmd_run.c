@@ -409,6 +409,7 @@ static void swap_outputs(void *user)
     OutputSwap *sw = user;
     sw->old_alerts = sw->run->alerts;
     alerts_idle(sw->old_alerts);
+    alerts_adopt(sw->next_alerts, sw->old_alerts);
     sw->run->alerts = sw->next_alerts;
     sw->run->rs = sw->next;
 }
@@ -467,7 +468,7 @@ static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
         aopts.file_opened_user = run->state;
     }
     char *err = NULL;
-    AlertRouter *ar = alerts_new(next, &aopts, &err);
+    AlertRouter *ar = alerts_new_after(next, &aopts, run->alerts, &err);
     if (!ar) {
         fprintf(stderr, "vigil run: %s\n", err ? err : "cannot open the outputs");
         free(err);

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "alerts/alerts.h"
@@ -63,10 +66,11 @@ static void teardown(void)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-static void load_rules(const char *text)
+/* text compiled from `file` in the fixture's folder. */
+static CompiledRuleSet *compile_text(const char *file, const char *text)
 {
     char path[128];
-    snprintf(path, sizeof path, "%s/rules.cep", fx.dir);
+    snprintf(path, sizeof path, "%s/%s", fx.dir, file);
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fputs(text, f);
@@ -79,11 +83,17 @@ static void load_rules(const char *text)
     if (d.errors)
         diags_print(&d, stderr);
     ck_assert_uint_eq(d.errors, 0);
-    fx.rs = ruleset_compile(ast, &d);
-    if (!fx.rs)
+    CompiledRuleSet *rs = ruleset_compile(ast, &d);
+    if (!rs)
         diags_print(&d, stderr);
-    ck_assert_ptr_nonnull(fx.rs);
+    ck_assert_ptr_nonnull(rs);
     diags_free(&d);
+    return rs;
+}
+
+static void load_rules(const char *text)
+{
+    fx.rs = compile_text("rules.cep", text);
     fx.dec = decoder_new(&fx.rs->fields, DECODE_MAX_DEPTH);
     ck_assert_ptr_nonnull(fx.dec);
 }
@@ -1177,6 +1187,97 @@ START_TEST(failing_output_does_not_stop_the_others)
 }
 END_TEST
 
+/* A unix listener at path; accepts one client and reads `want` lines (5 s at most). */
+static int listen_unix(const char *path)
+{
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(s, 4), 0);
+    return s;
+}
+
+static int read_lines(int listener, int want)
+{
+    struct timeval tv = {5, 0};
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int c = accept(listener, NULL, NULL);
+    ck_assert_int_ge(c, 0);
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int lines = 0;
+    char chunk[4096];
+    ssize_t n;
+    while (lines < want && (n = recv(c, chunk, sizeof chunk, 0)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            lines += chunk[i] == '\n';
+    close(c);
+    return lines;
+}
+
+/* A reload hands an output declared the same way to the new router with the alerts it
+ * holds (here: buffered while its listener is down); a changed one is the old router's,
+ * flushed and freed with it. */
+START_TEST(reload_keeps_unchanged_outputs)
+{
+    static const char v1[] =
+        "output siem unix \"%s/siem.sock\";\n"
+        "output arch file \"%s/a1.jsonl\";\n"
+        "rule r { begin a; on match alert \"v1\" to siem, arch; }\n";
+    static const char v2[] =
+        "output siem unix \"%s/siem.sock\";\n"
+        "output arch file \"%s/a2.jsonl\";\n"
+        "rule r { begin a; on match alert \"v2\" to siem, arch; }\n";
+    Buf text = BUF_INIT;
+    buf_printf(&text, v1, fx.dir, fx.dir);
+    load_rules(text.data);
+    Buf log = BUF_INIT;
+    AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log};
+    char *err = NULL;
+    AlertRouter *old = alerts_new(fx.rs, &opts, &err);
+    ck_assert_msg(old != NULL, "%s", err);
+    const CompiledRule *r = rule("r");
+    Event *e = decode("{\"n\":1}", T_2026);
+    take(r, "a", e);
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    for (int i = 0; i < 3; i++)
+        alerts_deliver(old, r, NULL, 0, &res, fx.scratch);
+
+    buf_clear(&text);
+    buf_printf(&text, v2, fx.dir, fx.dir);
+    CompiledRuleSet *rs2 = compile_text("rules2.cep", text.data);
+    AlertRouter *next = alerts_new_after(rs2, &opts, old, &err);
+    ck_assert_msg(next != NULL, "%s", err);
+    alerts_adopt(next, old);
+    Buf stats = BUF_INIT;
+    alerts_stats(old, &stats);
+    ck_assert_ptr_null(strstr(stats.data, "\"siem\""));   /* it went to the next router */
+    ck_assert_ptr_nonnull(strstr(stats.data, "\"arch\":{\"kind\":\"file\""));   /* changed: kept */
+    ck_assert_int_eq(alerts_flush(old), 0);
+    alerts_free(old);
+    ck_assert_ptr_null(log.data ? strstr(log.data, "not delivered") : NULL);
+
+    const CompiledRule *r2 = &rs2->rules[ruleset_find(rs2, "r")];
+    alerts_deliver(next, r2, NULL, 0, &res, fx.scratch);
+    buf_clear(&stats);
+    alerts_stats(next, &stats);
+    ck_assert_msg(strstr(stats.data, "\"siem\":{\"kind\":\"unix\",\"sent\":0,\"failed\":0,"
+                                     "\"dropped\":0,\"buffered\":4"), "%s", stats.data);
+    char path[128];
+    snprintf(path, sizeof path, "%s/siem.sock", fx.dir);
+    int listener = listen_unix(path);
+    ck_assert_int_eq(alerts_flush(next), 0);
+    ck_assert_int_eq(read_lines(listener, 4), 4);
+    close(listener);
+    alerts_free(next);
+    ruleset_free(rs2);
+    buf_free(&stats);
+    buf_free(&text);
+    buf_free(&log);
+}
+END_TEST
+
 /* ---- coverage: paths no other test reaches ------------------------------------- */
 
 /* A hand-built line with blanks around valid JSON is echoed trimmed, as JSON. */
@@ -1332,6 +1433,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(td, deliver_to_declared_outputs);
     tcase_add_test(td, delivered_records_equal_rendered_ones);
     tcase_add_test(td, failing_output_does_not_stop_the_others);
+    tcase_add_test(td, reload_keeps_unchanged_outputs);
     tcase_add_test(td, message_values_trusted_only_from_decoded_lines);
     suite_add_tcase(s, td);
     return s;
