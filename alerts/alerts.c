@@ -424,6 +424,13 @@ void alerts_stats(const AlertRouter *ar, Buf *out)
     buf_putc(out, '}');
 }
 
+void alerts_finish(AlertRouter *ar)
+{
+    for (size_t i = 0; i < ar->n_outs; i++)
+        if (ar->outs[i] && ar->outs[i]->ops->finish)
+            ar->outs[i]->ops->finish(ar->outs[i]);
+}
+
 void alerts_free(AlertRouter *ar)
 {
     if (!ar)

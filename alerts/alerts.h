@@ -95,6 +95,10 @@ int alerts_sync_files(AlertRouter *ar, void (*fn)(void *user, const char *path,
  * {"stdout":{"kind":"stdout","sent":1,"failed":0,"dropped":0,"buffered":0,
  *  "healthy":true,"state":"ok"},"NAME":{...}} */
 void alerts_stats(const AlertRouter *ar, Buf *out);
+/* At exit, after alerts_flush and before the last alerts_stats: stops the threads and
+ * children of exec and network outputs and counts what they still hold as dropped
+ * (logged). No alert may be delivered afterwards; alerts_free follows. */
+void alerts_finish(AlertRouter *ar);
 /* Flushes what it can without waiting, stops threads, kills running children;
  * alerts still undelivered are counted as dropped and logged. */
 void alerts_free(AlertRouter *ar);

@@ -67,6 +67,7 @@ typedef struct ExecOutput {
     size_t queued;
     size_t in_worker;        /* taken by the worker: running or waiting for a retry */
     bool stop;
+    bool finished;           /* exec_finish ran (engine thread only) */
     uint64_t sent, failed, dropped, failed_at_flush;
     bool failing;
     OutDropLog drops;
@@ -474,21 +475,32 @@ static void exec_free_parts(ExecOutput *eo)
     free(eo);
 }
 
-static void exec_destroy(Output *o)
+/* Stops the thread, which kills its children and drops what is left (exec_abandon). */
+static void exec_finish(Output *o)
 {
     ExecOutput *eo = (ExecOutput *)o;
+    if (eo->finished)
+        return;
+    eo->finished = true;
     pthread_mutex_lock(&eo->mu);
     eo->stop = true;
     pthread_cond_signal(&eo->wake);
     pthread_mutex_unlock(&eo->mu);
     pthread_join(eo->thread, NULL);
+}
+
+static void exec_destroy(Output *o)
+{
+    ExecOutput *eo = (ExecOutput *)o;
+    exec_finish(o);
     pthread_cond_destroy(&eo->wake);
     pthread_cond_destroy(&eo->idle);
     pthread_mutex_destroy(&eo->mu);
     exec_free_parts(eo);
 }
 
-static const OutputOps exec_ops = {exec_write, exec_flush, NULL, exec_stats, exec_destroy, NULL};
+static const OutputOps exec_ops = {exec_write, exec_flush, NULL, exec_stats, exec_destroy, NULL,
+                                   exec_finish};
 
 static int exec_compile_argv(ExecOutput *eo, const OutputDecl *d, char **err)
 {

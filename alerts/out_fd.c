@@ -308,7 +308,7 @@ static int stdout_sync_files(Output *o, void (*fn)(void *user, const char *path,
 }
 
 static const OutputOps stdout_ops = {stdout_write, stdout_flush, stdout_drain, stdout_stats,
-                                     stdout_destroy, stdout_sync_files};
+                                     stdout_destroy, stdout_sync_files, NULL};
 
 Output *out_stdout_new(const char *path, const OutConfig *cfg, char **err)
 {
@@ -618,7 +618,7 @@ static void file_destroy(Output *o)
 }
 
 static const OutputOps file_ops = {file_write, file_flush, file_drain, file_stats, file_destroy,
-                                   file_sync_files};
+                                   file_sync_files, NULL};
 
 Output *out_file_new(const OutputDecl *d, const OutConfig *cfg, char **err)
 {

@@ -51,6 +51,7 @@ typedef struct NetOutput {
     NetLine *ring;           /* cfg->net_buffer slots */
     size_t cap, head, count;
     bool stop, kick;
+    bool finished;           /* net_finish ran (engine thread only) */
     NetState state;
     bool outage;             /* from a failure until the next successful connect */
     uint64_t sent, dropped, dropped_at_flush;
@@ -362,9 +363,13 @@ static void net_free_parts(NetOutput *no)
     free(no);
 }
 
-static void net_destroy(Output *o)
+/* Stops the thread; what the buffer still holds is dropped, counted and logged. */
+static void net_finish(Output *o)
 {
     NetOutput *no = (NetOutput *)o;
+    if (no->finished)
+        return;
+    no->finished = true;
     pthread_mutex_lock(&no->mu);
     no->stop = true;
     pthread_cond_signal(&no->wake);
@@ -372,16 +377,29 @@ static void net_destroy(Output *o)
     pthread_join(no->thread, NULL);
     if (no->fd >= 0)
         close(no->fd);
+    no->fd = -1;
+    pthread_mutex_lock(&no->mu);
+    for (size_t i = 0; i < no->count; i++)
+        free(no->ring[(no->head + i) % no->cap].data);
     no->dropped += no->count;
     no->drops.pending += no->count;
+    no->count = 0;
     out_drop_final(&no->cfg, &no->drops, o->name, "not delivered before shutdown");
+    pthread_mutex_unlock(&no->mu);
+}
+
+static void net_destroy(Output *o)
+{
+    NetOutput *no = (NetOutput *)o;
+    net_finish(o);
     pthread_cond_destroy(&no->wake);
     pthread_cond_destroy(&no->idle);
     pthread_mutex_destroy(&no->mu);
     net_free_parts(no);
 }
 
-static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy, NULL};
+static const OutputOps net_ops = {net_write, net_flush, NULL, net_stats, net_destroy, NULL,
+                                  net_finish};
 
 /* Splits "HOST:PORT" or "[V6]:PORT" as `vigil check` does, so a port out of range
  * is refused, not wrapped to another port by getaddrinfo. */

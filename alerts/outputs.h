@@ -100,6 +100,10 @@ typedef struct OutputOps {
      * its length; -1 on a failed write or sync. NULL for outputs without files. */
     int (*sync_files)(Output *o, void (*fn)(void *user, const char *path, uint64_t length),
                       void *user);
+    /* At exit, before the last stats: stops the output's thread and children and counts
+     * what is left as dropped, so the stats say what became of every alert. The output
+     * takes no more alerts; destroy follows. NULL for outputs without a thread. */
+    void (*finish)(Output *o);
 } OutputOps;
 
 struct Output {

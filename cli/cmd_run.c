@@ -870,6 +870,7 @@ static int serve(Run *run, const sigset_t *signals)
         fprintf(stderr, "vigil run: an output failed; some alerts were not delivered\n");
         code = EXIT_IO;
     }
+    alerts_finish(run->alerts);   /* what is still held is dropped: the stats count it */
     uint64_t lost = run->alerts_lost_before + alerts_lost(run->alerts);
     if (lost) {
         fprintf(stderr, "vigil run: %llu alerts lost: out of memory\n", (unsigned long long)lost);

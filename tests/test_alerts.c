@@ -1278,6 +1278,40 @@ START_TEST(reload_keeps_unchanged_outputs)
 }
 END_TEST
 
+/* At exit the stats come after alerts_finish: what a down listener's output still
+ * holds is counted as dropped there, not after the summary is printed. */
+START_TEST(finish_counts_what_is_left_before_the_stats)
+{
+    Buf text = BUF_INIT;
+    buf_printf(&text, "output siem unix \"%s/none.sock\";\n"
+                      "rule r { begin a; on match alert \"x\" to siem; }\n", fx.dir);
+    load_rules(text.data);
+    Buf log = BUF_INIT;
+    AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log,
+                         .flush_timeout_ms = 50};
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
+    ck_assert_msg(ar != NULL, "%s", err);
+    const CompiledRule *r = rule("r");
+    Event *e = decode("{\"n\":1}", T_2026);
+    take(r, "a", e);
+    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+    alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+    ck_assert_int_eq(alerts_flush(ar), -1);
+    alerts_finish(ar);
+    Buf stats = BUF_INIT;
+    alerts_stats(ar, &stats);
+    ck_assert_msg(strstr(stats.data, "\"siem\":{\"kind\":\"unix\",\"sent\":0,\"failed\":0,"
+                                     "\"dropped\":2,\"buffered\":0"), "%s", stats.data);
+    ck_assert_ptr_nonnull(strstr(log.data, "not delivered before shutdown"));
+    alerts_free(ar);
+    buf_free(&stats);
+    buf_free(&text);
+    buf_free(&log);
+}
+END_TEST
+
 /* ---- coverage: paths no other test reaches ------------------------------------- */
 
 /* A hand-built line with blanks around valid JSON is echoed trimmed, as JSON. */
@@ -1434,6 +1468,7 @@ static Suite *alerts_suite(void)
     tcase_add_test(td, delivered_records_equal_rendered_ones);
     tcase_add_test(td, failing_output_does_not_stop_the_others);
     tcase_add_test(td, reload_keeps_unchanged_outputs);
+    tcase_add_test(td, finish_counts_what_is_left_before_the_stats);
     tcase_add_test(td, message_values_trusted_only_from_decoded_lines);
     suite_add_tcase(s, td);
     return s;
