@@ -424,6 +424,18 @@ void alerts_stats(const AlertRouter *ar, Buf *out)
     buf_putc(out, '}');
 }
 
+uint64_t alerts_undelivered(const AlertRouter *ar)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < ar->n_outs; i++)
+        if (ar->outs[i]) {
+            OutStats st;
+            ar->outs[i]->ops->stats(ar->outs[i], &st);
+            n += st.dropped + st.failed;
+        }
+    return n;
+}
+
 void alerts_finish(AlertRouter *ar)
 {
     for (size_t i = 0; i < ar->n_outs; i++)

@@ -99,6 +99,8 @@ void alerts_stats(const AlertRouter *ar, Buf *out);
  * children of exec and network outputs and counts what they still hold as dropped
  * (logged). No alert may be delivered afterwards; alerts_free follows. */
 void alerts_finish(AlertRouter *ar);
+/* Alerts its outputs dropped or failed to deliver so far (the sum of their stats). */
+uint64_t alerts_undelivered(const AlertRouter *ar);
 /* Flushes what it can without waiting, stops threads, kills running children;
  * alerts still undelivered are counted as dropped and logged. */
 void alerts_free(AlertRouter *ar);

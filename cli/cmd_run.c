@@ -65,6 +65,8 @@ typedef struct Run {
     uint64_t lines_seen;       /* lines handed over by the input, to notice idleness */
     uint64_t reloads, reload_failures;
     uint64_t alerts_lost_before;   /* by the alert routers that reloads replaced */
+    uint64_t replaced_undelivered; /* dropped or failed by outputs a reload closed (the
+                                      unchanged ones go on in the new router) */
     int64_t started_ms, last_progress_ms;
 } Run;
 
@@ -373,8 +375,9 @@ static void append_stats(Run *run, Buf *b, bool live)
     engine_stats_json(run->engine, b);
     buf_puts(b, ",\"outputs\":");
     alerts_stats(run->alerts, b);
-    buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu",
-               (unsigned long long)run->reloads, (unsigned long long)run->reload_failures);
+    buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu,\"replaced_outputs_undelivered\":%llu",
+               (unsigned long long)run->reloads, (unsigned long long)run->reload_failures,
+               (unsigned long long)run->replaced_undelivered);
     buf_printf(b, ",\"peak_rss_kb\":%ld,\"elapsed_s\":%.3f,\"events_per_s\":%.0f", peak_kb,
                secs, secs > 0 ? (double)st.events / secs : 0.0);
     if (run->state)
@@ -487,6 +490,8 @@ static bool reload_rules(Run *run, Buf *outcome, Buf *diag_text)
     if (alerts_flush(sw.old_alerts) < 0)
         fprintf(stderr, "vigil run: an output of the previous rules failed while closing\n");
     run->alerts_lost_before += alerts_lost(sw.old_alerts);
+    alerts_finish(sw.old_alerts);
+    run->replaced_undelivered += alerts_undelivered(sw.old_alerts);
     alerts_free(sw.old_alerts);
     ruleset_free(old);
     run->reloads++;
@@ -871,6 +876,11 @@ static int serve(Run *run, const sigset_t *signals)
         code = EXIT_IO;
     }
     alerts_finish(run->alerts);   /* what is still held is dropped: the stats count it */
+    if (run->replaced_undelivered) {
+        fprintf(stderr, "vigil run: %llu alerts were not delivered by outputs a reload "
+                        "closed\n", (unsigned long long)run->replaced_undelivered);
+        code = EXIT_IO;
+    }
     uint64_t lost = run->alerts_lost_before + alerts_lost(run->alerts);
     if (lost) {
         fprintf(stderr, "vigil run: %llu alerts lost: out of memory\n", (unsigned long long)lost);

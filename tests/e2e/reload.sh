@@ -55,4 +55,30 @@ for workers in 1 2; do
     grep -q 'broken.cep:[0-9]*:[0-9]*: error' "$TMP/err" || fail "no diagnostics for the broken file"
     grep -q '"reloads":1,"reload_failures":1' "$TMP/err" || fail "reload counters"
 done
+
+# An output a reload closes (here: its target changed) delivers what it can; what its
+# listener never took is counted and makes the run exit 3.
+cat > "$TMP/rules/r.cep" <<R
+output t unix "$TMP/nobody.sock";
+rule any { key user; begin a; on match alert "a {user}" to t; }
+R
+"$VIGIL" run --stats -i "$TMP/fifo" "$TMP/rules" > /dev/null 2> "$TMP/err" &
+pid=$!
+exec 3> "$TMP/fifo"
+base=$(rchar $pid)
+line='{"ts":1767225600,"type":"start","user":"u1"}'
+echo "$line" >&3
+read_all $pid "$base" ${#line} || fail "vigil did not read the event"
+cat > "$TMP/rules/r.tmp" <<R
+output t file "$TMP/t.jsonl";
+rule any { key user; begin a; on match alert "a {user}" to t; }
+R
+mv "$TMP/rules/r.tmp" "$TMP/rules/r.cep"
+kill -HUP $pid
+wait_for 'grep -q "reloaded 1 rules" "$TMP/err"' || { kill $pid; fail "no reload"; }
+exec 3>&-
+st=0; wait $pid || st=$?
+[ $st -eq 3 ] || { cat "$TMP/err" >&2; fail "exit status $st after a closed output lost an alert"; }
+grep -q '"replaced_outputs_undelivered":1' "$TMP/err" || { cat "$TMP/err" >&2; fail "counter"; }
+grep -q "1 alerts were not delivered by outputs a reload closed" "$TMP/err" || fail "message"
 exit 0
