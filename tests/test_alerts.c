@@ -1148,6 +1148,21 @@ static void count_log(void *user, const char *msg)
     buf_putc(b, '\n');
 }
 
+/* A router for fx.rs with opts, and in *res a match of its rule `name` on the event
+ * {"n":1} (step a). */
+static AlertRouter *router_and_match(const AlertOptions *opts, const char *name,
+                                     NfaResult *res)
+{
+    char *err = NULL;
+    AlertRouter *ar = alerts_new(fx.rs, opts, &err);
+    ck_assert_msg(ar != NULL, "%s", err);
+    const CompiledRule *r = rule(name);
+    Event *e = decode("{\"n\":1}", T_2026);
+    take(r, "a", e);
+    *res = (NfaResult){.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    return ar;
+}
+
 START_TEST(failing_output_does_not_stop_the_others)
 {
     Buf text = BUF_INIT;
@@ -1159,15 +1174,10 @@ START_TEST(failing_output_does_not_stop_the_others)
     buf_free(&text);
     Buf log = BUF_INIT;
     AlertOptions opts = {.stdout_path = "/dev/full", .log = count_log, .log_user = &log};
-    char *err = NULL;
-    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
-    ck_assert_msg(ar != NULL, "%s", err);
-    const CompiledRule *r = rule("r");
-    Event *e = decode("{\"n\":1}", T_2026);
-    take(r, "a", e);
-    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    NfaResult res;
+    AlertRouter *ar = router_and_match(&opts, "r", &res);
     for (int i = 0; i < 3; i++)
-        alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+        alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
     ck_assert_int_eq(alerts_flush(ar), -1);
     Buf stats = BUF_INIT;
     alerts_stats(ar, &stats);
@@ -1187,7 +1197,7 @@ START_TEST(failing_output_does_not_stop_the_others)
 }
 END_TEST
 
-/* A unix listener at path; accepts one client and reads `want` lines (5 s at most). */
+/* A unix listener at path. */
 static int listen_unix(const char *path)
 {
     int s = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -1197,23 +1207,6 @@ static int listen_unix(const char *path)
     ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
     ck_assert_int_eq(listen(s, 4), 0);
     return s;
-}
-
-static int read_lines(int listener, int want)
-{
-    struct timeval tv = {5, 0};
-    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int c = accept(listener, NULL, NULL);
-    ck_assert_int_ge(c, 0);
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int lines = 0;
-    char chunk[4096];
-    ssize_t n;
-    while (lines < want && (n = recv(c, chunk, sizeof chunk, 0)) > 0)
-        for (ssize_t i = 0; i < n; i++)
-            lines += chunk[i] == '\n';
-    close(c);
-    return lines;
 }
 
 /* A reload hands an output declared the same way to the new router with the alerts it
@@ -1234,15 +1227,11 @@ START_TEST(reload_keeps_unchanged_outputs)
     load_rules(text.data);
     Buf log = BUF_INIT;
     AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log};
-    char *err = NULL;
-    AlertRouter *old = alerts_new(fx.rs, &opts, &err);
-    ck_assert_msg(old != NULL, "%s", err);
-    const CompiledRule *r = rule("r");
-    Event *e = decode("{\"n\":1}", T_2026);
-    take(r, "a", e);
-    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    NfaResult res;
+    AlertRouter *old = router_and_match(&opts, "r", &res);
     for (int i = 0; i < 3; i++)
-        alerts_deliver(old, r, NULL, 0, &res, fx.scratch);
+        alerts_deliver(old, rule("r"), NULL, 0, &res, fx.scratch);
+    char *err = NULL;
 
     buf_clear(&text);
     buf_printf(&text, v2, fx.dir, fx.dir);
@@ -1268,7 +1257,9 @@ START_TEST(reload_keeps_unchanged_outputs)
     snprintf(path, sizeof path, "%s/siem.sock", fx.dir);
     int listener = listen_unix(path);
     ck_assert_int_eq(alerts_flush(next), 0);
-    ck_assert_int_eq(read_lines(listener, 4), 4);
+    char *got = test_accept_lines(listener, 4);
+    ck_assert_int_eq(count_lines(got), 4);
+    free(got);
     close(listener);
     alerts_free(next);
     ruleset_free(rs2);
@@ -1289,15 +1280,10 @@ START_TEST(finish_counts_what_is_left_before_the_stats)
     Buf log = BUF_INIT;
     AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log,
                          .flush_timeout_ms = 50};
-    char *err = NULL;
-    AlertRouter *ar = alerts_new(fx.rs, &opts, &err);
-    ck_assert_msg(ar != NULL, "%s", err);
-    const CompiledRule *r = rule("r");
-    Event *e = decode("{\"n\":1}", T_2026);
-    take(r, "a", e);
-    NfaResult res = {.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
-    alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
-    alerts_deliver(ar, r, NULL, 0, &res, fx.scratch);
+    NfaResult res;
+    AlertRouter *ar = router_and_match(&opts, "r", &res);
+    alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
+    alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
     ck_assert_int_eq(alerts_flush(ar), -1);
     alerts_finish(ar);
     Buf stats = BUF_INIT;

@@ -643,29 +643,6 @@ static int listen_tcp(int port)
     return s;
 }
 
-/* Accepts one client and reads `want` lines (5 s at most). */
-static char *read_lines(int listener, int want)
-{
-    struct timeval tv = {5, 0};
-    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int c = accept(listener, NULL, NULL);
-    ck_assert_int_ge(c, 0);
-    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    Buf b = BUF_INIT;
-    int lines = 0;
-    char chunk[4096];
-    while (lines < want) {
-        ssize_t n = recv(c, chunk, sizeof chunk, 0);
-        if (n <= 0)
-            break;
-        buf_append(&b, chunk, (size_t)n);
-        for (ssize_t i = 0; i < n; i++)
-            lines += chunk[i] == '\n';
-    }
-    close(c);
-    return buf_steal(&b);
-}
-
 static OutputDecl net_decl(OutputKind kind, const char *target)
 {
     OutputDecl d = {0};
@@ -699,7 +676,7 @@ START_TEST(tcp_listener_up_late_gets_every_buffered_alert)
     nanosleep(&delay, NULL);           /* connection attempts fail meanwhile */
     int listener = listen_tcp(port);
     ck_assert_int_eq(o->ops->flush(o, 5000), 0);
-    char *got = read_lines(listener, 50);
+    char *got = test_accept_lines(listener, 50);
     ck_assert_str_eq(got, want.data);
     OutStats st;
     o->ops->stats(o, &st);
@@ -728,7 +705,7 @@ START_TEST(tcp_reconnects_after_listener_restart)
     AlertMeta m = meta("r", k, T_2026);
     send_line(o, &m, "{\"n\":1}");
     ck_assert_int_eq(o->ops->flush(o, 5000), 0);
-    char *got = read_lines(listener, 1);    /* accepts, reads, closes the connection */
+    char *got = test_accept_lines(listener, 1);    /* accepts, reads, closes the connection */
     ck_assert_str_eq(got, "{\"n\":1}\n");
     free(got);
     close(listener);                        /* and nobody listens for a while */
@@ -743,7 +720,7 @@ START_TEST(tcp_reconnects_after_listener_restart)
     ck_assert(!st.healthy);
     listener = listen_tcp(port);
     ck_assert_int_eq(o->ops->flush(o, 5000), 0);
-    got = read_lines(listener, 2);
+    got = test_accept_lines(listener, 2);
     ck_assert_str_eq(got, "{\"n\":2}\n{\"n\":3}\n");
     free(got);
     o->ops->stats(o, &st);
@@ -799,7 +776,7 @@ START_TEST(unix_socket_streams_lines)
     send_line(o, &m, "{\"a\":1}");
     send_line(o, &m, "{\"b\":2}");
     ck_assert_int_eq(o->ops->flush(o, 5000), 0);
-    char *got = read_lines(s, 2);
+    char *got = test_accept_lines(s, 2);
     ck_assert_str_eq(got, "{\"a\":1}\n{\"b\":2}\n");
     free(got);
     close(s);

@@ -559,13 +559,21 @@ END_TEST
 /* A FIFO among a folder's *.cep files would block the load for good (with --watch,
  * the running engine), a folder named x.cep is not a file either: each is an error,
  * without being opened, and the folder's real files still load. */
-START_TEST(load_refuses_folder_entries_that_are_not_files)
+/* A fresh folder holding the FIFO pipe.cep (caller removes and frees). */
+static char *dir_with_fifo(void)
 {
     char *dir = make_temp_dir();
-    write_file(dir, "a.cep", "rule r { begin a; }\n");
     char path[512];
     snprintf(path, sizeof path, "%s/pipe.cep", dir);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
+    return dir;
+}
+
+START_TEST(load_refuses_folder_entries_that_are_not_files)
+{
+    char *dir = dir_with_fifo();
+    write_file(dir, "a.cep", "rule r { begin a; }\n");
+    char path[512];
     snprintf(path, sizeof path, "%s/sub.cep", dir);
     ck_assert_int_eq(mkdir(path, 0700), 0);
     Diags d;
@@ -589,10 +597,7 @@ END_TEST
  * (UBSan saw qsort get the list's NULL array when no name had been added). */
 START_TEST(load_folder_with_only_a_fifo)
 {
-    char *dir = make_temp_dir();
-    char path[512];
-    snprintf(path, sizeof path, "%s/pipe.cep", dir);
-    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    char *dir = dir_with_fifo();
     Diags d;
     diags_init(&d);
     const char *paths[] = {dir};

@@ -4,6 +4,8 @@
 #include <check.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,4 +114,27 @@ Value test_raw_json(ValueType type, const char *raw)
     v.raw = raw;
     v.raw_len = (uint32_t)strlen(raw);
     return v;
+}
+
+char *test_accept_lines(int listener, int want)
+{
+    struct timeval tv = {5, 0};
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int c = accept(listener, NULL, NULL);
+    ck_assert_int_ge(c, 0);
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    Buf b = BUF_INIT;
+    int lines = 0;
+    char chunk[4096];
+    ssize_t n;
+    while (lines < want && (n = recv(c, chunk, sizeof chunk, 0)) > 0) {
+        buf_append(&b, chunk, (size_t)n);
+        for (ssize_t i = 0; i < n; i++)
+            lines += chunk[i] == '\n';
+    }
+    close(c);
+    ck_assert(!b.failed);
+    char *text = b.data ? buf_steal(&b) : strdup("");
+    ck_assert_ptr_nonnull(text);
+    return text;
 }

@@ -34,6 +34,11 @@ int test_fd_capture(int fd, FILE **tmp);
  * written to fd meanwhile, as a heap string (caller frees). */
 char *test_fd_release(int fd, int saved, FILE *tmp);
 
+/* Accepts one client on the listening socket and reads until it has sent `want`
+ * lines, closed, or been silent for 5 s; what it sent as a heap string (caller
+ * frees). */
+char *test_accept_lines(int listener, int want);
+
 /* d as diags_print writes it, as a heap string (caller frees). */
 char *test_diags_text(const Diags *d);
 

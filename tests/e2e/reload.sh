@@ -26,17 +26,23 @@ read_all() {
     wait_for "[ \"\$(awk '/^rchar/ { print \$2 }' /proc/$1/io)\" -ge $(($2 + $3)) ]"
 }
 rchar() { [ -r /proc/$1/io ] && awk '/^rchar/ { print $2 }' /proc/$1/io || echo 0; }
-
-mkfifo "$TMP/fifo"
-for workers in 1 2; do
-    rules_v1
-    "$VIGIL" run --stats --workers $workers -i "$TMP/fifo" "$TMP/rules" > "$TMP/a" 2> "$TMP/err" &
+# start_with_event ARGS...: vigil run ARGS on $TMP/fifo (fd 3 writes to it, $pid is
+# vigil's), once it has read a first "start" event of u1
+start_with_event() {
+    "$VIGIL" run "$@" -i "$TMP/fifo" "$TMP/rules" 2> "$TMP/err" &
     pid=$!
     exec 3> "$TMP/fifo"
     base=$(rchar $pid)
     line='{"ts":1767225600,"type":"start","user":"u1"}'
     echo "$line" >&3
     read_all $pid "$base" ${#line} || fail "vigil did not read the first event"
+}
+
+mkfifo "$TMP/fifo"
+for workers in 1 2; do
+    rules_v1
+    rm -f "$TMP/a"   # -o appends
+    start_with_event --stats --workers $workers -o "$TMP/a"
     rules_v2
     kill -HUP $pid
     wait_for 'grep -q "reloaded 2 rules: 0 changed, 1 added, 0 removed, 1 kept state" "$TMP/err"' ||
@@ -62,13 +68,7 @@ cat > "$TMP/rules/r.cep" <<R
 output t unix "$TMP/nobody.sock";
 rule any { key user; begin a; on match alert "a {user}" to t; }
 R
-"$VIGIL" run --stats -i "$TMP/fifo" "$TMP/rules" > /dev/null 2> "$TMP/err" &
-pid=$!
-exec 3> "$TMP/fifo"
-base=$(rchar $pid)
-line='{"ts":1767225600,"type":"start","user":"u1"}'
-echo "$line" >&3
-read_all $pid "$base" ${#line} || fail "vigil did not read the event"
+start_with_event --stats -o /dev/null
 cat > "$TMP/rules/r.tmp" <<R
 output t file "$TMP/t.jsonl";
 rule any { key user; begin a; on match alert "a {user}" to t; }
