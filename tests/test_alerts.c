@@ -8,10 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "alerts/alerts.h"
@@ -1197,18 +1194,6 @@ START_TEST(failing_output_does_not_stop_the_others)
 }
 END_TEST
 
-/* A unix listener at path. */
-static int listen_unix(const char *path)
-{
-    int s = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
-    memcpy(a.sun_path, path, strlen(path) + 1);
-    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(s, 4), 0);
-    return s;
-}
-
 /* A reload hands an output declared the same way to the new router with the alerts it
  * holds (here: buffered while its listener is down); a changed one is the old router's,
  * flushed and freed with it. */
@@ -1255,7 +1240,7 @@ START_TEST(reload_keeps_unchanged_outputs)
                                      "\"dropped\":0,\"buffered\":4"), "%s", stats.data);
     char path[128];
     snprintf(path, sizeof path, "%s/siem.sock", fx.dir);
-    int listener = listen_unix(path);
+    int listener = test_listen_unix(path);
     ck_assert_int_eq(alerts_flush(next), 0);
     char *got = test_accept_lines(listener, 4);
     ck_assert_int_eq(count_lines(got), 4);

@@ -761,12 +761,7 @@ END_TEST
 START_TEST(unix_socket_streams_lines)
 {
     const char *path = path_in_tmp("siem.sock");
-    int s = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
-    memcpy(a.sun_path, path, strlen(path) + 1);
-    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(s, 4), 0);
+    int s = test_listen_unix(path);
     OutputDecl d = net_decl(OUT_UNIX, path);
     char *err = NULL;
     Output *o = out_net_new(&d, &cfg, &err);

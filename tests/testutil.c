@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,4 +138,16 @@ char *test_accept_lines(int listener, int want)
     char *text = b.data ? buf_steal(&b) : strdup("");
     ck_assert_ptr_nonnull(text);
     return text;
+}
+
+int test_listen_unix(const char *path)
+{
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(s, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(s, 4), 0);
+    return s;
 }

@@ -34,6 +34,9 @@ int test_fd_capture(int fd, FILE **tmp);
  * written to fd meanwhile, as a heap string (caller frees). */
 char *test_fd_release(int fd, int saved, FILE *tmp);
 
+/* A Unix stream socket listening at path (which must not exist yet). */
+int test_listen_unix(const char *path);
+
 /* Accepts one client on the listening socket and reads until it has sent `want`
  * lines, closed, or been silent for 5 s; what it sent as a heap string (caller
  * frees). */
