@@ -128,6 +128,10 @@ for i in $(seq 2 40); do
     sed "/^time /d; s/rule burst/rule burst$i/; s/rule login_then_tx/rule lt$i/;
          s/> 150/> 1000000/g; s/\"login\"/\"none\"/" "$DATA/bursts.cep" > "$TMP/rules/r$i.cep"
 done
+# and one whose partial matches never end, so that some are pending whenever SIGTERM
+# comes (the burst rules' few may all have just ended)
+echo 'rule hold { key user; begin l where type == "login"; followed_by n where type == "never"; }' \
+    > "$TMP/rules/r0.cep"
 CTL="$top_builddir/tests/e2e/ctl_client"
 sock="$TMP/ctl.sock"
 "$VIGIL" run --workers 2 --stats --control "$sock" -i "$TMP/big" "$TMP/rules" \
