@@ -351,11 +351,10 @@ static void *net_worker(void *arg)
 
 /* ---- lifetime ------------------------------------------------------------- */
 
+/* The ring holds no line here: a failed constructor never filled it, and net_finish
+ * empties it before net_destroy comes. */
 static void net_free_parts(NetOutput *no)
 {
-    if (no->ring)
-        for (size_t i = 0; i < no->count; i++)
-            free(no->ring[(no->head + i) % no->cap].data);
     free(no->ring);
     free(no->host);
     free(no->port);
