@@ -1145,10 +1145,10 @@ static void count_log(void *user, const char *msg)
     buf_putc(b, '\n');
 }
 
-/* A router for fx.rs with opts, and in *res a match of its rule `name` on the event
- * {"n":1} (step a). */
-static AlertRouter *router_and_match(const AlertOptions *opts, const char *name,
-                                     NfaResult *res)
+/* A router for fx.rs with opts that was given n alerts of its rule `name`, each the
+ * match in *res (the event {"n":1} at step a). */
+static AlertRouter *router_after_alerts(const AlertOptions *opts, const char *name, int n,
+                                        NfaResult *res)
 {
     char *err = NULL;
     AlertRouter *ar = alerts_new(fx.rs, opts, &err);
@@ -1157,6 +1157,8 @@ static AlertRouter *router_and_match(const AlertOptions *opts, const char *name,
     Event *e = decode("{\"n\":1}", T_2026);
     take(r, "a", e);
     *res = (NfaResult){.kind = NFA_MATCH, .time_ms = e->time_ms, .last = fx.chain};
+    for (int i = 0; i < n; i++)
+        alerts_deliver(ar, r, NULL, 0, res, fx.scratch);
     return ar;
 }
 
@@ -1172,9 +1174,7 @@ START_TEST(failing_output_does_not_stop_the_others)
     Buf log = BUF_INIT;
     AlertOptions opts = {.stdout_path = "/dev/full", .log = count_log, .log_user = &log};
     NfaResult res;
-    AlertRouter *ar = router_and_match(&opts, "r", &res);
-    for (int i = 0; i < 3; i++)
-        alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
+    AlertRouter *ar = router_after_alerts(&opts, "r", 3, &res);
     ck_assert_int_eq(alerts_flush(ar), -1);
     Buf stats = BUF_INIT;
     alerts_stats(ar, &stats);
@@ -1213,9 +1213,7 @@ START_TEST(reload_keeps_unchanged_outputs)
     Buf log = BUF_INIT;
     AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log};
     NfaResult res;
-    AlertRouter *old = router_and_match(&opts, "r", &res);
-    for (int i = 0; i < 3; i++)
-        alerts_deliver(old, rule("r"), NULL, 0, &res, fx.scratch);
+    AlertRouter *old = router_after_alerts(&opts, "r", 3, &res);
     char *err = NULL;
 
     buf_clear(&text);
@@ -1266,9 +1264,7 @@ START_TEST(finish_counts_what_is_left_before_the_stats)
     AlertOptions opts = {.stdout_path = "/dev/null", .log = count_log, .log_user = &log,
                          .flush_timeout_ms = 50};
     NfaResult res;
-    AlertRouter *ar = router_and_match(&opts, "r", &res);
-    alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
-    alerts_deliver(ar, rule("r"), NULL, 0, &res, fx.scratch);
+    AlertRouter *ar = router_after_alerts(&opts, "r", 2, &res);
     ck_assert_int_eq(alerts_flush(ar), -1);
     alerts_finish(ar);
     Buf stats = BUF_INIT;
