@@ -293,7 +293,7 @@ _Static_assert(SLAB_HEAD % _Alignof(MatchNode) == 0, "nodes after the header are
 
 NodePool *node_pool_new(void)
 {
-    NodePool *p = calloc(1, sizeof *p);
+    NodePool *p = lines_calloc(sizeof *p);
     if (p)
         slab_source_init(&p->src);
     return p;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lines.h"
 #include "nfa/nfa_internal.h"
 
 /* Idle keys a work keeps for reuse: enough to absorb a burst of keys that start and
@@ -214,7 +215,7 @@ static void next_memo(NfaWork *w)
 
 NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n)
 {
-    NfaWork *w = calloc(1, sizeof *w);
+    NfaWork *w = lines_calloc(sizeof *w);
     if (!w)
         return NULL;
     for (size_t i = 0; i < n; i++) {
@@ -223,11 +224,11 @@ NfaWork *nfa_work_new(const Nfa *const *nfas, size_t n)
         if (2 * nfas[i]->n_steps > w->memo_len)
             w->memo_len = 2 * nfas[i]->n_steps;
     }
-    w->edges = malloc((w->max_collect ? w->max_collect : 1) * sizeof *w->edges);
-    w->memo = malloc(w->memo_len ? w->memo_len : 1);
-    w->memo_seen = calloc(w->memo_len ? w->memo_len : 1, sizeof *w->memo_seen);
+    w->edges = lines_calloc_n(w->max_collect ? w->max_collect : 1, sizeof *w->edges);
+    w->memo = lines_calloc(w->memo_len ? w->memo_len : 1);
+    w->memo_seen = lines_calloc_n(w->memo_len ? w->memo_len : 1, sizeof *w->memo_seen);
     w->memo_now = 1;   /* 0 in memo_seen: never */
-    w->spare = malloc(SPARE_KEYS * sizeof *w->spare);
+    w->spare = lines_calloc_n(SPARE_KEYS, sizeof *w->spare);
     w->nodes = node_pool_new();
     if (!w->edges || !w->memo || !w->memo_seen || !w->spare || !w->nodes) {
         nfa_work_free(w);
@@ -1755,13 +1756,13 @@ const uint32_t *nfa_cond_share_ids(const NfaCondShare *share, size_t rule)
 
 NfaCondCache *nfa_cond_cache_new(const NfaCondShare *share)
 {
-    NfaCondCache *c = calloc(1, sizeof *c);
+    NfaCondCache *c = lines_calloc(sizeof *c);
     if (!c)
         return NULL;
     c->share = share;
     size_t n = share->n_groups ? share->n_groups : 1;
-    c->seen = calloc(n, sizeof *c->seen);   /* 0: never; events count from 1 */
-    c->vals = calloc(n, sizeof *c->vals);
+    c->seen = lines_calloc_n(n, sizeof *c->seen);   /* 0: never; events count from 1 */
+    c->vals = lines_calloc_n(n, sizeof *c->vals);
     if (!c->seen || !c->vals) {
         nfa_cond_cache_free(c);
         return NULL;

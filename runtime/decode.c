@@ -235,7 +235,7 @@ Decoder *decoder_new(const FieldTable *fields, size_t max_depth)
         max_depth = DECODE_MAX_DEPTH;
     d->fields = fields;
     d->max_depth = max_depth;
-    d->stack = calloc(max_depth, sizeof *d->stack);
+    d->stack = lines_calloc_n(max_depth, sizeof *d->stack);
     d->root = trie_build(fields);
     if (d->stack == NULL || d->root == NULL) {
         decoder_free(d);

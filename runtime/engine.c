@@ -284,9 +284,9 @@ static FeedRouter *routers_new(const CompiledRuleSet *rs, size_t n)
     for (size_t i = 0; ok && i < n; i++) {
         r[i].router = router_new(rs, true);
         r[i].scratch = expr_scratch_new();
-        r[i].order = malloc(rules * sizeof *r[i].order);
-        r[i].res = malloc(rules * sizeof *r[i].res);
-        r[i].key = malloc(rules * sizeof *r[i].key);
+        r[i].order = lines_calloc_n(rules, sizeof *r[i].order);
+        r[i].res = lines_calloc_n(rules, sizeof *r[i].res);
+        r[i].key = lines_calloc_n(rules, sizeof *r[i].key);
         ok = r[i].router && r[i].scratch && r[i].order && r[i].res && r[i].key;
     }
     if (!ok) {

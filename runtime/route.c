@@ -247,7 +247,7 @@ static bool index_filters(Router *r)
     r->words = (n + 63) / 64;
     r->filter_rule = calloc(n, sizeof *r->filter_rule);
     r->filter_rules = calloc(n * r->words, sizeof *r->filter_rules);
-    r->passed = calloc(r->words, sizeof *r->passed);
+    r->passed = lines_calloc_n(r->words, sizeof *r->passed);
     if (!r->filter_rule || !r->filter_rules || !r->passed)
         return false;
     size_t *index = r->filter_group;   /* a group's first rule comes before its others */
@@ -408,9 +408,9 @@ static bool index_relevance(Router *r, bool blanks)
     size_t *tree_of = malloc(n * sizeof *tree_of);   /* per group's first rule */
     r->rel_shape = calloc(n, sizeof *r->rel_shape);
     r->rel_rules = calloc(n * r->words, sizeof *r->rel_rules);
-    r->irrelevant = calloc(r->words, sizeof *r->irrelevant);
+    r->irrelevant = lines_calloc_n(r->words, sizeof *r->irrelevant);
     r->blanks = calloc(r->words, sizeof *r->blanks);
-    r->keyed = calloc(r->words, sizeof *r->keyed);
+    r->keyed = lines_calloc_n(r->words, sizeof *r->keyed);
     bool ok = group && tree_of && r->rel_shape && r->rel_rules && r->irrelevant &&
               r->blanks && r->keyed && build_groups(rs, relevance_text_of, group);
     r->n_rel = 0;
@@ -842,15 +842,15 @@ Router *router_new(const CompiledRuleSet *rs, bool blanks)
             r->widest = rs->rules[i].n_keys;
     r->filter_group = calloc(n, sizeof *r->filter_group);
     r->key_group = calloc(n, sizeof *r->key_group);
-    r->key_res = calloc(n, sizeof *r->key_res);
-    r->key_of = calloc(n, sizeof *r->key_of);
-    r->key_bytes = calloc(n, sizeof *r->key_bytes);
-    r->key_vals = calloc(n * r->widest, sizeof *r->key_vals);
+    r->key_res = lines_calloc_n(n, sizeof *r->key_res);
+    r->key_of = lines_calloc_n(n, sizeof *r->key_of);
+    r->key_bytes = lines_calloc_n(n, sizeof *r->key_bytes);
+    r->key_vals = lines_calloc_n(n * r->widest, sizeof *r->key_vals);
     r->key_slot = calloc(n * r->widest, sizeof *r->key_slot);
     size_t n_atoms = rs->filters.n_atoms ? rs->filters.n_atoms : 1;
     r->n_atoms = rs->filters.n_atoms;
     r->atoms = rs->filters.atoms;
-    r->atom_truth = calloc(n_atoms, sizeof *r->atom_truth);
+    r->atom_truth = lines_calloc_n(n_atoms, sizeof *r->atom_truth);
     r->shape = calloc(n, sizeof *r->shape);
     if (!r->atom_truth || !r->shape ||
         !r->filter_group || !r->key_group || !r->key_res || !r->key_of || !r->key_bytes ||

@@ -230,23 +230,23 @@ COLD Shard *shard_new(const CompiledRuleSet *rs, const NfaLimits *limits, const 
     s->fired_upto = INT64_MIN;
     size_t n = rs->n_rules ? rs->n_rules : 1;
     s->scratch = expr_scratch_new();
-    s->rules = calloc(n, sizeof *s->rules);
+    s->rules = lines_calloc_n(n, sizeof *s->rules);
     s->rule_bits = rule_bits_list(rs);
-    s->key_vals = calloc(rules_widest_key(rs), sizeof *s->key_vals);
+    s->key_vals = lines_calloc_n(rules_widest_key(rs), sizeof *s->key_vals);
     s->router = router_new(rs, false);
-    s->routed = calloc(n, sizeof *s->routed);
-    s->routed_key = calloc(n, sizeof *s->routed_key);
-    s->routed_order = calloc(n, sizeof *s->routed_order);
-    s->touched = calloc(n, sizeof *s->touched);
+    s->routed = lines_calloc_n(n, sizeof *s->routed);
+    s->routed_key = lines_calloc_n(n, sizeof *s->routed_key);
+    s->routed_order = lines_calloc_n(n, sizeof *s->routed_order);
+    s->touched = lines_calloc_n(n, sizeof *s->touched);
     s->nfas = nfa_list(rs);
-    s->ctxs = calloc(n, sizeof *s->ctxs);
+    s->ctxs = lines_calloc_n(n, sizeof *s->ctxs);
     if (!s->scratch || !s->rules || !s->rule_bits || !s->key_vals || !s->router ||
         !s->routed || !s->routed_key || !s->routed_order || !s->touched || !s->nfas ||
         !s->ctxs || matcher_parts_build(rs, &s->cond_share, &s->cond_cache, &s->work) < 0) {
         shard_free(s);
         return NULL;
     }
-    s->ahead = calloc(1, sizeof *s->ahead);   /* last: the hot arrays keep their places */
+    s->ahead = lines_calloc(sizeof *s->ahead);   /* last: the hot arrays keep their places */
     if (!s->ahead) {
         shard_free(s);
         return NULL;
@@ -1543,17 +1543,17 @@ COLD ShardSwap *shard_swap_prepare(const Shard *s, const CompiledRuleSet *next)
         return NULL;
     size_t n = next->n_rules ? next->n_rules : 1;
     sw->next = next;
-    sw->rules = calloc(n, sizeof *sw->rules);
+    sw->rules = lines_calloc_n(n, sizeof *sw->rules);
     sw->rule_bits = rule_bits_list(next);
-    sw->key_vals = calloc(rules_widest_key(next), sizeof *sw->key_vals);
+    sw->key_vals = lines_calloc_n(rules_widest_key(next), sizeof *sw->key_vals);
     sw->renumber = calloc(s->rs->n_rules ? s->rs->n_rules : 1, sizeof *sw->renumber);
     sw->router = router_new(next, false);
-    sw->routed = calloc(n, sizeof *sw->routed);
-    sw->routed_key = calloc(n, sizeof *sw->routed_key);
-    sw->routed_order = calloc(n, sizeof *sw->routed_order);
-    sw->touched = calloc(n, sizeof *sw->touched);
+    sw->routed = lines_calloc_n(n, sizeof *sw->routed);
+    sw->routed_key = lines_calloc_n(n, sizeof *sw->routed_key);
+    sw->routed_order = lines_calloc_n(n, sizeof *sw->routed_order);
+    sw->touched = lines_calloc_n(n, sizeof *sw->touched);
     sw->nfas = nfa_list(next);
-    sw->ctxs = calloc(n, sizeof *sw->ctxs);
+    sw->ctxs = lines_calloc_n(n, sizeof *sw->ctxs);
     if (!sw->rules || !sw->rule_bits || !sw->key_vals || !sw->renumber || !sw->router ||
         !sw->routed || !sw->routed_key || !sw->routed_order || !sw->touched || !sw->nfas ||
         !sw->ctxs ||

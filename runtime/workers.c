@@ -512,10 +512,10 @@ Workers *workers_new(const CompiledRuleSet *rs, size_t n, const NfaLimits *limit
     ws->processing_time = processing_time;
     atomic_init(&ws->backlogged, false);
     ws->w = lines_calloc(n * sizeof *ws->w);
-    ws->copies = calloc(n, sizeof *ws->copies);
-    ws->missing_key = calloc(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
-    ws->unrouted = calloc(n * UNROUTED_BATCH, sizeof *ws->unrouted);
-    ws->n_unrouted = calloc(n, sizeof *ws->n_unrouted);
+    ws->copies = lines_calloc_n(n, sizeof *ws->copies);
+    ws->missing_key = lines_calloc_n(rs->n_rules ? rs->n_rules : 1, sizeof *ws->missing_key);
+    ws->unrouted = lines_calloc_n(n * UNROUTED_BATCH, sizeof *ws->unrouted);
+    ws->n_unrouted = lines_calloc_n(n, sizeof *ws->n_unrouted);
     ws->scratch = expr_scratch_new();
     ws->router = router_new(rs, true);
     if (!ws->w || !ws->copies || !ws->missing_key || !ws->scratch || !ws->router ||
@@ -1152,7 +1152,7 @@ int workers_reload(Workers *ws, const CompiledRuleSet *next, const size_t *from,
         return -1;
     /* the workers are paused: their shards are ours until resume_all */
     ShardSwap **swaps = calloc(ws->n, sizeof *swaps);
-    uint64_t *missing = calloc(next->n_rules ? next->n_rules : 1, sizeof *missing);
+    uint64_t *missing = lines_calloc_n(next->n_rules ? next->n_rules : 1, sizeof *missing);
     Router *router = router_new(next, true);
     bool ok = swaps && missing && router;
     for (size_t i = 0; ok && i < ws->n; i++)
