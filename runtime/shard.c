@@ -49,7 +49,8 @@ typedef struct Lookahead {
 /* A record an event reaches (one per distinct key among the rules it routes to, mostly
  * one or two): found once, then settled once after every rule ran. */
 typedef struct Touch {
-    const RouteKey *key;
+    const RouteKey *key;       /* the router's, or `own` */
+    RouteKey own;              /* a key the caller does not keep (shard_routed_rule) */
     PartEntry *rec;            /* NULL: the key has no record (yet) */
     size_t next;               /* where the next rule's slot is looked for: the event
                                   reaches its rules in increasing order, so every slot
@@ -94,6 +95,7 @@ struct Shard {
     size_t cur_rule;
     PartEntry *cur_rec;
     Touch *cur_touch;          /* NULL: a timer, whose record exists */
+    Event *routed_ev;          /* between shard_routed_begin and shard_routed_end */
     size_t routed_after;       /* rules the event reaches after the running one: how
                                   many more slots a record made now may soon need */
     Lookahead *ahead;          /* heap, owned */
@@ -942,9 +944,9 @@ static EVERY_RULE PartSlot *rule_slot(Touch *t, size_t ri)
     return NULL;
 }
 
-static EVERY_RULE void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+/* feed_key's part once the key's touch is found. */
+static EVERY_RULE void feed_touch(Shard *s, size_t ri, Touch *t, Event *ev)
 {
-    Touch *t = touch_key(s, k);
     PartSlot *sl = rule_slot(t, ri);
     if (sl)
         feed_slot(s, ri, t, sl, ev, ev->time_ms);
@@ -953,6 +955,11 @@ static EVERY_RULE void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *e
     else
         return;   /* nothing ran: most routed rules, whose rule state is then not read */
     warn_if_needed(s, ri);
+}
+
+static EVERY_RULE void feed_key(Shard *s, size_t ri, const RouteKey *k, Event *ev)
+{
+    feed_touch(s, ri, touch_key(s, k), ev);
 }
 
 /* A blank (route.h) at `now` for rule ri and key k: only a key with state for the rule
@@ -1124,22 +1131,51 @@ void shard_event_ahead(Shard *s, Event *ev, const Event *next)
     expr_scratch_reset(s->scratch);
 }
 
-void shard_feed(Shard *s, size_t ri, Event *ev, int64_t time_ms, const char *kbytes,
-                size_t klen, uint64_t hash)
+void shard_routed_begin(Shard *s, Event *ev)
 {
-    shard_fire_due(s, time_ms);
-    if (!ev && !part_may_hold(&s->keys, hash))
-        return;   /* a blank for a key without a record (most): nothing to run */
-    /* One rule per call: results cannot be reused across calls, since nothing says
-     * whether the next call is for the same event. */
+    shard_fire_due(s, ev->time_ms);
     if (s->cond_cache)
         nfa_cond_cache_next_event(s->cond_cache);
+    s->routed_ev = ev;
+}
+
+/* touch_key for a key the caller does not keep: a new touch holds a copy. */
+static Touch *touch_key_copied(Shard *s, const RouteKey *k)
+{
+    if (s->last_touch && same_key(s->last_touch->key, k))
+        return s->last_touch;
+    Touch *t = touch_key_slow(s, k);
+    if (t->key == k) {
+        t->own = *k;
+        t->key = &t->own;
+    }
+    return s->last_touch = t;
+}
+
+void shard_routed_rule(Shard *s, size_t ri, const char *kbytes, size_t klen, uint64_t hash,
+                       size_t after)
+{
+    RouteKey k = {kbytes, klen, hash, NULL};
+    s->routed_after = after;
+    feed_touch(s, ri, touch_key_copied(s, &k), s->routed_ev);
+}
+
+void shard_routed_end(Shard *s)
+{
+    settle_touched(s, s->routed_ev->time_ms);
+    expr_scratch_reset(s->scratch);
+    s->routed_ev = NULL;
+}
+
+void shard_routed_blank(Shard *s, size_t ri, int64_t time_ms, const char *kbytes, size_t klen,
+                        uint64_t hash)
+{
+    shard_fire_due(s, time_ms);
+    if (!part_may_hold(&s->keys, hash))
+        return;   /* a blank for a key without a record (most): nothing to run */
     RouteKey k = {kbytes, klen, hash, NULL};
     s->routed_after = 0;
-    if (ev)
-        feed_key(s, ri, &k, ev);
-    else
-        feed_blank(s, ri, &k, time_ms);
+    feed_blank(s, ri, &k, time_ms);
     settle_touched(s, time_ms);
     expr_scratch_reset(s->scratch);
 }

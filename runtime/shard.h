@@ -48,10 +48,19 @@ void shard_event(Shard *s, Event *ev);
  * records start loading meanwhile: a hint, which changes nothing but speed. next is
  * only read during the call. */
 void shard_event_ahead(Shard *s, Event *ev, const Event *next);
-/* One event for one rule whose key was computed by the router; ev NULL: a blank
- * (ROUTE_BLANK) at time_ms, else time_ms is ev's time. */
-void shard_feed(Shard *s, size_t rule, Event *ev, int64_t time_ms, const char *kbytes,
-                size_t klen, uint64_t hash);
+/* An event routed elsewhere (a worker's batch): shard_routed_begin, then
+ * shard_routed_rule for each rule it reaches with the key the router computed, in
+ * increasing rule order (`after`: how many of its rules come after this one), then
+ * shard_routed_end. Deadlines <= its time fire first; what the rules share (step
+ * conditions, a key's record) is evaluated and looked up once, as in shard_event. The
+ * key bytes must stay as they are until shard_routed_end. */
+void shard_routed_begin(Shard *s, Event *ev);
+void shard_routed_rule(Shard *s, size_t rule, const char *kbytes, size_t klen, uint64_t hash,
+                       size_t after);
+void shard_routed_end(Shard *s);
+/* A blank (ROUTE_BLANK) at time_ms for one rule and key. */
+void shard_routed_blank(Shard *s, size_t rule, int64_t time_ms, const char *kbytes, size_t klen,
+                        uint64_t hash);
 /* Fires every deadline <= t of every key of every rule, earliest first. */
 void shard_fire_due(Shard *s, int64_t t);
 /* Time moves to +infinity: every key's pending `within` fires. */

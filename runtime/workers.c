@@ -406,9 +406,19 @@ static inline void prefetch_values(const Event *ev)
 }
 
 /* The items of an event batch, then its deadlines (worker thread). */
+/* The items from `first` on that carry the same event (a batch holds an event's
+ * rules side by side, in rule order). */
+static size_t same_event_run(const Batch *b, size_t first)
+{
+    size_t end = first + 1;
+    while (end < b->n && b->items[end].ev == b->items[first].ev)
+        end++;
+    return end - first;
+}
+
 static void match_batch(Worker *wk, const Batch *b)
 {
-    for (size_t i = 0; i < b->n; i++) {
+    for (size_t i = 0; i < b->n;) {
         const Item *it = &b->items[i];
         /* the events were written on another core: start fetching the next ones */
         if (i + WORKER_PREFETCH < b->n)
@@ -416,14 +426,21 @@ static void match_batch(Worker *wk, const Batch *b)
         if (i + WORKER_PREFETCH / 2 < b->n)
             prefetch_values(b->items[i + WORKER_PREFETCH / 2].ev);
         if (!it->ev) {
-            shard_feed(wk->shard, it->rule, NULL, it->time_ms, b->keys.data + it->key_off,
-                       it->key_len, it->hash);
+            shard_routed_blank(wk->shard, it->rule, it->time_ms, b->keys.data + it->key_off,
+                               it->key_len, it->hash);
+            i++;
             continue;
         }
         if (b->id_base)
             it->ev->id = b->id_base + it->seq;
-        shard_feed(wk->shard, it->rule, it->ev, it->ev->time_ms, b->keys.data + it->key_off,
-                   it->key_len, it->hash);
+        /* the event's rules together, so that they share its conditions and records */
+        size_t n = same_event_run(b, i);
+        shard_routed_begin(wk->shard, it->ev);
+        for (size_t j = 0; j < n; j++, it++)
+            shard_routed_rule(wk->shard, it->rule, b->keys.data + it->key_off, it->key_len,
+                              it->hash, n - 1 - j);
+        shard_routed_end(wk->shard);
+        i += n;
     }
     if (b->upto != INT64_MIN)
         shard_fire_due(wk->shard, b->upto);
