@@ -101,7 +101,7 @@ static void usage(FILE *out)
           "      --control PATH   serve `vigil ctl` on a Unix socket (mode 0600): one\n"
           "                       command line (stats, rules, reload), one JSON reply\n"
           "      --workers N      worker threads (default 1); events are sharded by\n"
-          "                       (rule, key) so each key's events stay in order\n"
+          "                       key so each key's events stay in order\n"
           "      --stats          print a JSON summary to stderr at exit\n"
           "      --max-line BYTES longest accepted input line (default 1M; K/M/G suffixes)\n"
           "      --state DIR      checkpoint the whole state into DIR (every 10s and at\n"

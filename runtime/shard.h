@@ -2,7 +2,7 @@
  * holds every rule's state for that key (runtime/partition.h), one set of timers over
  * the records, and per rule its NFA counters and suppression ends, plus the evaluation
  * scratch. With --workers 1 the engine owns one shard and drives it inline; with N
- * workers each thread owns one and sees only the (rule, key) pairs hashed to it.
+ * workers each thread owns one and sees only the keys hashed to it (workers_pick).
  * Not thread-safe: one thread per shard. Results go to sink.alert on the shard's
  * thread, and so do its warnings. */
 #ifndef VIGIL_RUNTIME_SHARD_H

@@ -4,8 +4,9 @@
  * queue of batches from the engine's thread, plus a list of jobs (WorkerJob: the
  * engine's decoding, which goes before matching). Each released event's filter and
  * key per rule (evaluated by the engine's thread, or already by a decoding job) send
- * (rule, event, key) to the worker chosen by the hash of (rule, key), so every key's
- * events reach one worker in release order and that key's alerts keep their order.
+ * (rule, event, key) to the worker chosen by the hash of the key (workers_pick), so
+ * every key's events reach one worker in release order and that key's alerts keep
+ * their order.
  * Queues have their own locks (no global lock); a full queue blocks the sending
  * thread (a decoding job that hands parts on never waits: workers_split_deliver), and
  * a half-full one asks the reader to stop reading (workers_backlogged) before that
@@ -158,7 +159,7 @@ void workers_rule_stats(const Workers *w, size_t rule, EngineRuleStats *acc);
 uint64_t workers_regex_limit_hits(const Workers *w, bool paused);
 /* Checkpoints: the number of workers, worker i's shard (touch it only while the
  * workers are paused, or before they get any event), and the worker that owns
- * (rule, key hash). */
+ * (rule, key hash): the key's, for every rule with a key. */
 size_t workers_count(const Workers *w);
 Shard *workers_shard(Workers *w, size_t i);
 size_t workers_pick(const Workers *w, size_t rule, uint64_t hash);

@@ -1012,6 +1012,46 @@ START_TEST(workers_spread_keys_that_differ_only_at_the_end)
 }
 END_TEST
 
+/* A key's rules share one worker, whose record for the key holds them all (and an
+ * event goes to as many workers as it has keys); rules without a key, whose one
+ * partition is the empty key, spread over the workers by rule. */
+START_TEST(workers_keep_a_keys_rules_together_and_spread_keyless_rules)
+{
+    enum { KEYLESS = 16 };   /* all on one worker by chance: 2 in 65536 */
+    Buf src = BUF_INIT;
+    buf_printf(&src, "time ts epoch_ms;\n"
+                     "rule k0 { key user; begin a where type == \"a\"; on match alert \"m\"; }\n"
+                     "rule k1 { key payee; begin a where type == \"b\"; on match alert \"m\"; }\n");
+    for (int i = 0; i < KEYLESS; i++)
+        buf_printf(&src, "rule g%d { begin a where n == %d; on match alert \"m\"; }\n", i, i);
+    ck_assert(!src.failed);
+    CompiledRuleSet *rs = test_rules_compile(src.data, NULL);
+    buf_free(&src);
+    NfaLimits limits = {0};
+    EngineHooks hooks = {0};
+    Workers *ws = workers_new(rs, 2, &limits, &hooks, false);
+    ck_assert_ptr_nonnull(ws);
+    size_t on[2] = {0};
+    for (size_t k = 0; k < 1000; k++) {
+        char key[16];
+        int len = snprintf(key, sizeof key, "u%zu", k);
+        uint64_t h = part_hash(key, (size_t)len);
+        ck_assert_uint_eq(workers_pick(ws, 0, h), workers_pick(ws, 1, h));
+        on[workers_pick(ws, 0, h)]++;
+    }
+    ck_assert_uint_gt(on[0], 400);
+    ck_assert_uint_gt(on[1], 400);
+    size_t keyless[2] = {0};
+    uint64_t empty = part_hash("", 0);
+    for (size_t rule = 2; rule < rs->n_rules; rule++)
+        keyless[workers_pick(ws, rule, empty)]++;
+    ck_assert_uint_gt(keyless[0], 0);
+    ck_assert_uint_gt(keyless[1], 0);
+    workers_free(ws);
+    ruleset_free(rs);
+}
+END_TEST
+
 START_TEST(workers_stats_count_every_line_handed_in)
 {
     CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
@@ -1747,6 +1787,7 @@ int main(void)
     tcase_add_test(tc, workers_keep_each_lines_input_position_and_arrival);
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
+    tcase_add_test(tc, workers_keep_a_keys_rules_together_and_spread_keyless_rules);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     tcase_add_test(tc, memory_count_is_zero_once_every_key_is_gone);
