@@ -405,7 +405,6 @@ static inline void prefetch_values(const Event *ev)
     __builtin_prefetch(p + 192, 0);
 }
 
-/* The items of an event batch, then its deadlines (worker thread). */
 /* The items from `first` on that carry the same event (a batch holds an event's
  * rules side by side, in rule order). */
 static size_t same_event_run(const Batch *b, size_t first)
@@ -416,6 +415,7 @@ static size_t same_event_run(const Batch *b, size_t first)
     return end - first;
 }
 
+/* The items of an event batch, then its deadlines (worker thread). */
 static void match_batch(Worker *wk, const Batch *b)
 {
     for (size_t i = 0; i < b->n;) {
