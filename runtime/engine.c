@@ -362,16 +362,26 @@ static void route_line(FeedBatch *b, FeedRouter *fr, Decoded *o)
     }
     o->route_first = (uint32_t)b->n_routes;
     o->n_routes = (uint32_t)n;
+    /* rules keyed alike share the router's RouteKey, and mostly come one after the
+     * other: their routes share one copy of its bytes, which the split and the worker
+     * then tell apart by offset and by pointer */
+    const RouteKey *last = NULL;
+    size_t last_off = 0;
     for (size_t i = 0; i < n; i++) {
         size_t ri = fr->order[i];
         WorkerRoute *r = &b->routes[b->n_routes++];
         *r = (WorkerRoute){.rule = ri, .res = fr->res[ri]};
         if (!route_keyed(r->res))
             continue;
-        r->key_off = b->keys.len;
-        r->key_len = fr->key[ri]->len;
-        r->hash = fr->key[ri]->hash;
-        buf_append_inline(&b->keys, fr->key[ri]->bytes, r->key_len);
+        const RouteKey *k = fr->key[ri];
+        r->key_len = k->len;
+        r->hash = k->hash;
+        if (k != last) {
+            last = k;
+            last_off = b->keys.len;
+            buf_append_inline(&b->keys, k->bytes, r->key_len);
+        }
+        r->key_off = last_off;
     }
     expr_scratch_reset(fr->scratch);
     o->routed = true;

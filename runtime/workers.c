@@ -891,12 +891,39 @@ static bool split_keep_unrouted(WorkerSplit *s, Event *ev)
     return true;
 }
 
+/* The key bytes the last route of an event put in an owner's batch. Rules keyed alike
+ * share their key's bytes (one copy for their routes, engine.c) and, keyed alike, one
+ * owner: each owner's batch holds a key once per event, not once per rule, and the
+ * worker tells the rules' keys apart by a pointer compare. */
+typedef struct LastKey {
+    size_t from, len;          /* its bytes among the routes' (from SIZE_MAX: none); the
+                                  length too, since an empty key (a rule without one)
+                                  has the offset of the key after it */
+    size_t worker, at;         /* its offset in that worker's batch */
+} LastKey;
+
+/* Where route r's key bytes are in b, worker w's batch: appended unless they were just
+ * put there; SIZE_MAX on allocation failure. */
+static size_t split_key_at(LastKey *last, Batch *b, size_t w, const WorkerRoute *r,
+                           const char *key_base)
+{
+    if (last->from == r->key_off && last->len == r->key_len && last->worker == w)
+        return last->at;
+    size_t at = b->keys.len;
+    buf_append_inline(&b->keys, key_base + r->key_off, r->key_len);
+    if (b->keys.failed)
+        return SIZE_MAX;
+    *last = (LastKey){r->key_off, r->key_len, w, at};
+    return at;
+}
+
 int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev, int64_t time_ms,
                       const WorkerRoute *routes, size_t n, const char *key_base, size_t seq)
 {
     s->home = home;
     memset(s->copies, 0, s->n_workers * sizeof *s->copies);
     bool original_used = false;
+    LastKey last = {SIZE_MAX, 0, 0, 0};
     size_t i = 0;
     for (; i < n; i++) {
         const WorkerRoute *r = &routes[i];
@@ -906,9 +933,8 @@ int workers_split_add(Workers *ws, WorkerSplit *s, size_t home, Event *ev, int64
         Batch *b = split_room(ws, s, w);
         if (!b)
             break;
-        size_t off = b->keys.len;
-        buf_append_inline(&b->keys, key_base + r->key_off, r->key_len);
-        if (b->keys.failed)
+        size_t off = split_key_at(&last, b, w, r, key_base);
+        if (off == SIZE_MAX)
             break;
         Item *it = &b->items[b->n];
         *it = (Item){NULL, r->rule, r->hash, off, r->key_len, {seq}};

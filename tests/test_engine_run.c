@@ -1052,6 +1052,47 @@ START_TEST(workers_keep_a_keys_rules_together_and_spread_keyless_rules)
 }
 END_TEST
 
+static int cmp_alert_lines(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* A rule without a key has an empty key, at the offset where the next rule's key
+ * bytes go: each rule's alerts still carry its own key when the batches are split by
+ * owner (event time, in order: the decoding workers' fast path). */
+START_TEST(workers_keep_each_rules_key_beside_a_keyless_rule)
+{
+    static const char rules[] =
+        "time ts epoch_ms;\n"
+        "rule global { begin a where type == \"x\"; on match alert \"g\"; }\n"
+        "rule by_user { key user; begin a where type == \"x\"; on match alert \"u\"; }\n"
+        "rule by_pair { key user, country; begin a where type == \"x\"; on match alert \"p\"; }\n";
+    CompiledRuleSet *rs = test_rules_compile(rules, NULL);
+    enum { EVENTS = 60 };
+    Seen s;
+    Engine *e = start(rs, &s, 2);
+    char want[3 * EVENTS][160];
+    for (int i = 0; i < EVENTS; i++) {
+        char line[128];
+        int len = snprintf(line, sizeof line,
+                           "{\"ts\":%d,\"type\":\"x\",\"user\":\"user%d\",\"country\":\"NL\"}",
+                           1000 + i, i % 13);
+        ck_assert_int_eq(engine_line(e, line, (size_t)len, "t", (uint64_t)i + 1, 0), 0);
+        snprintf(want[3 * i], 160, "0 match - %d", 1000 + i);
+        snprintf(want[3 * i + 1], 160, "1 match user%d %d", i % 13, 1000 + i);
+        snprintf(want[3 * i + 2], 160, "2 match user%d %d", i % 13, 1000 + i);
+    }
+    ck_assert_int_eq(engine_finish(e), 0);
+    engine_free(e);
+    ck_assert_uint_eq(s.n, 3 * EVENTS);
+    qsort(s.lines, s.n, sizeof s.lines[0], cmp_alert_lines);
+    qsort(want, 3 * EVENTS, sizeof want[0], cmp_alert_lines);
+    for (size_t i = 0; i < s.n; i++)
+        ck_assert_str_eq(s.lines[i], want[i]);
+    ruleset_free(rs);
+}
+END_TEST
+
 START_TEST(workers_stats_count_every_line_handed_in)
 {
     CompiledRuleSet *rs = test_rules_compile(pair_rules, NULL);
@@ -1788,6 +1829,7 @@ int main(void)
     tcase_add_test(tc, workers_stats_count_every_line_handed_in);
     tcase_add_test(tc, workers_spread_keys_that_differ_only_at_the_end);
     tcase_add_test(tc, workers_keep_a_keys_rules_together_and_spread_keyless_rules);
+    tcase_add_test(tc, workers_keep_each_rules_key_beside_a_keyless_rule);
     tcase_add_test(tc, workers_dead_letters_keep_each_lines_text_reason_and_offset);
     tcase_add_test(tc, workers_decode_lines_before_a_reload_for_the_old_rules);
     tcase_add_test(tc, memory_count_is_zero_once_every_key_is_gone);
