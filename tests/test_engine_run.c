@@ -1052,11 +1052,6 @@ START_TEST(workers_keep_a_keys_rules_together_and_spread_keyless_rules)
 }
 END_TEST
 
-static int cmp_alert_lines(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
 /* A rule without a key has an empty key, at the offset where the next rule's key
  * bytes go: each rule's alerts still carry its own key when the batches are split by
  * owner (event time, in order: the decoding workers' fast path). */
@@ -1085,8 +1080,8 @@ START_TEST(workers_keep_each_rules_key_beside_a_keyless_rule)
     ck_assert_int_eq(engine_finish(e), 0);
     engine_free(e);
     ck_assert_uint_eq(s.n, 3 * EVENTS);
-    qsort(s.lines, s.n, sizeof s.lines[0], cmp_alert_lines);
-    qsort(want, 3 * EVENTS, sizeof want[0], cmp_alert_lines);
+    qsort(s.lines, s.n, sizeof s.lines[0], cmp_lines);
+    qsort(want, 3 * EVENTS, sizeof want[0], cmp_lines);
     for (size_t i = 0; i < s.n; i++)
         ck_assert_str_eq(s.lines[i], want[i]);
     ruleset_free(rs);
