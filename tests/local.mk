@@ -8,7 +8,7 @@ TEST_UTIL = tests/testutil.c tests/testutil.h
 # Out-of-memory tests: every allocation goes through tests/oomwrap.c (GNU ld's --wrap),
 # which makes the chosen one fail: add OOM_SOURCES to _SOURCES, OOM_WRAP_FLAGS to _LDFLAGS.
 OOM_SOURCES = tests/oomwrap.c tests/oomwrap.h
-OOM_WRAP_FLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+OOM_WRAP_FLAGS = -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc
 # check_run_suite, the end of every test program's main; header-only.
 EXTRA_DIST += tests/checkmain.h tests/partkeys.h
 # Tests find the shared conformance cases through VIGIL_SHARED (set by .ci/run), else beside the tree.

@@ -20,9 +20,11 @@ static atomic_int stack_fd = -1;   /* where the failed allocation's call stack g
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t align, size_t n);
 
 /* Not inlined, so that the first two frames of a call stack taken here are always
  * this and the wrapper. backtrace_symbols_fd allocates nothing. */
@@ -54,6 +56,12 @@ void *__wrap_calloc(size_t n, size_t size)
 void *__wrap_realloc(void *p, size_t n)
 {
     return this_one_fails() ? NULL : __real_realloc(p, n);
+}
+
+/* base/lines.h's allocations (every worker's per-event arrays) */
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    return this_one_fails() ? NULL : __real_aligned_alloc(align, n);
 }
 
 void oom_count_begin(size_t fail)

@@ -1,6 +1,6 @@
 /* tests/oomwrap.h — making one allocation fail, for the out-of-memory tests. A test
- * program built with OOM_WRAP_FLAGS (tests/local.mk: GNU ld's --wrap for malloc, calloc
- * and realloc) and OOM_SOURCES has every allocation of libvigil.a, and of its own
+ * program built with OOM_WRAP_FLAGS (tests/local.mk: GNU ld's --wrap for malloc, calloc,
+ * realloc and aligned_alloc, which base/lines.h uses) and OOM_SOURCES has every allocation of libvigil.a, and of its own
  * code, go through tests/oomwrap.c, which counts them from oom_count_begin and makes
  * the chosen one return NULL. The count is the process's, over every thread (an
  * atomic counter): in a single-threaded program allocation N is always the same one;
