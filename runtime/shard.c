@@ -985,6 +985,15 @@ static void settle_touched(Shard *s, int64_t now)
     s->last_touch = NULL;
 }
 
+/* The end of an event (or a blank) that went through its rules: its records settle and
+ * the values its conditions made go. Inlined: as a call it cost scenario 1 0.5 % more
+ * instructions (callgrind), the event paths around it compiling worse. */
+static __attribute__((always_inline)) inline void event_done(Shard *s, int64_t now)
+{
+    settle_touched(s, now);
+    expr_scratch_reset(s->scratch);
+}
+
 /* An event's key is found through its table's occupancy bitmap, then its slot: both
  * mostly cache misses in a table of every key. The event is routed first (routing
  * reads the event alone), so that both loads are under way while the timers fire. */
@@ -1127,8 +1136,7 @@ void shard_event_ahead(Shard *s, Event *ev, const Event *next)
         else if (rr == ROUTE_BLANK)   /* only from a router made with blanks */
             feed_blank(s, ri, s->routed_key[ri], ev->time_ms);
     }
-    settle_touched(s, ev->time_ms);
-    expr_scratch_reset(s->scratch);
+    event_done(s, ev->time_ms);
 }
 
 void shard_routed_begin(Shard *s, Event *ev)
@@ -1162,8 +1170,7 @@ void shard_routed_rule(Shard *s, size_t ri, const char *kbytes, size_t klen, uin
 
 void shard_routed_end(Shard *s)
 {
-    settle_touched(s, s->routed_ev->time_ms);
-    expr_scratch_reset(s->scratch);
+    event_done(s, s->routed_ev->time_ms);
     s->routed_ev = NULL;
 }
 
@@ -1176,8 +1183,7 @@ void shard_routed_blank(Shard *s, size_t ri, int64_t time_ms, const char *kbytes
     RouteKey k = {kbytes, klen, hash, NULL};
     s->routed_after = 0;
     feed_blank(s, ri, &k, time_ms);
-    settle_touched(s, time_ms);
-    expr_scratch_reset(s->scratch);
+    event_done(s, time_ms);
 }
 
 /* ---- the end ---------------------------------------------------------------- */
